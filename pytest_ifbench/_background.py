@@ -1,0 +1,108 @@
+"""Background generation: model calls run concurrently while items execute in order.
+
+One daemon thread runs an asyncio loop. Jobs (one per instance) are
+submitted in item order with their index as priority; every model call
+takes a slot from a :class:`PrioritySemaphore`, so when calls compete the
+earliest item wins and each item mostly finds its episode ready. Multi-turn
+jobs keep their turns sequential but overlap with other jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import heapq
+import itertools
+import threading
+from typing import Any, Awaitable, Callable
+
+#: Priority of the job the current task belongs to (lower runs first).
+PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_priority", default=0)
+
+
+class PrioritySemaphore:
+    """An asyncio semaphore that wakes the lowest-priority-number waiter first."""
+
+    def __init__(self, value: int) -> None:
+        if value < 1:
+            raise ValueError("concurrency must be >= 1")
+        self._value = value
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._counter = itertools.count()
+        self.peak = 0
+        self._in_use = 0
+
+    async def acquire(self) -> None:
+        if self._value > 0 and not self._waiters:
+            self._value -= 1
+        else:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            heapq.heappush(self._waiters, (PRIORITY.get(), next(self._counter), future))
+            try:
+                await future
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled():
+                    self.release()
+                raise
+        self._in_use += 1
+        self.peak = max(self.peak, self._in_use)
+
+    def release(self) -> None:
+        self._in_use -= 1
+        while self._waiters:
+            _, _, future = heapq.heappop(self._waiters)
+            if not future.done():
+                future.set_result(None)
+                return
+        self._value += 1
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.release()
+
+
+class BackgroundGenerator:
+    """Runs episode jobs on a private event loop in a daemon thread."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = concurrency
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="ifbench-generation", daemon=True)
+        self._thread.start()
+        self.limiter: PrioritySemaphore = asyncio.run_coroutine_threadsafe(
+            self._make_limiter(), self._loop
+        ).result()
+        self._jobs: dict[str, concurrent.futures.Future[Any]] = {}
+        self._lock = threading.Lock()
+
+    async def _make_limiter(self) -> PrioritySemaphore:
+        return PrioritySemaphore(self.concurrency)
+
+    async def _run(self, priority: int, factory: Callable[[], Awaitable[Any]]) -> Any:
+        PRIORITY.set(priority)
+        return await factory()
+
+    def submit(self, key: str, priority: int, factory: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
+        """Start the job for ``key`` unless it is already running; idempotent."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                job = asyncio.run_coroutine_threadsafe(self._run(priority, factory), self._loop)
+                self._jobs[key] = job
+            return job
+
+    def submitted(self, key: str) -> bool:
+        return key in self._jobs
+
+    def pop(self, key: str) -> concurrent.futures.Future[Any] | None:
+        with self._lock:
+            return self._jobs.pop(key, None)
+
+    def shutdown(self) -> None:
+        for job in list(self._jobs.values()):
+            job.cancel()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)

@@ -1,0 +1,172 @@
+"""Collection: suite files become pytest files, instances become items.
+
+Each instance is a :class:`InstanceItem` (a ``pytest.Function`` made with
+``callobj``, so fixtures such as ``subtests`` and ``request`` work); its node
+id reads ``suites/x.yaml::<instance-id>``. Setup waits for the instance's
+episode from the background generator, so a model call that failed for good
+is reported as an *error*; the call phase verifies, one subtest per check.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from ._client import ModelCallError
+from ._judge import JudgeError
+from ._model_types import CheckSpec, Instance
+from ._protocols import Episode
+from ._records import episode_record, error_record
+from ._state import STATE_KEY, IfbenchState
+from ._suite import SuiteError, marker_name
+from ._verify import CheckOutcome, VerifyContext, evaluate
+
+_MARKER_HELP = {
+    "ifbench": "every pytest-ifbench instance",
+    "category": "instances of category '{}'",
+    "scaffold": "instances run in the '{}' agent scaffold",
+    "tier": "instances with {} privilege tiers",
+    "protocol": "instances run with the '{}' protocol",
+}
+
+
+def register_marker(state: IfbenchState, name: str, help_text: str) -> None:
+    if name not in state.registered_markers:
+        state.registered_markers.add(name)
+        state.config.addinivalue_line("markers", f"{name}: {help_text}")
+
+
+def instance_markers(instance: Instance) -> list[tuple[str, str]]:
+    """(marker, help) pairs: benchmark, category_*, scaffold_*, tier_*, protocol_*, extras."""
+    out = [("ifbench", _MARKER_HELP["ifbench"]), (instance.benchmark, f"{instance.benchmark} benchmark instances")]
+    for key in ("category", "scaffold", "tier"):
+        value = getattr(instance, key)
+        if value is not None:
+            out.append((marker_name(key, value), _MARKER_HELP[key].format(value)))
+    out.append((marker_name("protocol", instance.protocol), _MARKER_HELP["protocol"].format(instance.protocol)))
+    out.extend((m, f"instances marked '{m}' in their suite") for m in instance.markers)
+    return out
+
+
+class SuiteFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        state = self.config.stash[STATE_KEY]
+        suite = state.load(self.path)
+        for instance in suite.instances:
+            item = InstanceItem.from_parent(self, name=instance.id, callobj=_instance_test, instance=instance)
+            for name, help_text in instance_markers(instance):
+                register_marker(state, name, help_text)
+                item.add_marker(name)
+            yield item
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, SuiteError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class CheckFailed(AssertionError):
+    """A checklist item was not met; the message is the whole story."""
+
+
+class InstanceError(Exception):
+    """The instance could not be run (model, judge or protocol failure)."""
+
+
+def _instance_test(request: pytest.FixtureRequest, subtests: Any) -> None:
+    request.node.verify_checks(subtests)
+
+
+def failure_message(outcome: CheckOutcome) -> str:
+    check = outcome.check
+    lines = [f"check {check.id!r} failed: {check.description}".rstrip(": ")]
+    params = ", ".join(f"{k}={v!r}" for k, v in check.params.items())
+    lines.append(f"  verifier: {check.verifier}({params})")
+    if outcome.error:
+        lines.append(f"  error: {outcome.error}")
+    elif outcome.verdict is not None and outcome.verdict.evidence:
+        evidence = outcome.verdict.evidence.replace("\n", "\n    ")
+        lines.append(f"  evidence:\n    {evidence}")
+    return "\n".join(lines)
+
+
+class InstanceItem(pytest.Function):
+    """One benchmark instance."""
+
+    def __init__(self, *, instance: Instance, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = instance
+        self.episode: Episode | None = None
+        self.ifbench_record: dict[str, Any] | None = None
+
+    @property
+    def state(self) -> IfbenchState:
+        return self.config.stash[STATE_KEY]
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.parent.name}::{self.spec.id}"
+
+    def start_job(self, priority: int) -> None:
+        state = self.state
+        protocol = state.protocols[self.spec.protocol]
+        runtime = state.runtime
+        state.generation().submit(self.nodeid, priority, lambda: protocol(self.spec, runtime))
+
+    def setup(self) -> None:
+        super().setup()
+        state = self.state
+        generator = state.generation()
+        if not generator.submitted(self.nodeid):
+            self.start_job(0)
+        job = generator.pop(self.nodeid)
+        assert job is not None
+        try:
+            self.episode = job.result()
+        except (ModelCallError, JudgeError, LookupError) as exc:
+            kind = "judge" if isinstance(exc, JudgeError) else "model"
+            self.ifbench_record = error_record(self.nodeid, self.spec, state.model_name,
+                                               state.judge_names, str(exc), kind)
+            raise InstanceError(str(exc)) from None
+
+    def _outcomes(self) -> list[tuple[int, CheckOutcome]]:
+        assert self.episode is not None
+        instance = self.spec
+        state = self.state
+        last = self.episode.turns[-1].index
+        turn_checks = {i: list(t.checks) for i, t in enumerate(instance.turns, start=1)}
+        out: list[tuple[int, CheckOutcome]] = []
+        for record in self.episode.turns:
+            done = {o.check.id: o for o in record.outcomes or []}
+            checks: list[CheckSpec] = turn_checks.get(record.index, []) + [
+                c for c in instance.checks
+                if c.turn == record.index or (c.turn is None and record.index == last)
+            ]
+            pending = [c for c in checks if c.id not in done]
+            ctx = VerifyContext(registry=state.registry, instance=instance, judged=record.judged,
+                                messages=record.messages + [{"role": "assistant", "content": record.completion.text}],
+                                sandbox=state.sandbox)
+            fresh = {o.check.id: o for o in evaluate(pending, record.completion.text, ctx)} if pending else {}
+            out.extend((record.index, done.get(c.id) or fresh[c.id]) for c in checks)
+        return out
+
+    def verify_checks(self, subtests: Any) -> None:
+        start = time.perf_counter()
+        outcomes = self._outcomes()
+        state = self.state
+        self.ifbench_record = episode_record(
+            self.nodeid, self.spec, state.model_name, state.judge_names, self.episode, outcomes,
+            state.registry, time.perf_counter() - start,
+        )
+        for _, outcome in outcomes:
+            if not outcome.check.scored:
+                continue
+            with subtests.test(msg=outcome.check.id):
+                if not outcome.passed:
+                    raise CheckFailed(failure_message(outcome))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, (CheckFailed, InstanceError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)

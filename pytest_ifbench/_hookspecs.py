@@ -1,0 +1,46 @@
+"""Hook specifications for extending pytest-ifbench.
+
+Implement these in a ``conftest.py`` or a plugin (``pytest11`` entry point)
+using ``pytest.hookimpl`` or plain functions with these names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ._metrics import MetricTable
+    from ._protocols import ProtocolRegistry
+    from ._registry import Registry
+
+
+@pytest.hookspec(historic=True)
+def pytest_ifbench_register_verifiers(registry: Registry) -> None:
+    """Add verifiers to ``registry`` (``registry.verifier(id, ...)`` decorator or ``registry.add``).
+
+    Called once per session after the built-ins are registered; ids must be
+    ``<benchmark>.<name>`` and unique.
+    """
+
+
+@pytest.hookspec(historic=True)
+def pytest_ifbench_register_protocols(protocols: ProtocolRegistry) -> None:
+    """Add protocols: ``protocols["name"] = async def run(instance, runtime) -> Episode``."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_ifbench_suite_data(path: Any, config: pytest.Config) -> Any:
+    """Return suite data (the same mapping a suite YAML file holds) for a file that is
+    not a native suite, e.g. an official benchmark file in its own format, or None.
+
+    The data is validated exactly like a YAML suite, so errors still name the
+    file, the instance and the field.
+    """
+
+
+def pytest_ifbench_metrics(benchmark: str, records: list[dict[str, Any]]) -> list[MetricTable] | None:
+    """Return extra metric tables for ``benchmark`` computed from its result records
+    (the entries of the results file). Called on the controller after the run.
+    """

@@ -1,0 +1,159 @@
+"""LLM-judged checks: one call per instance per judge, structured JSON back.
+
+Every judged check of an instance goes to each judge in a single call that
+must answer ``{"checks": [{"id", "verdict": "pass"|"fail", "reasoning"}]}``.
+Malformed JSON gets one repair turn; after that the instance errors. A check
+the judge leaves out is not passed. With a panel, each check's verdict is
+the strict majority of the judges; the mean and the spread are recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ._client import ModelClient
+from ._model_types import CheckSpec, GenerationParams, Verdict
+from ._registry import Registry
+from ._text import first_json_object
+
+JUDGE_PARAMS = GenerationParams(temperature=0.0, max_tokens=1024)
+
+
+def response_format(ids: Sequence[str]) -> dict[str, Any]:
+    """A JSON schema for the verdicts; constrained decoders (llama.cpp) follow it exactly."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "checks": {
+                "type": "array",
+                "minItems": len(ids),
+                "maxItems": len(ids),
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "enum": list(ids)},
+                        "verdict": {"type": "string", "enum": ["pass", "fail"]},
+                        "reasoning": {"type": "string", "maxLength": 300},
+                    },
+                    "required": ["id", "verdict", "reasoning"],
+                },
+            },
+        },
+        "required": ["checks"],
+    }
+    return {"type": "json_schema", "json_schema": {"name": "checklist_verdicts", "schema": schema}}
+
+_SYSTEM = (
+    "You are a strict evaluator. You decide, for each numbered requirement, whether the "
+    "RESPONSE satisfies it. Judge only what is in the response. Reply with JSON only, exactly "
+    'in the form {"checks": [{"id": "<requirement id>", "verdict": "pass" or "fail", '
+    '"reasoning": "<one or two sentences>"}]}, with one entry per requirement id.'
+)
+
+
+class JudgeError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JudgedCheck:
+    judge: str
+    passed: bool
+    reasoning: str
+
+
+def judge_prompt(task: str, response: str, items: Sequence[tuple[str, str]]) -> str:
+    requirements = "\n".join(f"- id: {check_id}\n  requirement: {text}" for check_id, text in items)
+    return f"TASK GIVEN TO THE MODEL:\n{task}\n\nRESPONSE:\n{response}\n\nREQUIREMENTS:\n{requirements}\n"
+
+
+def parse_verdicts(text: str, ids: Sequence[str]) -> dict[str, tuple[bool, str]]:
+    """Parse the judge's JSON; raise ValueError with a reason when it is malformed."""
+    blob = first_json_object(text)
+    if blob is None:
+        raise ValueError("no JSON object in the reply")
+    data = json.loads(blob)
+    checks = data.get("checks") if isinstance(data, dict) else None
+    if not isinstance(checks, list):
+        raise ValueError('the JSON has no "checks" list')
+    out: dict[str, tuple[bool, str]] = {}
+    for entry in checks:
+        if not isinstance(entry, dict) or entry.get("id") not in ids:
+            continue
+        verdict = str(entry.get("verdict", "")).strip().lower()
+        if verdict not in ("pass", "fail"):
+            raise ValueError(f"check {entry.get('id')!r} has verdict {entry.get('verdict')!r}, not pass/fail")
+        out.setdefault(entry["id"], (verdict == "pass", str(entry.get("reasoning", ""))))
+    return out
+
+
+async def _ask(client: ModelClient, prompt: str, ids: Sequence[str]) -> tuple[dict[str, tuple[bool, str]], Any]:
+    messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+    fmt = response_format(ids)
+    reply = await client.complete(messages, JUDGE_PARAMS, response_format=fmt)
+    try:
+        return parse_verdicts(reply.text, ids), reply
+    except (ValueError, json.JSONDecodeError) as exc:
+        messages += [
+            {"role": "assistant", "content": reply.text},
+            {"role": "user", "content": f"Your reply was not valid: {exc}. Reply again with only the JSON object."},
+        ]
+        repaired = await client.complete(messages, JUDGE_PARAMS, response_format=fmt)
+        try:
+            return parse_verdicts(repaired.text, ids), repaired
+        except (ValueError, json.JSONDecodeError) as exc2:
+            raise JudgeError(
+                f"judge {client.model!r} returned malformed JSON twice ({exc2}); reply: {repaired.text[:300]!r}"
+            ) from None
+
+
+async def judge_checks(
+    judges: Sequence[ModelClient], registry: Registry, task: str, response: str, checks: Sequence[CheckSpec],
+) -> tuple[dict[str, Verdict], list[Any]]:
+    """Verdicts by check id for every judged check, plus the judge completions."""
+    if not checks:
+        return {}, []
+    if not judges:
+        raise JudgeError("judged checks need a judge model (--judge-model)")
+    items = []
+    for check in checks:
+        verifier = registry.get(check.verifier)
+        assert verifier.criterion is not None
+        text = verifier.criterion(check.params)
+        if check.kind == "penalty":
+            text = f"The response avoids this mistake: {text}"
+        items.append((check.id, text))
+    ids = [check_id for check_id, _ in items]
+    prompt = judge_prompt(task, response, items)
+    per_judge: list[dict[str, tuple[bool, str]]] = []
+    completions = []
+    for client in judges:
+        verdicts, completion = await _ask(client, prompt, ids)
+        per_judge.append(verdicts)
+        completions.append(completion)
+    out: dict[str, Verdict] = {}
+    for check_id in ids:
+        votes = []
+        details = []
+        for client, verdicts in zip(judges, per_judge):
+            passed, reasoning = verdicts.get(check_id, (False, "the judge omitted this check"))
+            votes.append(1.0 if passed else 0.0)
+            details.append({"judge": client.model, "passed": passed, "reasoning": reasoning,
+                            "omitted": check_id not in verdicts})
+        mean = statistics.fmean(votes)
+        spread = statistics.pstdev(votes) if len(votes) > 1 else 0.0
+        evidence = "\n".join(f"[{d['judge']}] {'pass' if d['passed'] else 'fail'}: {d['reasoning']}" for d in details)
+        out[check_id] = Verdict(passed=mean > 0.5, evidence=evidence,
+                                details={"judges": details, "mean": mean, "spread": spread})
+    return out, completions
+
+
+def judged_subset(registry: Registry, checks: Sequence[CheckSpec]) -> list[CheckSpec]:
+    return [c for c in checks if registry.get(c.verifier).kind == "judge"]
+
+
+def task_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    return "\n\n".join(f"[{m['role']}] {m.get('content') or ''}" for m in messages if m.get("role") != "assistant")

@@ -1,0 +1,178 @@
+"""Benchmark metrics computed from result records.
+
+The core metrics are the ones every checklist benchmark shares:
+ISR (share of instances whose scored checks all passed), CSR (mean
+per-instance share of scored checks passed) and, when an instance carries
+bonus/penalty points, the rubric score s_i = max(0, S+ - S-) / S_max
+(AgentIF-OneDay eq. 1), averaged over instances. With a judge panel, ISR and
+CSR are also computed per judge and reported as mean and std across judges
+(OctoBench avg@k). Errored instances are counted but excluded from rates.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricTable:
+    """A titled table: ``columns`` names and ``rows`` of values (first column = row label)."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "columns": list(self.columns), "rows": [list(r) for r in self.rows],
+                "notes": list(self.notes)}
+
+
+def scored_checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in record.get("checks", []) if c.get("scored", True)]
+
+
+def instance_passed_share(record: Mapping[str, Any], judge: str | None = None) -> tuple[bool, float] | None:
+    """(all passed, share passed) over scored checks, optionally as one judge saw it."""
+    checks = scored_checks(record)
+    if not checks:
+        return None
+    results = [_passed_by(c, judge) for c in checks]
+    return all(results), sum(results) / len(results)
+
+
+def _passed_by(check: Mapping[str, Any], judge: str | None) -> bool:
+    if judge is not None:
+        for vote in (check.get("verdict") or {}).get("details", {}).get("judges", []) or []:
+            if vote.get("judge") == judge:
+                return bool(vote.get("passed"))
+    return bool(check.get("passed"))
+
+
+def rubric_score(record: Mapping[str, Any]) -> float | None:
+    """AgentIF-OneDay s_i; None if the instance has no bonus/penalty items.
+
+    A bonus item earns its points when passed; a penalty item costs its points
+    when failed (``passed`` always means "the response is fine on this item").
+    """
+    checks = scored_checks(record)
+    bonus = [c for c in checks if c.get("kind") == "bonus"]
+    penalty = [c for c in checks if c.get("kind") == "penalty"]
+    if not bonus and not penalty:
+        return None
+    s_max = sum(c.get("points", 1.0) for c in bonus)
+    s_plus = sum(c.get("points", 1.0) for c in bonus if c.get("passed"))
+    s_minus = sum(c.get("points", 1.0) for c in penalty if not c.get("passed"))
+    if s_max <= 0:
+        return None
+    return max(0.0, s_plus - s_minus) / s_max
+
+
+@dataclass(kw_only=True)
+class Aggregate:
+    n: int = 0
+    errors: int = 0
+    isr: list[bool] = field(default_factory=list)
+    csr: list[float] = field(default_factory=list)
+    rubric: list[float] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cost_known: bool = False
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.n += 1
+        tokens = record.get("tokens") or {}
+        self.prompt_tokens += tokens.get("prompt", 0)
+        self.completion_tokens += tokens.get("completion", 0)
+        if record.get("cost") is not None:
+            self.cost += record["cost"]
+            self.cost_known = True
+        if record.get("status") == "error":
+            self.errors += 1
+            return
+        share = instance_passed_share(record)
+        if share is not None:
+            self.isr.append(share[0])
+            self.csr.append(share[1])
+        score = rubric_score(record)
+        if score is not None:
+            self.rubric.append(score)
+
+    def row(self, label: str) -> tuple[Any, ...]:
+        return (
+            label, self.n, self.errors, _pct(self.isr), _pct(self.csr),
+            _pct(self.rubric) if self.rubric else "-",
+            f"{self.prompt_tokens}/{self.completion_tokens}",
+            f"${self.cost:.4f}" if self.cost_known else "-",
+        )
+
+
+COLUMNS = ("", "items", "errors", "ISR", "CSR", "score", "tokens in/out", "cost")
+
+
+def _pct(values: Sequence[float | bool]) -> str:
+    if not values:
+        return "-"
+    return f"{100 * statistics.fmean(float(v) for v in values):.1f}%"
+
+
+def _aggregate(records: Iterable[Mapping[str, Any]]) -> Aggregate:
+    agg = Aggregate()
+    for record in records:
+        agg.add(record)
+    return agg
+
+
+_BREAKDOWNS = (("category", "category"), ("scaffold", "scaffold"), ("tier", "tier"), ("protocol", "protocol"))
+
+
+def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
+    """The overall row plus one breakdown per dimension that has more than one value."""
+    rows = [_aggregate(records).row("all")]
+    for label, key in _BREAKDOWNS:
+        groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for record in records:
+            if record.get(key) is not None:
+                groups[str(record[key])].append(record)
+        if len(groups) > 1 or (groups and len(next(iter(groups.values()))) < len(records)):
+            for value in sorted(groups):
+                rows.append(_aggregate(groups[value]).row(f"{label}={value}"))
+    tables = [MetricTable(title=f"{benchmark}", columns=COLUMNS, rows=tuple(rows))]
+    judges = sorted({vote["judge"] for r in records for c in scored_checks(r)
+                     for vote in (c.get("verdict") or {}).get("details", {}).get("judges", []) or []})
+    if len(judges) > 1:
+        judge_rows = []
+        isr_by_judge, csr_by_judge = [], []
+        for judge in judges:
+            shares = [s for r in records if r.get("status") != "error"
+                      if (s := instance_passed_share(r, judge)) is not None]
+            isr = statistics.fmean(float(a) for a, _ in shares) if shares else 0.0
+            csr = statistics.fmean(b for _, b in shares) if shares else 0.0
+            isr_by_judge.append(isr)
+            csr_by_judge.append(csr)
+            judge_rows.append((judge, f"{100 * isr:.1f}%", f"{100 * csr:.1f}%"))
+        judge_rows.append((
+            "mean ± std",
+            f"{100 * statistics.fmean(isr_by_judge):.1f}% ± {100 * statistics.pstdev(isr_by_judge):.1f}",
+            f"{100 * statistics.fmean(csr_by_judge):.1f}% ± {100 * statistics.pstdev(csr_by_judge):.1f}",
+        ))
+        tables.append(MetricTable(title=f"{benchmark}: by judge (panel)", columns=("judge", "ISR", "CSR"),
+                                  rows=tuple(judge_rows),
+                                  notes=("deterministic checks count the same for every judge",)))
+    return tables
+
+
+def render_table(table: MetricTable) -> list[str]:
+    cells = [tuple(str(c) for c in table.columns)] + [tuple(str(c) for c in row) for row in table.rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+    lines = [table.title]
+    for index, row in enumerate(cells):
+        lines.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if index == 0:
+            lines.append("  " + "  ".join("-" * w for w in widths))
+    lines.extend(f"  note: {note}" for note in table.notes)
+    return lines

@@ -1,0 +1,221 @@
+"""The pytest plugin entry point (``pytest11``): options, hooks and wiring.
+
+Each concern lives in its own module; this one only connects them to pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._collect import InstanceItem, SuiteFile
+from ._state import STATE_KEY, build_state
+from ._suite import is_suite_file
+
+RECORDS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import _hookspecs
+
+    pluginmanager.add_hookspecs(_hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ifbench", "instruction-following benchmarks (pytest-ifbench)")
+    group.addoption("--model", dest="ifbench_model", default=None, metavar="MODEL",
+                    help="litellm model string to evaluate, e.g. openai/gpt-4o-mini "
+                         "(default: the embedded local/smollm2)")
+    group.addoption("--judge-model", dest="ifbench_judge_models", action="append", default=None, metavar="MODEL",
+                    help="litellm model for LLM-judged checks; repeat for a panel (default: --model)")
+    group.addoption("--api-base", dest="ifbench_api_base", default=None, metavar="URL",
+                    help="base URL of an OpenAI-compatible server (litellm env vars such as OPENAI_API_BASE also work)")
+    group.addoption("--ifbench-concurrency", dest="ifbench_concurrency", type=int, default=0, metavar="N",
+                    help="model calls in flight at once per process (default: 16 for APIs, 1 for local models)")
+    group.addoption("--ifbench-cache", dest="ifbench_cache", default=".ifbench-cache", metavar="DIR",
+                    help="response cache directory (default: .ifbench-cache)")
+    group.addoption("--ifbench-no-cache", dest="ifbench_no_cache", action="store_true",
+                    help="neither read nor write the response cache")
+    group.addoption("--ifbench-results", dest="ifbench_results", default="ifbench-results.json", metavar="FILE",
+                    help="results JSON file (default: ifbench-results.json; '' to skip)")
+    group.addoption("--ifbench-responses", dest="ifbench_responses", default=None, metavar="JSONL",
+                    help="score pre-generated responses instead of calling a model")
+    group.addoption("--ifbench-keep-think", dest="ifbench_keep_think", action="store_true",
+                    help="verify replies with <think>...</think> blocks left in")
+    group.addoption("--ifbench-max-attempts", dest="ifbench_max_attempts", type=int, default=6, metavar="N",
+                    help="attempts per model call before it errors (default: 6)")
+    group.addoption("--ifbench-max-wait", dest="ifbench_max_wait", type=float, default=300.0, metavar="SECONDS",
+                    help="cap on total backoff wait per model call (default: 300)")
+    group.addoption("--ifbench-timeout", dest="ifbench_timeout", type=float, default=600.0, metavar="SECONDS",
+                    help="timeout of one model request (default: 600)")
+    group.addoption("--ifbench-sandbox-timeout", dest="ifbench_sandbox_timeout", type=float, default=10.0,
+                    metavar="SECONDS", help="wall-clock limit for sandboxed code per verifier (default: 10)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[STATE_KEY] = build_state(config)
+    config.stash[RECORDS_KEY] = {}
+    config.pluginmanager.register(ResultsCollector(config), "ifbench-results")
+    config.addinivalue_line("markers", "ifbench: every pytest-ifbench instance")
+    if config.getoption("showmarkers", False):
+        _register_markers_of_args(config)
+
+
+def _register_markers_of_args(config: pytest.Config) -> None:
+    """``pytest --markers suites/`` lists the markers the suites' instances get."""
+    from ._collect import instance_markers, register_marker
+
+    state = config.stash[STATE_KEY]
+    for path in _suite_paths(config):
+        try:
+            suite = state.load(path)
+        except Exception:
+            continue
+        for instance in suite.instances:
+            for name, help_text in instance_markers(instance):
+                register_marker(state, name, help_text)
+
+
+def _suite_paths(config: pytest.Config) -> list[Path]:
+    out = []
+    base = Path(config.invocation_params.dir)
+    args = [a.split("::")[0] for a in config.args] or [str(base)]
+    for arg in args:
+        path = (base / arg) if not Path(arg).is_absolute() else Path(arg)
+        candidates = [path] if path.is_file() else sorted(path.rglob("*.y*ml")) if path.is_dir() else []
+        out.extend(p for p in candidates if is_suite_file(p))
+    return out
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if is_suite_file(file_path):
+        return SuiteFile.from_parent(parent, path=file_path)
+    if file_path.suffix in (".json", ".jsonl", ".yaml", ".yml"):
+        hook = parent.config.hook.pytest_ifbench_suite_data
+        if hook.get_hookimpls():
+            data = hook(path=file_path, config=parent.config)
+            if data is not None:
+                return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _needs_model(items: list[pytest.Item], config: pytest.Config) -> bool:
+    state = config.stash[STATE_KEY]
+    return state.responses is None and any(
+        isinstance(i, InstanceItem) and i.spec.needs_model for i in items
+    )
+
+
+def _check_model_available(config: pytest.Config) -> None:
+    state = config.stash[STATE_KEY]
+    names = [state.model_name, *state.judge_names]
+    if any(n.startswith("local/") for n in names):
+        from ._local_model import local_model_problem
+
+        problem = local_model_problem()
+        if problem:
+            raise pytest.UsageError(f"pytest-ifbench: no --model given and {problem}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if config.pluginmanager.hasplugin("dsession") and not config.getoption("collectonly"):
+        # xdist controller: the workers collect, so sniff the arguments for suites up front.
+        state = config.stash[STATE_KEY]
+        if state.responses is None and _suite_paths(config):
+            _check_model_available(config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if config.getoption("collectonly") or not _needs_model(session.items, config) and \
+            config.stash[STATE_KEY].responses is None and not any(isinstance(i, InstanceItem) for i in session.items):
+        return
+    if _needs_model(session.items, config):
+        _check_model_available(config)
+    if not _is_worker(config):
+        # Start every selected instance now, in item order; the limiter keeps order under contention.
+        for index, item in enumerate(i for i in session.items if isinstance(i, InstanceItem)):
+            item.start_job(index)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if not _is_worker(item.config) or not isinstance(item, InstanceItem):
+        return
+    # xdist worker: the controller hands out items in batches; start the jobs of
+    # this item and of everything queued to this worker so far, in queue order.
+    items = item.session.items
+    order = [item] + ([nextitem] if nextitem is not None else [])
+    interactor = item.config.pluginmanager.get_plugin("workerinteractor")
+    if interactor is not None:
+        with interactor.torun.lock() as pending:
+            order += [items[i] for i in pending if isinstance(i, int)]
+    for rank, queued in enumerate(order):
+        if isinstance(queued, InstanceItem):
+            queued.start_job(rank)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    report = yield
+    if isinstance(item, InstanceItem) and item.ifbench_record is not None:
+        if call.when == "call" or (call.when == "setup" and report.failed):
+            report.ifbench_record = item.ifbench_record
+    return report
+
+
+class ResultsCollector:
+    """Gathers result records from reports; under xdist they arrive from the workers."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "ifbench_record", None)
+        if record is not None and not hasattr(report, "context"):  # skip subtest reports
+            self.config.stash[RECORDS_KEY][record["nodeid"]] = record
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.generator is not None:
+        state.generator.shutdown()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if _is_worker(config):
+        return
+    records = list(config.stash[RECORDS_KEY].values())
+    target = config.getoption("ifbench_results")
+    if records and target:
+        from ._records import write_results
+
+        path = Path(target)
+        if not path.is_absolute():
+            path = Path(config.invocation_params.dir) / path
+        state = config.stash[STATE_KEY]
+        write_results(path, records, {"model": state.model_name, "judges": state.judge_names})
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _is_worker(config):
+        return
+    records = list(config.stash[RECORDS_KEY].values())
+    if not records:
+        return
+    from ._summary import summary_lines
+
+    terminalreporter.section("ifbench summary")
+    for line in summary_lines(config, records):
+        terminalreporter.write_line(line)

@@ -1,0 +1,170 @@
+"""Protocols: how an instance talks to the model.
+
+A protocol is an async function ``run(instance, runtime) -> Episode`` that
+makes every model and judge call the instance needs. It runs in the
+background generator, so it may not touch pytest. Protocols whose next turn
+depends on a verdict (e.g. a patience budget) evaluate those checks
+themselves and store the outcomes on the turn; every other check is
+evaluated by the item in the foreground.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from ._client import Completion, ModelClient
+from ._judge import judge_checks, judged_subset, task_text
+from ._model_types import CheckSpec, Instance, Verdict
+from ._registry import Registry
+from ._verify import CheckOutcome, VerifyContext, evaluate
+
+
+@dataclass(kw_only=True)
+class Runtime:
+    """What protocols may use. ``responses`` switches to scoring pre-recorded replies."""
+
+    registry: Registry
+    model: ModelClient | None
+    judges: Sequence[ModelClient] = ()
+    responses: Mapping[str, Sequence[str]] | None = None
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class TurnRecord:
+    index: int
+    messages: list[dict[str, Any]]
+    completion: Completion
+    judged: dict[str, Verdict] = field(default_factory=dict)
+    #: Outcomes computed by the protocol itself (verdict-dependent protocols).
+    outcomes: list[CheckOutcome] | None = None
+
+
+@dataclass(kw_only=True)
+class Episode:
+    instance: Instance
+    turns: list[TurnRecord]
+    judge_completions: list[Completion] = field(default_factory=list)
+    ended: str = "completed"
+    duration: float = 0.0
+
+    @property
+    def final(self) -> TurnRecord:
+        return self.turns[-1]
+
+
+Protocol = Callable[[Instance, Runtime], Awaitable[Episode]]
+
+
+class ProtocolRegistry(dict[str, Protocol]):
+    def register(self, name: str) -> Callable[[Protocol], Protocol]:
+        def add(func: Protocol) -> Protocol:
+            self[name] = func
+            return func
+
+        return add
+
+
+def opening_messages(instance: Instance) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if instance.system:
+        messages.append({"role": "system", "content": instance.system})
+    messages.extend(dict(m) for m in instance.messages)
+    if instance.prompt is not None:
+        messages.append({"role": "user", "content": instance.prompt})
+    return messages
+
+
+class _Replies:
+    """Hands out model replies: from the model, or from pre-recorded responses."""
+
+    def __init__(self, instance: Instance, runtime: Runtime) -> None:
+        self.instance = instance
+        self.runtime = runtime
+        self.recorded = None
+        if runtime.responses is not None:
+            self.recorded = list(runtime.responses.get(instance.id, ()))
+        elif instance.response is not None:
+            self.recorded = [instance.response]
+
+    async def next(self, messages: Sequence[Mapping[str, Any]], turn: int) -> Completion:
+        if self.recorded is not None:
+            if turn > len(self.recorded):
+                raise LookupError(f"no recorded response for instance {self.instance.id!r} turn {turn}")
+            from ._text import strip_reasoning
+
+            raw = self.recorded[turn - 1]
+            text, reasoning = strip_reasoning(raw)
+            return Completion(text=text, raw_text=raw, reasoning=reasoning, cached=True, model="recorded")
+        if self.runtime.model is None:
+            raise RuntimeError("no model configured")
+        return await self.runtime.model.complete(
+            messages, self.instance.generation, tools=self.instance.tools,
+        )
+
+
+async def _judge(runtime: Runtime, episode: Episode, record: TurnRecord, checks: Sequence[CheckSpec]) -> None:
+    judged = judged_subset(runtime.registry, checks)
+    if not judged:
+        return
+    verdicts, completions = await judge_checks(
+        runtime.judges, runtime.registry, task_text(record.messages), record.completion.text, judged,
+    )
+    record.judged.update(verdicts)
+    episode.judge_completions.extend(completions)
+
+
+PROTOCOLS = ProtocolRegistry()
+
+
+@PROTOCOLS.register("single_turn")
+async def single_turn(instance: Instance, runtime: Runtime) -> Episode:
+    """One request, every check on its reply."""
+    start = time.perf_counter()
+    replies = _Replies(instance, runtime)
+    messages = opening_messages(instance)
+    record = TurnRecord(index=1, messages=messages, completion=await replies.next(messages, 1))
+    episode = Episode(instance=instance, turns=[record])
+    await _judge(runtime, episode, record, instance.checks)
+    episode.duration = time.perf_counter() - start
+    return episode
+
+
+@PROTOCOLS.register("multi_turn")
+async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
+    """Scripted user turns; the model sees the full history.
+
+    ``protocol_options.patience`` (int) turns on a patience budget: it resets
+    after a fully satisfied turn and drops by one after a failed one; the
+    dialogue ends when it reaches 0. Turn checks are then evaluated here,
+    since the next turn depends on them.
+    """
+    start = time.perf_counter()
+    replies = _Replies(instance, runtime)
+    patience_budget = instance.protocol_options.get("patience")
+    patience = patience_budget
+    messages = opening_messages(instance)
+    episode = Episode(instance=instance, turns=[])
+    for index, turn in enumerate(instance.turns, start=1):
+        messages = messages + [{"role": "user", "content": turn.user}]
+        record = TurnRecord(index=index, messages=messages, completion=await replies.next(messages, index))
+        episode.turns.append(record)
+        messages = messages + [{"role": "assistant", "content": record.completion.text}]
+        is_last = index == len(instance.turns)
+        await _judge(runtime, episode, record, list(turn.checks) + (list(instance.checks) if is_last else []))
+        if patience_budget is not None:
+            ctx = VerifyContext(registry=runtime.registry, instance=instance, messages=messages,
+                                judged=record.judged, sandbox=runtime.sandbox)
+            record.outcomes = await asyncio.to_thread(evaluate, turn.checks, record.completion.text, ctx)
+            satisfied = all(o.passed for o in record.outcomes if o.check.scored)
+            patience = patience_budget if satisfied else patience - 1
+            if patience <= 0:
+                episode.ended = "patience_exhausted"
+                if instance.checks and not is_last:
+                    await _judge(runtime, episode, record, instance.checks)
+                break
+    episode.duration = time.perf_counter() - start
+    return episode

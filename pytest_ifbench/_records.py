@@ -1,0 +1,83 @@
+"""Result records: one JSON-ready mapping per instance (the results file's entries).
+
+Schema (documented in docs/results-format.md): nodeid, suite, benchmark,
+instance, model, judges, protocol, category, scaffold, tier, markers,
+status (passed | failed | error), error, ended, turns[], checks[], tokens,
+cost, durations, verifier_versions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from . import __version__
+from ._redact import redact
+
+if TYPE_CHECKING:
+    from ._model_types import Instance
+    from ._protocols import Episode
+    from ._registry import Registry
+    from ._verify import CheckOutcome
+
+RESULTS_FORMAT = 1
+
+
+def _base(nodeid: str, instance: Instance, model: str | None, judges: Sequence[str]) -> dict[str, Any]:
+    return {
+        "nodeid": nodeid, "suite": instance.suite.as_posix(), "benchmark": instance.benchmark,
+        "instance": instance.id, "model": model, "judges": list(judges), "protocol": instance.protocol,
+        "category": instance.category, "scaffold": instance.scaffold, "tier": instance.tier,
+        "markers": list(instance.markers), "metadata": dict(instance.metadata),
+    }
+
+
+def error_record(nodeid: str, instance: Instance, model: str | None, judges: Sequence[str],
+                 error: str, kind: str = "model") -> dict[str, Any]:
+    return _base(nodeid, instance, model, judges) | {
+        "status": "error", "error": error, "error_kind": kind, "turns": [], "checks": [],
+        "tokens": {"prompt": 0, "completion": 0}, "cost": None, "durations": {},
+    }
+
+
+def episode_record(
+    nodeid: str, instance: Instance, model: str | None, judges: Sequence[str], episode: Episode,
+    outcomes: Sequence[tuple[int, CheckOutcome]], registry: Registry, verify_seconds: float,
+) -> dict[str, Any]:
+    completions = [t.completion for t in episode.turns] + list(episode.judge_completions)
+    costs = [c.cost for c in completions if c.cost is not None]
+    checks = []
+    for turn, outcome in outcomes:
+        entry = outcome.check.to_json() | outcome.to_json() | {"turn_ran": turn}
+        entry["version"] = registry.get(outcome.check.verifier).version
+        checks.append(entry)
+    scored = [c for c in checks if c["scored"]]
+    return _base(nodeid, instance, model, judges) | {
+        "status": "passed" if all(c["passed"] for c in scored) else "failed",
+        "error": None, "ended": episode.ended,
+        "turns": [
+            {"index": t.index, "messages": t.messages, "response": t.completion.to_json()}
+            for t in episode.turns
+        ],
+        "checks": checks,
+        "judge_calls": [c.to_json() for c in episode.judge_completions],
+        "tokens": {"prompt": sum(c.prompt_tokens for c in completions if not c.cached),
+                   "completion": sum(c.completion_tokens for c in completions if not c.cached),
+                   "cached_prompt": sum(c.prompt_tokens for c in completions if c.cached),
+                   "cached_completion": sum(c.completion_tokens for c in completions if c.cached)},
+        "cost": sum(costs) if costs else None,
+        "durations": {"generation": round(episode.duration, 4), "verification": round(verify_seconds, 4)},
+        "verifier_versions": {c["verifier"]: c["version"] for c in checks},
+    }
+
+
+def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:
+    document = {
+        "format": RESULTS_FORMAT, "plugin_version": __version__, **meta,
+        "instances": sorted(records, key=lambda r: r["nodeid"]),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(redact(json.dumps(document, indent=1, ensure_ascii=False, default=str)), encoding="utf-8")
+    tmp.replace(path)

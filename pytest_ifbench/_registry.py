@@ -1,0 +1,146 @@
+"""The verifier registry: stable ids, parameter schemas, versions.
+
+Verifiers register by decorator into a :class:`Registry`. Built-ins live in
+``pytest_ifbench.verifiers``; third parties add more through the
+``pytest_ifbench_register_verifiers`` hook (see ``_hookspecs.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
+
+from ._model_types import Verdict
+from ._params import Param, validate_params
+
+if TYPE_CHECKING:
+    from ._verify import VerifyContext
+
+VerifierKind = Literal["python", "regex", "ruff", "judge", "unittest"]
+Target = Literal["response", "code"]
+VerifyFunc = Callable[[str, Mapping[str, Any], "VerifyContext"], Verdict]
+
+_ID = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuffSetting:
+    """A ruff configuration value a check needs, and the rules it influences.
+
+    ``scope`` lets the batch runner share one ruff process between checks:
+    two checks conflict only if one sets a value that influences rules the
+    other selects.
+    """
+
+    key: str
+    value: Any
+    scope: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuffSpec:
+    """How a ruff-backed verifier turns its params into rule selections."""
+
+    select: Callable[[Mapping[str, Any]], tuple[str, ...]]
+    settings: Callable[[Mapping[str, Any]], tuple[RuffSetting, ...]] = lambda params: ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verifier:
+    """A registered verifier. ``func`` receives the text named by ``target``."""
+
+    id: str
+    func: VerifyFunc | None
+    params: Mapping[str, Param] = field(default_factory=dict)
+    version: str = "1"
+    description: str = ""
+    kind: VerifierKind = "python"
+    target: Target = "response"
+    allow_extra_params: bool = False
+    ruff: RuffSpec | None = None
+    #: For judged verifiers: renders the criterion the judge decides from params.
+    criterion: Callable[[Mapping[str, Any]], str] | None = None
+
+    def validate(self, params: Any) -> dict[str, Any]:
+        return validate_params(self.params, params, allow_extra=self.allow_extra_params)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "kind": self.kind, "version": self.version, "target": self.target,
+            "description": self.description,
+            "params": {name: spec.describe() for name, spec in self.params.items()},
+        }
+
+
+class UnknownVerifier(KeyError):
+    def __init__(self, verifier_id: str, known: list[str]) -> None:
+        close = [k for k in known if k.split(".")[-1] == verifier_id.split(".")[-1]]
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        super().__init__(f"unknown verifier {verifier_id!r}{hint}")
+        self.verifier_id = verifier_id
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Registry:
+    """Verifiers by id. Registering an id twice is an error unless ``replace``."""
+
+    def __init__(self) -> None:
+        self._verifiers: dict[str, Verifier] = {}
+
+    def add(self, verifier: Verifier, *, replace: bool = False) -> Verifier:
+        if not _ID.match(verifier.id):
+            raise ValueError(f"verifier id {verifier.id!r} must look like '<benchmark>.<name>'")
+        if verifier.id in self._verifiers and not replace:
+            raise ValueError(f"verifier {verifier.id!r} is already registered")
+        self._verifiers[verifier.id] = verifier
+        return verifier
+
+    def verifier(
+        self,
+        id: str,
+        *,
+        params: Mapping[str, Param] | None = None,
+        version: str = "1",
+        description: str = "",
+        kind: VerifierKind = "python",
+        target: Target = "response",
+        allow_extra_params: bool = False,
+    ) -> Callable[[VerifyFunc], VerifyFunc]:
+        """Decorator registering ``func(text, params, context) -> Verdict``."""
+
+        def register(func: VerifyFunc) -> VerifyFunc:
+            self.add(Verifier(
+                id=id, func=func, params=dict(params or {}), version=version,
+                description=description or (func.__doc__ or "").strip().split("\n")[0],
+                kind=kind, target=target, allow_extra_params=allow_extra_params,
+            ))
+            return func
+
+        return register
+
+    def get(self, verifier_id: str) -> Verifier:
+        try:
+            return self._verifiers[verifier_id]
+        except KeyError:
+            raise UnknownVerifier(verifier_id, sorted(self._verifiers)) from None
+
+    def __contains__(self, verifier_id: object) -> bool:
+        return verifier_id in self._verifiers
+
+    def __iter__(self) -> Iterator[Verifier]:
+        return iter(sorted(self._verifiers.values(), key=lambda v: v.id))
+
+    def __len__(self) -> int:
+        return len(self._verifiers)
+
+
+def default_registry() -> Registry:
+    """A registry holding every built-in verifier (no plugin hooks applied)."""
+    from .verifiers import register_builtins
+
+    registry = Registry()
+    register_builtins(registry)
+    return registry

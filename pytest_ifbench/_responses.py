@@ -1,0 +1,43 @@
+"""Pre-generated responses for scoring without a model (``ifbench score``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+class ResponsesError(ValueError):
+    pass
+
+
+def load_responses(path: Path) -> dict[str, list[str]]:
+    """Read JSONL lines ``{"id": ..., "response": "..."}`` or ``{"id": ..., "responses": [...]}``.
+
+    ``responses`` lists one reply per turn for multi-turn instances.
+    """
+    out: dict[str, list[str]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ResponsesError(f"{path}: cannot read: {exc}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResponsesError(f"{path}:{number}: not JSON: {exc}") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            raise ResponsesError(f'{path}:{number}: expected an object with a string "id"')
+        if "responses" in entry:
+            replies = entry["responses"]
+            if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
+                raise ResponsesError(f'{path}:{number}: "responses" must be a list of strings')
+        elif isinstance(entry.get("response"), str):
+            replies = [entry["response"]]
+        else:
+            raise ResponsesError(f'{path}:{number}: needs "response" (string) or "responses" (list)')
+        if entry["id"] in out:
+            raise ResponsesError(f"{path}:{number}: duplicate id {entry['id']!r}")
+        out[entry["id"]] = replies
+    return out

@@ -1,0 +1,114 @@
+"""Per-process session state: registry, protocols, model clients, background jobs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pytest
+
+from ._cache import ResponseCache
+from ._client import ModelClient, RetryPolicy
+from ._local_model import DEFAULT_LOCAL_MODEL
+from ._protocols import PROTOCOLS, ProtocolRegistry, Runtime
+from ._registry import Registry
+from ._suite import Suite, load_suite, parse_suite
+
+if TYPE_CHECKING:
+    from ._background import BackgroundGenerator
+
+STATE_KEY = pytest.StashKey["IfbenchState"]()
+
+
+@dataclass(kw_only=True)
+class IfbenchState:
+    config: pytest.Config
+    registry: Registry
+    protocols: ProtocolRegistry
+    model_name: str
+    judge_names: list[str]
+    api_base: str | None
+    cache: ResponseCache | None
+    retry: RetryPolicy
+    concurrency: int
+    strip_think: bool
+    responses: Mapping[str, list[str]] | None = None
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    generator: BackgroundGenerator | None = None
+    _runtime: Runtime | None = None
+    registered_markers: set[str] = field(default_factory=set)
+
+    @property
+    def model_given(self) -> bool:
+        return self.config.getoption("ifbench_model") is not None
+
+    def client(self, model: str) -> ModelClient:
+        extra: dict[str, Any] = {}
+        if self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            extra["api_key"] = "no-key"  # self-hosted OpenAI-compatible servers rarely need one
+        return ModelClient(model=model, api_base=None if model.startswith("local/") else self.api_base,
+                           cache=self.cache, retry=self.retry, strip_think=self.strip_think, extra=extra)
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            model = self.client(self.model_name)
+            judges = [model if name == self.model_name else self.client(name) for name in self.judge_names]
+            self._runtime = Runtime(registry=self.registry, model=model, judges=judges,
+                                    responses=self.responses, sandbox=self.sandbox)
+        return self._runtime
+
+    def generation(self) -> BackgroundGenerator:
+        if self.generator is None:
+            from ._background import BackgroundGenerator
+
+            concurrency = self.concurrency
+            if concurrency <= 0:  # auto: llama.cpp serialises anyway; hosted APIs like parallelism
+                concurrency = 1 if self.model_name.startswith("local/") else 16
+            self.generator = BackgroundGenerator(concurrency)
+            runtime = self.runtime
+            for client in [runtime.model, *runtime.judges]:
+                if client is not None:
+                    client.limiter = self.generator.limiter
+        return self.generator
+
+    def load(self, path: Path) -> Suite:
+        data = self.config.hook.pytest_ifbench_suite_data(path=path, config=self.config)
+        if data is not None:
+            return parse_suite(path, data, self.registry, protocols=set(self.protocols))
+        return load_suite(path, self.registry, protocols=set(self.protocols))
+
+
+def build_state(config: pytest.Config) -> IfbenchState:
+    from ._registry import default_registry
+
+    registry = default_registry()
+    config.hook.pytest_ifbench_register_verifiers.call_historic(kwargs={"registry": registry})
+    protocols = ProtocolRegistry(PROTOCOLS)
+    config.hook.pytest_ifbench_register_protocols.call_historic(kwargs={"protocols": protocols})
+    model = config.getoption("ifbench_model") or DEFAULT_LOCAL_MODEL
+    judges = config.getoption("ifbench_judge_models") or [model]
+    cache = None
+    if not config.getoption("ifbench_no_cache"):
+        root = Path(config.getoption("ifbench_cache"))
+        if not root.is_absolute():
+            root = Path(config.invocation_params.dir) / root
+        cache = ResponseCache(root)
+    responses = None
+    if config.getoption("ifbench_responses"):
+        from ._responses import load_responses
+
+        responses = load_responses(Path(config.getoption("ifbench_responses")))
+    return IfbenchState(
+        config=config, registry=registry, protocols=protocols, model_name=model, judge_names=list(judges),
+        api_base=config.getoption("ifbench_api_base"), cache=cache,
+        retry=RetryPolicy(max_attempts=config.getoption("ifbench_max_attempts"),
+                          max_total_wait=config.getoption("ifbench_max_wait"),
+                          timeout=config.getoption("ifbench_timeout")),
+        concurrency=config.getoption("ifbench_concurrency"),
+        strip_think=not config.getoption("ifbench_keep_think"),
+        responses=responses,
+        sandbox={"timeout": config.getoption("ifbench_sandbox_timeout")},
+    )

@@ -1,0 +1,47 @@
+"""The end-of-session terminal summary: per-benchmark metric tables."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Mapping, Sequence
+
+import pytest
+
+from ._metrics import MetricTable, core_tables, render_table
+
+
+def benchmark_tables(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> dict[str, list[MetricTable]]:
+    by_benchmark: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_benchmark[record["benchmark"]].append(record)
+    out = {}
+    for benchmark in sorted(by_benchmark):
+        group = sorted(by_benchmark[benchmark], key=lambda r: r["nodeid"])
+        tables = core_tables(benchmark, group)
+        for extra in config.hook.pytest_ifbench_metrics(benchmark=benchmark, records=list(group)):
+            tables.extend(extra or [])
+        out[benchmark] = tables
+    return out
+
+
+def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> list[str]:
+    from ._state import STATE_KEY
+
+    state = config.stash[STATE_KEY]
+    lines = [f"model: {state.model_name}    judges: {', '.join(state.judge_names)}"]
+    if state.responses is not None:
+        lines[0] = "model: (pre-recorded responses)"
+    for tables in benchmark_tables(config, records).values():
+        for table in tables:
+            lines.append("")
+            lines.extend(render_table(table))
+    errors = [r for r in records if r.get("status") == "error"]
+    if errors:
+        lines.append("")
+        lines.append(f"{len(errors)} instance(s) errored and are excluded from ISR/CSR; first: {errors[0]['nodeid']}: "
+                     f"{errors[0]['error'][:200]}")
+    target = config.getoption("ifbench_results")
+    if target:
+        lines.append("")
+        lines.append(f"results: {target}")
+    return lines

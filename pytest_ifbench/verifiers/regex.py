@@ -1,0 +1,43 @@
+"""Regular-expression checks: the pattern must (or must not) match, with counts."""
+
+from __future__ import annotations
+
+import re
+
+from .._model_types import Verdict
+from .._params import Param
+
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+def register(registry) -> None:
+    @registry.verifier(
+        "ifbench.regex",
+        params={
+            "pattern": Param(str),
+            "flags": Param(str, default="", description="any of i, m, s, x"),
+            "min_count": Param(int, default=1, min=0),
+            "max_count": Param(int, default=10**9, min=0),
+            "target": Param(str, default="response", choices=("response", "code")),
+        },
+        kind="regex",
+        description="The pattern occurs between min_count and max_count times (max_count 0: must not occur).",
+    )
+    def regex(text, params, ctx):
+        flags = 0
+        for letter in params["flags"]:
+            if letter not in _FLAGS:
+                raise ValueError(f"unknown regex flag {letter!r}")
+            flags |= _FLAGS[letter]
+        if params["target"] == "code":
+            from .._text import extract_code
+
+            text = extract_code(text)
+        matches = list(re.finditer(params["pattern"], text, flags))
+        n = len(matches)
+        ok = params["min_count"] <= n <= params["max_count"]
+        shown = "; ".join(repr(m.group(0)[:60]) for m in matches[:3])
+        evidence = f"{n} match(es) of /{params['pattern']}/ (required {params['min_count']}..{params['max_count']})"
+        if shown:
+            evidence += f": {shown}"
+        return Verdict(passed=ok, evidence=evidence)
