@@ -251,9 +251,11 @@ class ModelClient:
                 raise
             except Exception as exc:
                 message = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+                if type(exc).__name__ not in message:
+                    message = f"{type(exc).__name__}: {message}"
                 if not _is_retryable(exc) or attempt >= self.retry.max_attempts:
                     self.stats.failures += 1
-                    raise ModelCallError(self.model, f"{type(exc).__name__}: {message}",
+                    raise ModelCallError(self.model, message,
                                          attempts=attempt, status=_status_of(exc)) from None
                 delay = random.uniform(0, min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1)))
                 hinted = _retry_after(exc)
@@ -263,7 +265,7 @@ class ModelClient:
                     self.stats.failures += 1
                     raise ModelCallError(
                         self.model,
-                        f"{type(exc).__name__}: {message} (gave up: retry wait budget of "
+                        f"{message} (gave up: retry wait budget of "
                         f"{self.retry.max_total_wait:g}s exhausted)",
                         attempts=attempt, status=_status_of(exc),
                     ) from None

@@ -106,7 +106,10 @@ class InstanceItem(pytest.Function):
         return self.config.stash[STATE_KEY]
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.parent.name}::{self.spec.id}"
+        # The node id already reads "suites/x.yaml::<id>". The domain is the failure
+        # headline; it must not be a suffix of the node id, or verbose output rewrites
+        # its dots into "::" (it assumes a Python dotted path).
+        return self.path, None, f"{self.spec.id} ({self.parent.name})"
 
     def start_job(self, priority: int) -> None:
         state = self.state

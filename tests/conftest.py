@@ -1,0 +1,23 @@
+"""Fixtures for the plugin's own tests: a real local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import pytest
+from _support import FAKE_KEY
+
+from pytest_ifbench.stub_server import StubServer
+
+pytest_plugins = ("pytester",)
+
+
+@pytest.fixture
+def stub_server():
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def stub_env(monkeypatch: pytest.MonkeyPatch, stub_server: StubServer) -> StubServer:
+    """Point litellm's OpenAI provider at the stub with a fake key, as a user would."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    return stub_server

@@ -1,0 +1,109 @@
+"""End to end: pytest runs suites against the stub server through litellm."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_ifbench.stub_server import Fault, Reply
+
+from _support import FAKE_KEY, stub_args, write_suite
+
+SUITE = """
+ifbench: 1
+benchmark: demo
+defaults:
+  generation: {max_tokens: 50}
+instances:
+  - id: hello-lower
+    category: format
+    prompt: say hello in lowercase
+    checks:
+      - {id: lower, verifier: ifbench.case, params: {mode: lower}}
+      - {id: short, verifier: ifbench.word_count, params: {max: 5}}
+  - id: shout
+    category: style
+    tier: 12
+    prompt: say hello in uppercase
+    checks:
+      - {id: upper, verifier: ifbench.case, params: {mode: upper}}
+"""
+
+
+def test_items_subtests_and_summary(pytester, stub_env):
+    stub_env.add_rule("lowercase", Reply(content="hello there"))
+    stub_env.add_rule("uppercase", Reply(content="Hello There"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v")
+    result.stdout.fnmatch_lines([
+        "*suites/demo.yaml::hello-lower PASSED*",
+        "*suites/demo.yaml::shout*SUBFAILED*[[]upper[]]*",
+        "*check 'upper' failed*",
+        "*evidence:*",
+        "*letters in the wrong case*",
+        "*ifbench summary*",
+        "*demo*",
+        "*all*2*0*50.0%*50.0%*",
+    ])
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*2 failed, 1 passed, 2 subtests passed*"])
+    assert stub_env.calls == 2
+
+
+def test_markers_select_and_strict(pytester, stub_env):
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--strict-markers",
+                                "-m", "demo and tier_12 and not category_format")
+    result.assert_outcomes(failed=2)
+    assert stub_env.calls == 1, "deselected instances must not be generated"
+
+
+def test_api_failure_is_an_error_not_a_failure(pytester, stub_env):
+    stub_env.add_rule("lowercase", Reply(content="hello there"))
+    stub_env.inject_faults(*[Fault(kind="status", status=500, message="boom")] * 3, match="uppercase")
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-max-attempts=3"))
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR*shout*", "*failed after 3 attempt(s) (HTTP 500)*boom*"])
+
+
+def test_second_run_is_served_from_cache(pytester, stub_env):
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    assert stub_env.calls == 2
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    assert stub_env.calls == 2, "a second identical run makes zero model calls"
+    entries = list((pytester.path / ".ifbench-cache").rglob("*.json"))
+    assert len(entries) == 2
+    for path in [*entries, pytester.path / "ifbench-results.json"]:
+        assert FAKE_KEY not in path.read_text(), path
+
+
+def test_results_file(pytester, stub_env):
+    stub_env.add_rule("", Reply(content="hello"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    doc = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert doc["model"] == "openai/stub"
+    by_id = {r["instance"]: r for r in doc["instances"]}
+    assert set(by_id) == {"hello-lower", "shout"}
+    shout = by_id["shout"]
+    assert shout["status"] == "failed" and shout["tier"] == 12
+    assert shout["turns"][0]["messages"][-1] == {"role": "user", "content": "say hello in uppercase"}
+    assert shout["turns"][0]["response"]["text"] == "hello"
+    assert shout["checks"][0]["verdict"]["passed"] is False
+    assert shout["tokens"]["completion"] >= 1
+
+
+@pytest.mark.parametrize("workers", ["2"])
+def test_xdist_results_are_complete(pytester, stub_env, workers):
+    stub_env.add_rule("lowercase", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    write_suite(pytester.path, "suites/more.yaml", SUITE.replace("benchmark: demo", "benchmark: more"))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", workers)
+    result.assert_outcomes(passed=2, failed=4)
+    assert stub_env.calls == 4
+    doc = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert len(doc["instances"]) == 4
+    result.stdout.fnmatch_lines(["*ifbench summary*", "*demo*", "*more*"])
