@@ -133,9 +133,17 @@ def _is_retryable(exc: BaseException) -> bool:
 
 
 def _message_text(message: Any) -> tuple[str, list[dict[str, Any]]]:
+    """The reply as the model wrote it, plus tool calls.
+
+    litellm moves ``<think>`` blocks of some providers into ``reasoning_content``;
+    we put them back so reasoning stripping is ours to do (and to turn off).
+    """
     content = getattr(message, "content", None) or ""
     if isinstance(content, list):
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    reasoning = getattr(message, "reasoning_content", None)
+    if reasoning and "<think>" not in content.lower():
+        content = f"<think>{reasoning}</think>{content}"
     calls = []
     for call in getattr(message, "tool_calls", None) or []:
         fn = getattr(call, "function", None)

@@ -1,0 +1,382 @@
+"""The ``ifbench`` console script: verify single texts, score recorded responses, list verifiers.
+
+Subcommands:
+
+* ``ifbench verify --in cases.jsonl``: run one verifier per JSONL line and
+  print one JSON verdict per line. Judged verifiers call the judge panel.
+* ``ifbench score --suite X.yaml --responses R.jsonl``: score pre-generated
+  responses by running pytest in-process (same items, metrics and results
+  file as a normal run) without calling the model under test.
+* ``ifbench verifiers [--json]``: list every registered verifier.
+
+Imports stay lazy: litellm is imported only when a judged case is verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import IO, TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._client import ModelClient
+    from ._model_types import Verdict
+    from ._registry import Registry
+
+#: Exit code for a bad command line or an unusable input (argparse's convention).
+USAGE_ERROR = 2
+
+_VERIFY_DESCRIPTION = """\
+Verify single texts against one verifier each, without a suite.
+
+Each non-blank input line is a JSON object
+  {"verifier": "<id>", "params": {...}, "response": "<text>"}
+("params" is optional; "task" optionally gives judged verifiers the task
+the response answers; "id" is echoed back). One JSON line is written per
+case, in input order:
+  {"passed": true|false, "evidence": "...", "details": {...}}
+or, when the case cannot be verified (malformed line, unknown verifier,
+invalid params, verifier or judge failure):
+  {"passed": null, "error": "line N: ..."}
+"""
+
+_VERIFY_EPILOG = """\
+exit status: 0 when every case was verified (passed or failed),
+1 when at least one case errored, 2 on a usage error."""
+
+_SCORE_DESCRIPTION = """\
+Score pre-generated responses against suites without calling the model
+under test. Runs pytest in-process with --ifbench-responses, so items,
+subtests, metrics and the results file are those of a normal run.
+Responses are JSONL lines {"id": "<instance id>", "response": "..."}
+(or "responses": [...] with one reply per turn). An instance without a
+recorded response errors with "no recorded response for instance ...".
+Judged checks still call the judge (--judge-model after "--")."""
+
+_SCORE_EPILOG = """\
+Arguments after "--" are passed to pytest unchanged (e.g. -- -q -k name).
+exit status: pytest's, unchanged: 0 all instances passed, 1 some checks
+failed or some instances errored, 2 interrupted, 3 internal error,
+4 usage error (e.g. unreadable responses file), 5 no instances collected."""
+
+
+class _Usage(Exception):
+    """A command-line or input problem reported as ``ifbench <cmd>: error: ...`` (exit 2)."""
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ifbench", description="pytest-ifbench command-line tools.",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    verify = commands.add_parser(
+        "verify", help="verify JSONL cases (one verifier per text)",
+        description=_VERIFY_DESCRIPTION, epilog=_VERIFY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verify.add_argument("--in", dest="input", required=True, metavar="FILE",
+                        help="JSONL cases to verify ('-' reads standard input)")
+    verify.add_argument("--out", dest="output", default=None, metavar="FILE",
+                        help="write the JSONL verdicts here (default: standard output)")
+    verify.add_argument("--judge-model", dest="judge_models", action="append", default=None, metavar="MODEL",
+                        help="litellm model for judged verifiers; repeat for a panel (default: local/smollm2)")
+    verify.add_argument("--api-base", dest="api_base", default=None, metavar="URL",
+                        help="base URL of an OpenAI-compatible server for the judges")
+    _plugin_argument(verify)
+
+    score = commands.add_parser(
+        "score", help="score pre-generated responses against suites (runs pytest)",
+        usage="ifbench score [-h] --suite FILE [--suite FILE ...] --responses JSONL\n"
+              "                     [--results FILE] [-- PYTEST_ARGS ...]",
+        description=_SCORE_DESCRIPTION, epilog=_SCORE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    score.add_argument("--suite", dest="suites", action="append", required=True, metavar="FILE",
+                       help="suite file (or directory of suites); repeatable")
+    score.add_argument("--responses", required=True, metavar="JSONL",
+                       help="pre-generated responses, one JSON object per line")
+    score.add_argument("--results", default="ifbench-results.json", metavar="FILE",
+                       help="results JSON file (default: ifbench-results.json; '' to skip)")
+
+    listing = commands.add_parser(
+        "verifiers", help="list the registered verifiers",
+        description="List every registered verifier with its kind, version and parameter schema.",
+    )
+    listing.add_argument("--json", action="store_true", help="print a JSON array of Verifier.describe() objects")
+    _plugin_argument(listing)
+    return parser
+
+
+def _plugin_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE",
+                        help="import MODULE and call its pytest_ifbench_register_verifiers(registry); repeatable")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in args_list:
+        cut = args_list.index("--")
+        args_list, extra = args_list[:cut], args_list[cut + 1:]
+    parser = _parser()
+    try:
+        args = parser.parse_args(args_list)
+        if extra and args.command != "score":
+            parser.error(f"unrecognized arguments: -- {' '.join(extra)}")
+    except SystemExit as exc:  # --help and usage errors: return, never exit, from main()
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else USAGE_ERROR)
+    try:
+        if args.command == "verify":
+            return _verify(args)
+        if args.command == "score":
+            return _score(args, extra)
+        return _list_verifiers(args)
+    except _Usage as exc:
+        print(f"ifbench {args.command}: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except BrokenPipeError:  # e.g. `ifbench verifiers | head`: the reader left, nothing to report
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def _registry(plugins: Sequence[str]) -> Registry:
+    """Built-in verifiers plus those of each ``--plugin`` module."""
+    from importlib import import_module
+
+    from ._registry import default_registry
+
+    registry = default_registry()
+    for name in plugins:
+        try:
+            module = import_module(name)
+        except ImportError as exc:
+            raise _Usage(f"--plugin {name}: cannot import: {exc}") from None
+        hook = getattr(module, "pytest_ifbench_register_verifiers", None)
+        if not callable(hook):
+            raise _Usage(f"--plugin {name}: the module has no pytest_ifbench_register_verifiers(registry) function")
+        try:
+            hook(registry=registry)
+        except Exception as exc:
+            raise _Usage(f"--plugin {name}: registering verifiers failed: {type(exc).__name__}: {exc}") from None
+    return registry
+
+
+# --------------------------------------------------------------------------- verify
+
+
+class _CaseError(Exception):
+    """One case could not be verified; the message is reported after ``line N: ``."""
+
+
+class _Judges:
+    """The judge panel, built on the first judged case; one event loop for all judge calls."""
+
+    def __init__(self, models: Sequence[str], api_base: str | None) -> None:
+        self.models = list(models)
+        self.api_base = api_base
+        self._clients: list[ModelClient] | None = None
+        self._runner: asyncio.Runner | None = None
+
+    def clients(self) -> list[ModelClient]:
+        if self._clients is None:
+            import os
+
+            from ._client import ModelClient
+
+            if any(m.startswith("local/") for m in self.models):
+                from ._local_model import local_model_problem
+
+                problem = local_model_problem()
+                if problem:
+                    raise _CaseError(f"judge {self.models[0]!r} cannot run: {problem}")
+            clients = []
+            for model in self.models:
+                extra: dict[str, Any] = {}
+                if self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+                    extra["api_key"] = "no-key"  # self-hosted OpenAI-compatible servers rarely need one
+                clients.append(ModelClient(
+                    model=model, api_base=None if model.startswith("local/") else self.api_base, extra=extra,
+                ))
+            self._clients = clients
+        return self._clients
+
+    def verdict(self, registry: Registry, verifier_id: str, params: dict[str, Any], task: str,
+                response: str) -> Verdict:
+        import asyncio
+
+        from ._client import ModelCallError
+        from ._judge import JudgeError, judge_checks
+        from ._model_types import CheckSpec
+
+        clients = self.clients()
+        check = CheckSpec(id="case", verifier=verifier_id, params=params)
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        try:
+            verdicts, _ = self._runner.run(judge_checks(clients, registry, task, response, [check]))
+        except (JudgeError, ModelCallError) as exc:
+            raise _CaseError(str(exc)) from None
+        return verdicts["case"]
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+
+def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[str, Any], Verdict]:
+    """Parse and verify one input line; raise :class:`_CaseError` when it cannot be verified."""
+    from ._params import ParamError
+    from ._registry import UnknownVerifier
+    from ._verify import verify_one
+
+    try:
+        case = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _CaseError(f"not JSON: {exc}") from None
+    if not isinstance(case, dict):
+        raise _CaseError(f'expected a JSON object with "verifier" and "response", got {type(case).__name__}')
+    echo = {"id": case["id"]} if "id" in case else {}
+    for key in ("verifier", "response"):
+        if key not in case:
+            raise _CaseError(f'"{key}" is missing')
+        if not isinstance(case[key], str):
+            raise _CaseError(f'"{key}" must be a string, got {type(case[key]).__name__}')
+    task = case.get("task", "(not given: judge the response on its own)")
+    if not isinstance(task, str):
+        raise _CaseError(f'"task" must be a string, got {type(task).__name__}')
+    try:
+        verifier = registry.get(case["verifier"])
+        params = verifier.validate(case.get("params"))
+    except UnknownVerifier as exc:
+        raise _CaseError(str(exc)) from None
+    except ParamError as exc:
+        where = "params" if exc.field == "params" else f"params.{exc.field}"
+        raise _CaseError(f"{where}: {exc.message}") from None
+    judged = None
+    if verifier.kind == "judge":
+        judged = judges.verdict(registry, verifier.id, params, task, case["response"])
+    try:
+        return echo, verify_one(registry, verifier.id, params, case["response"], judged=judged)
+    except RuntimeError as exc:  # the verifier raised, or ruff failed
+        raise _CaseError(str(exc).strip()) from None
+
+
+def _verify(args: argparse.Namespace) -> int:
+    registry = _registry(args.plugins)
+    judges = _Judges(args.judge_models or _default_judges(), args.api_base)
+    if args.input == "-":
+        source: IO[str] = sys.stdin
+        close_source = False
+    else:
+        try:
+            source = open(args.input, encoding="utf-8")
+        except OSError as exc:
+            raise _Usage(f"--in {args.input}: cannot read: {exc.strerror or exc}") from None
+        close_source = True
+    if args.output:
+        try:
+            sink: IO[str] = open(args.output, "w", encoding="utf-8")
+        except OSError as exc:
+            if close_source:
+                source.close()
+            raise _Usage(f"--out {args.output}: cannot write: {exc.strerror or exc}") from None
+    else:
+        sink = sys.stdout
+    errored = False
+    try:
+        for number, line in enumerate(source, start=1):
+            if not line.strip():
+                continue
+            try:
+                echo, verdict = _verify_case(line, registry, judges)
+                result = echo | verdict.to_json()
+            except _CaseError as exc:
+                errored = True
+                result = {"passed": None, "error": f"line {number}: {exc}"}
+            sink.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
+            sink.flush()
+    finally:
+        judges.close()
+        if close_source:
+            source.close()
+        if sink is not sys.stdout:
+            sink.close()
+    return 1 if errored else 0
+
+
+def _default_judges() -> list[str]:
+    from ._local_model import DEFAULT_LOCAL_MODEL
+
+    return [DEFAULT_LOCAL_MODEL]
+
+
+# --------------------------------------------------------------------------- score
+
+
+def _score(args: argparse.Namespace, extra: list[str]) -> int:
+    from pathlib import Path
+
+    import pytest
+
+    from ._responses import ResponsesError, load_responses
+
+    try:  # fail early with one clear line rather than inside pytest's configure
+        load_responses(Path(args.responses))
+    except ResponsesError as exc:
+        print(f"ifbench score: error: {exc}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    code = pytest.main([
+        *args.suites, "--ifbench-responses", args.responses, "--ifbench-results", args.results,
+        "-p", "no:cacheprovider", *extra,
+    ])
+    return int(code)
+
+
+# --------------------------------------------------------------------------- verifiers
+
+
+def _describe_param(name: str, spec: dict[str, Any]) -> str:
+    parts = [spec["type"]]
+    if "choices" in spec:
+        parts.append("one of " + ", ".join(map(str, spec["choices"])))
+    if "min" in spec:
+        parts.append(f">= {spec['min']}")
+    if "max" in spec:
+        parts.append(f"<= {spec['max']}")
+    parts.append(f"default {json.dumps(spec['default'])}" if "default" in spec else "required")
+    text = f"{name}: {', '.join(parts)}"
+    if spec.get("description"):
+        text += f" -- {spec['description']}"
+    return text
+
+
+def _list_verifiers(args: argparse.Namespace) -> int:
+    registry = _registry(args.plugins)
+    described = [verifier.describe() for verifier in registry]
+    if args.json:
+        print(json.dumps(described, indent=1, ensure_ascii=False, default=str))
+        return 0
+    for entry in described:
+        target = "" if entry["target"] == "response" else f", target {entry['target']}"
+        print(f"{entry['id']}  ({entry['kind']}, v{entry['version']}{target})")
+        if entry["description"]:
+            print(f"    {entry['description']}")
+        for name, spec in entry["params"].items():
+            print(f"    - {_describe_param(name, spec)}")
+        if not entry["params"]:
+            print("    (no parameters)")
+    return 0

@@ -1,0 +1,148 @@
+"""ModelClient against the real stub server: retries, backoff, cache, accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from _support import FAKE_KEY
+
+from pytest_ifbench._background import BackgroundGenerator
+from pytest_ifbench._cache import ResponseCache
+from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
+from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench.stub_server import Fault, Reply
+
+FAST = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.2, max_total_wait=10, timeout=2)
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def client(server, **kwargs) -> ModelClient:
+    return ModelClient(model="openai/stub", api_base=server.url, retry=kwargs.pop("retry", FAST), **kwargs)
+
+
+def complete(c: ModelClient, messages=MESSAGES, **kwargs):
+    return asyncio.run(c.complete(messages, GenerationParams(max_tokens=20), **kwargs))
+
+
+def test_completion_accounting(stub_env):
+    stub_env.add_rule("hello", Reply(content="<think>plan</think>Hi there friend"))
+    result = complete(client(stub_env))
+    assert result.text == "Hi there friend"
+    assert result.reasoning == "plan" and result.raw_text.startswith("<think>")
+    assert result.prompt_tokens >= 1 and result.completion_tokens >= 1
+    assert result.latency > 0 and result.attempts == 1 and not result.cached
+    assert stub_env.requests[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
+
+
+def test_keep_think(stub_env):
+    stub_env.add_rule("", Reply(content="<think>x</think>y"))
+    assert complete(client(stub_env, strip_think=False)).text == "<think>x</think>y"
+
+
+def test_429_honours_retry_after(stub_env):
+    stub_env.inject_faults(Fault(kind="status", status=429, retry_after=1.0))
+    start = time.perf_counter()
+    result = complete(client(stub_env))
+    assert time.perf_counter() - start >= 1.0, "Retry-After: 1 must be waited out"
+    assert result.attempts == 2 and stub_env.calls == 2
+
+
+@pytest.mark.parametrize("fault", [
+    Fault(kind="status", status=500),
+    Fault(kind="status", status=503),
+    Fault(kind="malformed"),
+    Fault(kind="disconnect"),
+    Fault(kind="timeout", hang=5),
+])
+def test_transient_failures_are_retried(stub_env, fault):
+    result = complete(client(stub_env), messages=[{"role": "user", "content": f"hi {fault.kind}"}])
+    assert result.attempts == 1  # no fault queued yet: sanity
+    stub_env.inject_faults(fault, fault)
+    result = complete(client(stub_env), messages=[{"role": "user", "content": f"again {fault.kind}"}])
+    assert result.attempts == 3
+
+
+def test_gives_up_after_max_attempts_with_clear_error(stub_env):
+    stub_env.inject_faults(*[Fault(kind="status", status=500, message="backend down")] * 4)
+    with pytest.raises(ModelCallError) as excinfo:
+        complete(client(stub_env))
+    assert excinfo.value.attempts == 4 and excinfo.value.status == 500
+    assert "backend down" in str(excinfo.value) and "4 attempt(s)" in str(excinfo.value)
+    assert stub_env.calls == 4
+
+
+def test_client_errors_are_not_retried(stub_env):
+    stub_env.inject_faults(Fault(kind="status", status=401, message="bad key"))
+    with pytest.raises(ModelCallError) as excinfo:
+        complete(client(stub_env))
+    assert excinfo.value.attempts == 1 and excinfo.value.status == 401
+
+
+def test_total_wait_cap(stub_env):
+    stub_env.inject_faults(Fault(kind="status", status=429, retry_after=60))
+    start = time.perf_counter()
+    with pytest.raises(ModelCallError, match="retry wait budget"):
+        complete(client(stub_env))
+    assert time.perf_counter() - start < 5
+
+
+def test_cache_hit_makes_no_call_and_stores_no_key(stub_env, tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    first = complete(client(stub_env, cache=cache))
+    second = complete(client(stub_env, cache=cache))
+    assert stub_env.calls == 1
+    assert second.cached and second.text == first.text
+    assert complete(client(stub_env, cache=cache), sample=1).cached is False
+    assert stub_env.calls == 2
+    for path in (tmp_path / "cache").rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY not in path.read_text()
+
+
+def test_failed_calls_are_not_cached(stub_env, tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    stub_env.inject_faults(Fault(kind="status", status=400, message="nope"))
+    with pytest.raises(ModelCallError):
+        complete(client(stub_env, cache=cache))
+    assert len(cache) == 0
+    assert complete(client(stub_env, cache=cache)).text  # the retry of the run pays only for this
+
+
+def test_background_generation_is_concurrent_and_bounded(stub_env):
+    stub_env.latency = 0.2
+    generator = BackgroundGenerator(concurrency=8)
+    try:
+        c = client(stub_env)
+        c.limiter = generator.limiter
+        start = time.perf_counter()
+        jobs = [
+            generator.submit(f"job{i}", i, lambda i=i: c.complete([{"role": "user", "content": f"n{i}"}]))
+            for i in range(32)
+        ]
+        texts = [job.result(timeout=30).text for job in jobs]
+        elapsed = time.perf_counter() - start
+    finally:
+        generator.shutdown()
+    assert texts[5] == "stub reply to: n5"
+    assert stub_env.peak_concurrency == 8
+    assert elapsed < 32 * 0.2 / 2, f"32 calls at 200 ms with 8 in flight took {elapsed:.2f}s"
+
+
+def test_priority_order_under_contention(stub_env):
+    stub_env.latency = 0.05
+    generator = BackgroundGenerator(concurrency=1)
+    try:
+        c = client(stub_env)
+        c.limiter = generator.limiter
+        # Submit in reverse priority order; the single slot must still serve priority order.
+        blocker = generator.submit("blocker", -1, lambda: c.complete([{"role": "user", "content": "first"}]))
+        jobs = [generator.submit(f"j{p}", p, lambda p=p: c.complete([{"role": "user", "content": f"p{p}"}]))
+                for p in (5, 3, 9, 1)]
+        for job in [blocker, *jobs]:
+            job.result(timeout=30)
+    finally:
+        generator.shutdown()
+    order = [r.last_user_text for r in stub_env.requests]
+    assert order == ["first", "p1", "p3", "p5", "p9"]

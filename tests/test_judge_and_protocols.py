@@ -1,0 +1,136 @@
+"""Judge panel and protocols against the stub server, without pytest in between."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from pytest_ifbench._client import ModelClient, RetryPolicy
+from pytest_ifbench._judge import JudgeError, judge_checks
+from pytest_ifbench._model_types import CheckSpec, Instance, Turn
+from pytest_ifbench._protocols import PROTOCOLS, Runtime
+from pytest_ifbench._registry import default_registry
+from pytest_ifbench.stub_server import Reply
+
+FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=2)
+REGISTRY = default_registry()
+
+
+def judged(check_id: str, criterion: str, **kw) -> CheckSpec:
+    return CheckSpec(id=check_id, verifier="ifbench.judge", params={"criterion": criterion}, **kw)
+
+
+def verdict_reply(verdicts: dict[str, str]):
+    """A judge that answers with the given verdicts for the ids it was asked about."""
+    def reply(body):
+        prompt = next(m["content"] for m in body["messages"] if "REQUIREMENTS" in m["content"])
+        asked = re.findall(r"- id: (\S+)", prompt)
+        checks = [{"id": i, "verdict": verdicts[i], "reasoning": f"because {i}"} for i in asked if i in verdicts]
+        return Reply(content=json.dumps({"checks": checks}))
+    return reply
+
+
+def make_client(server, name="openai/judge-a"):
+    return ModelClient(model=name, api_base=server.url, retry=FAST)
+
+
+def test_all_checks_of_an_instance_in_one_judge_call(stub_env):
+    stub_env.add_rule("", verdict_reply({"polite": "pass", "short": "fail"}))
+    checks = [judged("polite", "is polite"), judged("short", "is short")]
+    verdicts, completions = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "task", "reply", checks))
+    assert stub_env.calls == 1 and len(completions) == 1
+    assert verdicts["polite"].passed and not verdicts["short"].passed
+    assert "because short" in verdicts["short"].evidence
+    body = stub_env.requests[0].body
+    assert body["response_format"]["type"] == "json_schema"
+
+
+def test_omitted_check_is_not_passed(stub_env):
+    stub_env.add_rule("", verdict_reply({"polite": "pass"}))
+    checks = [judged("polite", "is polite"), judged("short", "is short")]
+    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "task", "reply", checks))
+    assert not verdicts["short"].passed
+    assert "omitted" in verdicts["short"].evidence
+
+
+def test_malformed_json_gets_one_repair_then_errors(stub_env):
+    stub_env.add_rule("", Reply(content="I think it is fine."), times=1)
+    stub_env.add_rule("", verdict_reply({"polite": "pass"}))
+    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [judged("polite", "p")]))
+    assert verdicts["polite"].passed and stub_env.calls == 2
+    repair = stub_env.requests[1].body["messages"]
+    assert "not valid" in repair[-1]["content"]
+
+    stub_env.reset()
+    stub_env.add_rule("", Reply(content="still not json"))
+    with pytest.raises(JudgeError, match="malformed JSON twice"):
+        asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r2", [judged("polite", "p")]))
+    assert stub_env.calls == 2
+
+
+def test_panel_majority_mean_and_spread(stub_env):
+    stub_env.add_rule("", verdict_reply({"a": "pass", "b": "fail"}), model="judge-a")
+    stub_env.add_rule("", verdict_reply({"a": "pass", "b": "pass"}), model="judge-b")
+    stub_env.add_rule("", verdict_reply({"a": "fail", "b": "fail"}), model="judge-c")
+    panel = [make_client(stub_env, f"openai/judge-{x}") for x in "abc"]
+    verdicts, _ = asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [judged("a", "A"), judged("b", "B")]))
+    assert verdicts["a"].passed and not verdicts["b"].passed
+    assert verdicts["a"].details["mean"] == pytest.approx(2 / 3)
+    assert verdicts["b"].details["mean"] == pytest.approx(1 / 3)
+    assert verdicts["a"].details["spread"] == pytest.approx(0.4714, abs=1e-3)
+    assert [j["judge"] for j in verdicts["a"].details["judges"]] == ["openai/judge-a", "openai/judge-b", "openai/judge-c"]
+
+
+def test_penalty_items_are_phrased_as_avoidance(stub_env):
+    stub_env.add_rule("", verdict_reply({"p": "pass"}))
+    asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [judged("p", "uses a car", kind="penalty")]))
+    assert "avoids this mistake: uses a car" in stub_env.requests[0].body["messages"][-1]["content"]
+
+
+def word_check(check_id: str, max_words: int) -> CheckSpec:
+    return CheckSpec(id=check_id, verifier="ifbench.word_count", params={"min": 1, "max": max_words})
+
+
+def dialogue(patience: int | None, n_turns: int = 5) -> Instance:
+    from pathlib import Path
+
+    return Instance(
+        id="d", benchmark="t", suite=Path("x.yaml"), protocol="multi_turn",
+        protocol_options={} if patience is None else {"patience": patience},
+        turns=tuple(Turn(user=f"turn {i}", checks=(word_check(f"turn{i}.short", 2),)) for i in range(1, n_turns + 1)),
+    )
+
+
+def run(instance, server):
+    runtime = Runtime(registry=REGISTRY, model=make_client(server, "openai/stub"))
+    return asyncio.run(PROTOCOLS[instance.protocol](instance, runtime))
+
+
+def test_multi_turn_sees_full_history(stub_env):
+    stub_env.add_rule("", lambda body: Reply(content=f"ok {len(body['messages'])}"))
+    episode = run(dialogue(None, 3), stub_env)
+    assert [t.completion.text for t in episode.turns] == ["ok 1", "ok 3", "ok 5"]
+    last = stub_env.requests[-1].body["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
+    assert last[1]["content"] == "ok 1"
+
+
+@pytest.mark.parametrize(("outcomes", "patience", "expected_turns", "ended"), [
+    ("ppppp", 1, 5, "completed"),
+    ("pfppp", 1, 2, "patience_exhausted"),
+    ("pffpp", 2, 3, "patience_exhausted"),
+    ("pfpfp", 2, 5, "completed"),          # a success resets patience
+    ("fpffp", 2, 4, "patience_exhausted"),
+    ("fffff", 3, 3, "patience_exhausted"),
+])
+def test_patience_state_machine(stub_env, outcomes, patience, expected_turns, ended):
+    for index, outcome in enumerate(outcomes, start=1):
+        text = "fine" if outcome == "p" else "far too many words here"
+        stub_env.add_rule(f"turn {index}$", Reply(content=text))
+    episode = run(dialogue(patience), stub_env)
+    assert len(episode.turns) == expected_turns
+    assert episode.ended == ended
+    assert [t.outcomes[0].passed for t in episode.turns] == [o == "p" for o in outcomes[:expected_turns]]
