@@ -70,12 +70,20 @@ class _Usage(Exception):
 # --------------------------------------------------------------------------- parser
 
 
+class _TopFormatter(argparse.HelpFormatter):
+    """Leaves room for the longest subcommand name (argparse undercounts indented subcommands)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog)
+        self._action_max_length = len("    verifiers")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ifbench", description="pytest-ifbench command-line tools.",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
+        formatter_class=_TopFormatter,
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND", required=True)
 
     verify = commands.add_parser(
         "verify", help="verify JSONL cases (one verifier per text)",

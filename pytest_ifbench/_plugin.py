@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDS_KEY] = {}
     config.pluginmanager.register(ResultsCollector(config), "ifbench-results")
     config.addinivalue_line("markers", "ifbench: every pytest-ifbench instance")
-    if config.getoption("showmarkers", False):
+    if config.getoption("markers", False):
         _register_markers_of_args(config)
 
 

@@ -75,10 +75,14 @@ class IfbenchState:
         return self.generator
 
     def load(self, path: Path) -> Suite:
+        try:
+            display = path.relative_to(self.config.rootpath)
+        except ValueError:
+            display = path
         data = self.config.hook.pytest_ifbench_suite_data(path=path, config=self.config)
         if data is not None:
-            return parse_suite(path, data, self.registry, protocols=set(self.protocols))
-        return load_suite(path, self.registry, protocols=set(self.protocols))
+            return parse_suite(display, data, self.registry, protocols=set(self.protocols))
+        return load_suite(path, self.registry, protocols=set(self.protocols), display=display)
 
 
 def build_state(config: pytest.Config) -> IfbenchState:

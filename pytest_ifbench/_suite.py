@@ -281,13 +281,18 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
     )
 
 
-def load_suite(path: Path, registry: Registry, *, protocols: set[str] | None = None) -> Suite:
-    """Read and validate a suite file with the C YAML loader."""
+def load_suite(path: Path, registry: Registry, *, protocols: set[str] | None = None,
+               display: Path | None = None) -> Suite:
+    """Read and validate a suite file with the C YAML loader.
+
+    ``display`` is the path shown in messages and records (e.g. relative to rootdir).
+    """
+    shown = display or path
     try:
         with path.open("rb") as handle:
             data = yaml.load(handle, Loader=yaml.CSafeLoader)
     except yaml.YAMLError as exc:
-        raise SuiteError(path, f"invalid YAML: {exc}") from None
+        raise SuiteError(shown, f"invalid YAML: {exc}") from None
     except OSError as exc:
-        raise SuiteError(path, f"cannot read: {exc}") from None
-    return parse_suite(path, data, registry, protocols=protocols)
+        raise SuiteError(shown, f"cannot read: {exc}") from None
+    return parse_suite(shown, data, registry, protocols=protocols)

@@ -1,0 +1,116 @@
+"""Plugin behaviour users rely on: clear collection errors, resume, start-up checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from _support import FAKE_KEY, stub_args, write_suite
+
+from pytest_ifbench.stub_server import Reply
+
+
+def many_instances(n: int) -> str:
+    lines = ["ifbench: 1", "benchmark: bulk", "instances:"]
+    for i in range(n):
+        lines += [f"  - id: q{i:03d}", f"    prompt: question {i}",
+                  "    checks: [{id: any, verifier: ifbench.word_count, params: {min: 1}}]"]
+    return "\n".join(lines) + "\n"
+
+
+def test_malformed_suite_names_file_instance_and_field(pytester):
+    write_suite(pytester.path, "suites/bad.yaml", """
+        ifbench: 1
+        benchmark: demo
+        instances:
+          - id: abc
+            prompt: hi
+            checks:
+              - {id: a, verifier: ifbench.word_count}
+              - {id: b, verifier: ifbench.word_count}
+              - {id: c, verifier: ifbench.word_count, params: {max: eighty}}
+    """)
+    result = pytester.runpytest_subprocess("suites", "--model=openai/x")
+    result.stdout.fnmatch_lines([
+        "*ERROR collecting suites/bad.yaml*",
+        "suites/bad.yaml: instance 'abc': checks[[]2[]].params.max: expected int, got 'eighty'",
+    ])
+    assert result.ret == 2
+
+
+def test_other_yaml_files_are_not_collected(pytester):
+    write_suite(pytester.path, "suites/config.yaml", "name: not a suite\nitems: [1, 2]\n")
+    result = pytester.runpytest_subprocess("suites", "--model=openai/x")
+    assert result.ret == 5  # no tests collected
+
+
+def test_collect_only_makes_no_model_calls(pytester, stub_env):
+    write_suite(pytester.path, "suites/bulk.yaml", many_instances(3))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["suites/bulk.yaml::q000", "suites/bulk.yaml::q001", "suites/bulk.yaml::q002"])
+    assert stub_env.calls == 0
+
+
+def test_markers_are_listed(pytester):
+    write_suite(pytester.path, "suites/bulk.yaml", many_instances(1).replace(
+        "    prompt: question 0", "    prompt: question 0\n    category: Skill.md\n    scaffold: Claude Code"))
+    result = pytester.runpytest_subprocess("suites", "--markers")
+    result.stdout.fnmatch_lines(["*@pytest.mark.bulk:*", "*@pytest.mark.category_skill_md:*",
+                                 "*@pytest.mark.scaffold_claude_code:*"])
+
+
+def test_missing_local_extra_fails_at_start_with_instructions(pytester):
+    write_suite(pytester.path, "suites/bulk.yaml", many_instances(1))
+    pytester.makeconftest("""
+        import pytest_ifbench._local_model as local
+        local.local_model_problem = lambda: "llama_cpp is not installed; " + local.INSTALL_HINT
+    """)
+    result = pytester.runpytest_subprocess("suites")
+    result.stderr.fnmatch_lines(["*no --model given and llama_cpp is not installed*pip install*[[]local[]]*--model=*"])
+    assert result.ret == 4
+
+
+def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
+    stub_env.latency = 0.25
+    write_suite(pytester.path, "suites/bulk.yaml", many_instances(24))
+    args = [sys.executable, "-m", "pytest", "suites", *stub_args(stub_env, "--ifbench-concurrency=2")]
+    proc = subprocess.Popen(args, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    cache = pytester.path / ".ifbench-cache"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(cache.rglob("*.json"))) < 6:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = len(list(cache.rglob("*.json")))
+    assert 6 <= done < 24, done
+    assert not list(cache.rglob(".tmp-*")) or True  # a kill may leave a temp file; it is never read
+    calls_before = stub_env.calls
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-concurrency=8"))
+    result.assert_outcomes(passed=24)
+    assert stub_env.calls - calls_before == 24 - done
+
+
+def test_no_key_in_any_written_file(pytester, stub_env):
+    stub_env.add_rule("", Reply(content=f"I will repeat what I saw: {FAKE_KEY}"))
+    write_suite(pytester.path, "suites/bulk.yaml", many_instances(2))
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--junitxml=junit.xml",
+                                  "--alluredir=allure-results")
+    written = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix != ".yaml"]
+    assert any(p.name == "ifbench-results.json" for p in written)
+    for path in written:
+        assert FAKE_KEY not in path.read_text(errors="replace"), path
+
+
+def test_score_pre_recorded_responses(pytester, stub_env):
+    write_suite(pytester.path, "suites/bulk.yaml", many_instances(3))
+    (pytester.path / "r.jsonl").write_text(
+        json.dumps({"id": "q000", "response": "an answer"}) + "\n" + json.dumps({"id": "q001", "response": ""}) + "\n")
+    result = pytester.runpytest_subprocess("suites", "--ifbench-responses=r.jsonl")
+    result.assert_outcomes(passed=1, failed=2, errors=1)
+    result.stdout.fnmatch_lines(["*no recorded response for instance 'q002'*"])
+    assert stub_env.calls == 0
