@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import IO, TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import asyncio
@@ -177,7 +178,7 @@ def _registry(plugins: Sequence[str]) -> Registry:
             raise _Usage(f"--plugin {name}: the module has no pytest_ifbench_register_verifiers(registry) function")
         try:
             hook(registry=registry)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any plugin failure is a usage error
             raise _Usage(f"--plugin {name}: registering verifiers failed: {type(exc).__name__}: {exc}") from None
     return registry
 
@@ -284,28 +285,25 @@ def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[s
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
     registry = _registry(args.plugins)
     judges = _Judges(args.judge_models or _default_judges(), args.api_base)
-    if args.input == "-":
-        source: IO[str] = sys.stdin
-        close_source = False
-    else:
-        try:
-            source = open(args.input, encoding="utf-8")
-        except OSError as exc:
-            raise _Usage(f"--in {args.input}: cannot read: {exc.strerror or exc}") from None
-        close_source = True
-    if args.output:
-        try:
-            sink: IO[str] = open(args.output, "w", encoding="utf-8")
-        except OSError as exc:
-            if close_source:
-                source.close()
-            raise _Usage(f"--out {args.output}: cannot write: {exc.strerror or exc}") from None
-    else:
-        sink = sys.stdout
     errored = False
-    try:
+    with ExitStack() as stack:
+        stack.callback(judges.close)
+        source: IO[str] = sys.stdin
+        if args.input != "-":
+            try:
+                source = stack.enter_context(open(args.input, encoding="utf-8"))
+            except OSError as exc:
+                raise _Usage(f"--in {args.input}: cannot read: {exc.strerror or exc}") from None
+        sink: IO[str] = sys.stdout
+        if args.output:
+            try:
+                sink = stack.enter_context(open(args.output, "w", encoding="utf-8"))
+            except OSError as exc:
+                raise _Usage(f"--out {args.output}: cannot write: {exc.strerror or exc}") from None
         for number, line in enumerate(source, start=1):
             if not line.strip():
                 continue
@@ -317,12 +315,6 @@ def _verify(args: argparse.Namespace) -> int:
                 result = {"passed": None, "error": f"line {number}: {exc}"}
             sink.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
             sink.flush()
-    finally:
-        judges.close()
-        if close_source:
-            source.close()
-        if sink is not sys.stdout:
-            sink.close()
     return 1 if errored else 0
 
 

@@ -107,3 +107,25 @@ def test_xdist_results_are_complete(pytester, stub_env, workers):
     doc = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert len(doc["instances"]) == 4
     result.stdout.fnmatch_lines(["*ifbench summary*", "*demo*", "*more*"])
+
+
+def test_litellm_env_vars_still_work(pytester, stub_env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_BASE", stub_env.url)
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    args = [a for a in stub_args(stub_env) if not a.startswith("--api-base")]
+    pytester.runpytest_subprocess("suites", *args)
+    assert stub_env.calls == 2
+
+
+def test_xdist_workers_generate_in_the_background(pytester, stub_env):
+    """Each worker prefetches the items queued to it instead of calling one by one."""
+    stub_env.latency = 0.3
+    lines = ["ifbench: 1", "benchmark: bulk", "instances:"]
+    for i in range(24):
+        lines += [f"  - id: q{i:02d}", f"    prompt: question {i}",
+                  "    checks: [{id: any, verifier: ifbench.word_count, params: {min: 1}}]"]
+    write_suite(pytester.path, "suites/bulk.yaml", "\n".join(lines) + "\n")
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-concurrency=8"), "-n", "2")
+    result.assert_outcomes(passed=24)
+    assert stub_env.calls == 24
+    assert stub_env.peak_concurrency > 2, "workers must overlap their model calls"

@@ -672,8 +672,9 @@ def test_plan_runs_is_greedy_and_keeps_every_check_once():
 BROKEN = ["def f(:\n    return 1\n", "x = (\n", "print('unterminated)\n", "class A\n    pass\n"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ruff >= 0.x reports syntax errors with code 'invalid-syntax' (not "
-                                       "null), so check_code drops them and broken code passes every ruff check")
+@pytest.mark.xfail(strict=True, reason="bug: current ruff (0.17.5 here) reports syntax errors with code "
+                                       "'invalid-syntax', not null, so check_code drops them and code that does not "
+                                       "parse passes every ruff check")
 @pytest.mark.parametrize("code", BROKEN)
 def test_syntax_error_fails_every_ruff_check(code):
     checks = [ruff_check("f401", ["F401"]), ruff_check("ll79", ["E501"], {"line-length": 79}),
