@@ -238,6 +238,8 @@ class _Judges:
             verdicts, _ = self._runner.run(judge_checks(clients, registry, task, response, [check]))
         except (JudgeError, ModelCallError) as exc:
             raise _CaseError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
+            raise _CaseError(f"judging failed: {type(exc).__name__}: {exc}") from None
         return verdicts["case"]
 
     def close(self) -> None:
@@ -280,8 +282,10 @@ def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[s
         judged = judges.verdict(registry, verifier.id, params, task, case["response"])
     try:
         return echo, verify_one(registry, verifier.id, params, case["response"], judged=judged)
-    except RuntimeError as exc:  # the verifier raised, or ruff failed
+    except RuntimeError as exc:  # the verifier raised (message ends with its traceback), or ruff failed
         raise _CaseError(str(exc).strip()) from None
+    except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
+        raise _CaseError(f"verifying failed: {type(exc).__name__}: {exc}") from None
 
 
 def _verify(args: argparse.Namespace) -> int:

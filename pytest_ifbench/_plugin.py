@@ -107,22 +107,26 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _needs_model(items: list[pytest.Item], config: pytest.Config) -> bool:
+def _models_needed(instances: list[InstanceItem], config: pytest.Config) -> list[str]:
+    """The model strings the selected instances will call: the model, and judges if judged."""
     state = config.stash[STATE_KEY]
-    return state.responses is None and any(
-        isinstance(i, InstanceItem) and i.spec.needs_model for i in items
-    )
+    names = []
+    if state.responses is None and any(i.spec.needs_model for i in instances):
+        names.append(state.model_name)
+    if any(state.registry.get(c.verifier).kind == "judge" for i in instances for c in i.spec.all_checks()):
+        names.extend(state.judge_names)
+    return names
 
 
-def _check_model_available(config: pytest.Config) -> None:
-    state = config.stash[STATE_KEY]
-    names = [state.model_name, *state.judge_names]
+def _check_models_available(names: list[str]) -> None:
     if any(n.startswith("local/") for n in names):
         from ._local_model import local_model_problem
 
         problem = local_model_problem()
         if problem:
-            raise pytest.UsageError(f"pytest-ifbench: no --model given and {problem}")
+            raise pytest.UsageError(
+                f"pytest-ifbench: the embedded model is needed (no --model/--judge-model given) but {problem}"
+            )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -131,19 +135,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # xdist controller: the workers collect, so sniff the arguments for suites up front.
         state = config.stash[STATE_KEY]
         if state.responses is None and _suite_paths(config):
-            _check_model_available(config)
+            _check_models_available([state.model_name])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    if config.getoption("collectonly") or not _needs_model(session.items, config) and \
-            config.stash[STATE_KEY].responses is None and not any(isinstance(i, InstanceItem) for i in session.items):
+    instances = [i for i in session.items if isinstance(i, InstanceItem)]
+    if not instances or config.getoption("collectonly"):
         return
-    if _needs_model(session.items, config):
-        _check_model_available(config)
+    _check_models_available(_models_needed(instances, config))
+    state = config.stash[STATE_KEY]
+    if state.responses is not None and not _is_worker(config):
+        state.unmatched_responses = sorted(set(state.responses) - {i.spec.id for i in instances})
     if not _is_worker(config):
         # Start every selected instance now, in item order; the limiter keeps order under contention.
-        for index, item in enumerate(i for i in session.items if isinstance(i, InstanceItem)):
+        for index, item in enumerate(instances):
             item.start_job(index)
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ._background import BackgroundGenerator
 
 STATE_KEY = pytest.StashKey["IfbenchState"]()
+#: The model name recorded when scoring pre-generated responses.
+RECORDED = "recorded-responses"
 
 
 @dataclass(kw_only=True)
@@ -39,6 +41,8 @@ class IfbenchState:
     generator: BackgroundGenerator | None = None
     _runtime: Runtime | None = None
     registered_markers: set[str] = field(default_factory=set)
+    #: Recorded response ids that matched no selected instance (likely typos).
+    unmatched_responses: list[str] = field(default_factory=list)
 
     @property
     def model_given(self) -> bool:
@@ -102,9 +106,14 @@ def build_state(config: pytest.Config) -> IfbenchState:
         cache = ResponseCache(root)
     responses = None
     if config.getoption("ifbench_responses"):
-        from ._responses import load_responses
+        from ._responses import ResponsesError, load_responses
 
-        responses = load_responses(Path(config.getoption("ifbench_responses")))
+        try:
+            responses = load_responses(Path(config.getoption("ifbench_responses")))
+        except ResponsesError as exc:
+            raise pytest.UsageError(f"pytest-ifbench: --ifbench-responses: {exc}") from None
+        if not config.getoption("ifbench_model"):
+            model = RECORDED
     return IfbenchState(
         config=config, registry=registry, protocols=protocols, model_name=model, judge_names=list(judges),
         api_base=config.getoption("ifbench_api_base"), cache=cache,

@@ -30,7 +30,7 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
     state = config.stash[STATE_KEY]
     lines = [f"model: {state.model_name}    judges: {', '.join(state.judge_names)}"]
     if state.responses is not None:
-        lines[0] = "model: (pre-recorded responses)"
+        lines[0] = f"model: (pre-recorded responses)    judges: {', '.join(state.judge_names)}"
     for tables in benchmark_tables(config, records).values():
         for table in tables:
             lines.append("")
@@ -40,6 +40,12 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
         lines.append("")
         lines.append(f"{len(errors)} instance(s) errored and are excluded from ISR/CSR; first: {errors[0]['nodeid']}: "
                      f"{errors[0]['error'][:200]}")
+    if state.unmatched_responses:
+        shown = ", ".join(state.unmatched_responses[:5])
+        more = f" and {len(state.unmatched_responses) - 5} more" if len(state.unmatched_responses) > 5 else ""
+        lines.append("")
+        lines.append(f"warning: {len(state.unmatched_responses)} recorded response id(s) matched no selected "
+                     f"instance: {shown}{more}")
     target = config.getoption("ifbench_results")
     if target:
         lines.append("")

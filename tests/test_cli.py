@@ -132,15 +132,22 @@ def test_verify_plugin_verifiers(tmp_path, capsys, monkeypatch):
             def exclaims(text, params, ctx):
                 n = text.count("!")
                 return Verdict(passed=n >= params["times"], evidence=f"{n} exclamation marks")
+
+            @registry.verifier("mine.broken")
+            def broken(text, params, ctx):
+                raise ZeroDivisionError("boom")
     """), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     cases = _write_cases(tmp_path / "cases.jsonl",
                          _case("mine.exclaims", "wow!!", {"times": 2}),
-                         _case("mine.exclaims", "wow", {}))
+                         _case("mine.exclaims", "wow", {}),
+                         _case("mine.broken", "wow"))
     code, results = _verify(capsys, cases, "--plugin", "my_ifbench_plugin")
-    assert code == 0
-    assert results == [{"passed": True, "evidence": "2 exclamation marks", "details": {}},
-                       {"passed": False, "evidence": "0 exclamation marks", "details": {}}]
+    assert code == 1
+    assert results[:2] == [{"passed": True, "evidence": "2 exclamation marks", "details": {}},
+                           {"passed": False, "evidence": "0 exclamation marks", "details": {}}]
+    assert results[2]["passed"] is None
+    assert results[2]["error"].startswith("line 3: verifier mine.broken raised ZeroDivisionError: boom")
     code, results = _verify(capsys, cases)
     assert code == 1 and results[0]["error"] == "line 1: unknown verifier 'mine.exclaims'"
     assert main(["verifiers", "--plugin", "my_ifbench_plugin"]) == 0

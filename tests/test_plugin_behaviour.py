@@ -70,7 +70,7 @@ def test_missing_local_extra_fails_at_start_with_instructions(pytester):
         local.local_model_problem = lambda: "llama_cpp is not installed; " + local.INSTALL_HINT
     """)
     result = pytester.runpytest_subprocess("suites")
-    result.stderr.fnmatch_lines(["*no --model given and llama_cpp is not installed*pip install*[[]local[]]*--model=*"])
+    result.stderr.fnmatch_lines(["*embedded model is needed (no --model/--judge-model given) but llama_cpp is not installed*pip install*[[]local[]]*--model=*"])
     assert result.ret == 4
 
 
@@ -114,3 +114,17 @@ def test_score_pre_recorded_responses(pytester, stub_env):
     result.assert_outcomes(passed=1, failed=2, errors=1)
     result.stdout.fnmatch_lines(["*no recorded response for instance 'q002'*"])
     assert stub_env.calls == 0
+
+
+def test_score_mode_reports_unmatched_ids_and_bad_files(pytester):
+    write_suite(pytester.path, "suites/bulk.yaml", many_instances(1))
+    (pytester.path / "r.jsonl").write_text(json.dumps({"id": "q000", "response": "x"}) + "\n"
+                                           + json.dumps({"id": "q0OO", "response": "typo"}) + "\n")
+    result = pytester.runpytest_subprocess("suites", "--ifbench-responses=r.jsonl")
+    result.stdout.fnmatch_lines(["*model: (pre-recorded responses)*",
+                                 "*1 recorded response id(s) matched no selected instance: q0OO*"])
+    assert json.loads((pytester.path / "ifbench-results.json").read_text())["model"] == "recorded-responses"
+    (pytester.path / "bad.jsonl").write_text("{not json\n")
+    result = pytester.runpytest_subprocess("suites", "--ifbench-responses=bad.jsonl")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--ifbench-responses: *bad.jsonl:1: not JSON*"])

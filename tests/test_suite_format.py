@@ -12,7 +12,13 @@ import yaml
 from pytest_ifbench._model_types import GenerationParams, Verdict
 from pytest_ifbench._params import Param
 from pytest_ifbench._registry import Registry, default_registry
-from pytest_ifbench._suite import SuiteError, is_suite_file, load_suite, marker_name, parse_suite
+from pytest_ifbench._suite import (
+    SuiteError,
+    is_suite_file,
+    load_suite,
+    marker_name,
+    parse_suite,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,10 +10,14 @@ import pytest
 
 from pytest_ifbench._model_types import CheckSpec, Verdict
 from pytest_ifbench._params import Param, ParamError
-from pytest_ifbench._registry import Registry, RuffSetting, UnknownVerifier, default_registry
+from pytest_ifbench._registry import (
+    Registry,
+    RuffSetting,
+    UnknownVerifier,
+    default_registry,
+)
 from pytest_ifbench._ruff import RuffCheck, Violation, check_code, plan_runs
 from pytest_ifbench._verify import VerifyContext, evaluate, verify_one
-from pytest_ifbench.sandbox import SandboxLimits
 
 REG = default_registry()
 F = "```"

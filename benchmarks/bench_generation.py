@@ -1,0 +1,274 @@
+#!/usr/bin/env python
+"""Benchmark: concurrent generation against a local stub at fixed latency.
+
+Generates (in a temporary directory) a suite of N single-turn instances with
+two cheap checks each, starts the project's OpenAI-compatible stub server in
+this process on 127.0.0.1 with a fixed per-request latency (200 ms by
+default), and runs ``pytest`` on the suite in a subprocess with
+``--ifbench-no-cache`` once per concurrency level.
+
+For every level it reports
+
+* ``wall``: wall time of the whole ``pytest`` subprocess;
+* ``wall - start-up``: wall minus the fixed start-up measured by a run of a
+  one-instance suite (interpreter, pytest and plugin import, litellm import on
+  the first call, ...; the one model call's latency is subtracted);
+* ``gen span``: generation time measured at the stub, from the first request
+  received to the last request received plus its latency;
+* ``ideal``: ``N * latency / concurrency``;
+* ``ratio``: ``gen span / ideal`` (1.0 is perfect; the end-to-end ratio
+  ``(wall - start-up) / ideal`` is in the JSON as ``ratio_end_to_end``);
+* ``peak``: the stub's ``peak_concurrency`` (requests in flight at once);
+* ``CPU``: user + system CPU seconds of the pytest process.
+
+Usage (from the repository root)::
+
+    python benchmarks/bench_generation.py                 # concurrency 16 and 64
+    python benchmarks/bench_generation.py --full          # 1, 8, 16, 32, 64
+    python benchmarks/bench_generation.py --concurrency 4,128 --json out.json
+
+Only the standard library and the project are used; everything lives in a
+temporary directory that is removed at the end, and the stub is stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(REPO))
+
+from pytest_ifbench.stub_server import StubServer  # noqa: E402
+
+DEFAULT_LEVELS = (16, 64)
+FULL_LEVELS = (1, 8, 16, 32, 64)
+
+
+def write_suite(path: Path, count: int, *, start: int = 0) -> None:
+    """A suite of ``count`` single-turn instances with two cheap checks each.
+
+    The stub answers ``stub reply to: <prompt>``, so both checks pass.
+    """
+    lines = [
+        "ifbench: 1",
+        "benchmark: bench_generation",
+        "defaults:",
+        "  generation: {temperature: 0.0, max_tokens: 32}",
+        "instances:",
+    ]
+    for i in range(start, start + count):
+        lines += [
+            f"  - id: inst-{i:05d}",
+            f"    prompt: Write one short sentence about item number {i}.",
+            "    checks:",
+            "      - {id: words, verifier: ifbench.word_count, params: {min: 1, max: 100}}",
+            "      - {id: says-reply, verifier: ifbench.keywords, params: {include: [reply]}}",
+        ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float) -> dict:
+    """Run ``python -m pytest ARGS``; wall time, CPU time and peak RSS of the child."""
+    env = dict(os.environ)
+    env["OPENAI_API_KEY"] = "sk-fake"  # any value; the stub ignores it
+    for var in ("OPENAI_API_BASE", "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                "http_proxy", "https_proxy", "all_proxy", "PYTEST_ADDOPTS"):
+        env.pop(var, None)
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    cmd = [sys.executable, "-m", "pytest", *args]
+    with log.open("wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            rc, usage = _wait(proc, timeout)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+        wall = time.perf_counter() - start
+    return {
+        "cmd": cmd, "rc": rc, "wall_s": wall,
+        "cpu_s": (usage.ru_utime + usage.ru_stime) if usage else None,
+        "max_rss_mb": (usage.ru_maxrss / 1024) if usage else None,
+    }
+
+
+def _wait(proc: subprocess.Popen, timeout: float):
+    """Reap ``proc`` with ``os.wait4`` (for its rusage), killing it after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage
+        if time.monotonic() > deadline:
+            proc.kill()
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            raise TimeoutError(f"pytest ran past {timeout:.0f}s: {' '.join(proc.args)}")
+        time.sleep(0.01)
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def stub_span(server: StubServer, latency: float) -> tuple[float, int]:
+    """(first request received -> last request received + latency, chat requests)."""
+    stamps = [r.received_at for r in server.requests if r.path.endswith("/chat/completions")]
+    if not stamps:
+        return 0.0, 0
+    return max(stamps) - min(stamps) + latency, len(stamps)
+
+
+def pytest_args(suite: Path, url: str, concurrency: int) -> list[str]:
+    return [
+        str(suite), "-q", "-p", "no:cacheprovider",
+        "--model=openai/stub", f"--api-base={url}",
+        "--ifbench-no-cache", f"--ifbench-concurrency={concurrency}",
+        "--ifbench-results=ifbench-results.json",
+        "--ifbench-timeout=60", "--ifbench-max-wait=10",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", type=int, default=400, help="instances in the suite (default: 400)")
+    parser.add_argument("--latency", type=float, default=0.2, help="stub latency per request, s (default: 0.2)")
+    parser.add_argument("--concurrency", default=None,
+                        help="comma-separated levels (default: 16,64; --full: 1,8,16,32,64)")
+    parser.add_argument("--full", action="store_true", help="run every level 1, 8, 16, 32, 64")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per level; the fastest is reported (default: 1)")
+    parser.add_argument("--json", dest="json_path", default=None, help="write the results as JSON here")
+    parser.add_argument("--timeout", type=float, default=600.0, help="limit per pytest run, s (default: 600)")
+    args = parser.parse_args(argv)
+
+    if args.concurrency:
+        levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    else:
+        levels = list(FULL_LEVELS if args.full else DEFAULT_LEVELS)
+    if args.instances < 1 or args.repeat < 1 or not levels or min(levels) < 1:
+        parser.error("--instances, --repeat and every concurrency level must be >= 1")
+
+    load_before = os.getloadavg()
+    if load_before[0] > (os.cpu_count() or 1) * 0.5:
+        print(f"warning: load average is {load_before[0]:.2f} on {os.cpu_count()} CPUs; "
+              "timings will be noisy", file=sys.stderr)
+
+    results: dict = {
+        "benchmark": "generation",
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "host": {"python": platform.python_version(), "platform": platform.platform(),
+                 "cpus": os.cpu_count(), "loadavg_before": load_before},
+        "instances": args.instances, "latency_s": args.latency, "repeat": args.repeat,
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "startup": None, "runs": [],
+    }
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="ifbench-bench-gen-") as tmp:
+        work = Path(tmp)
+        suite = work / "suite.yaml"
+        one = work / "one.yaml"
+        write_suite(suite, args.instances)
+        write_suite(one, 1, start=10**5 - 1)  # a prompt no other run sends
+        server = StubServer(latency=args.latency, host="127.0.0.1").start()
+        try:
+            url = server.url
+            # -- fixed start-up: the same command on a one-instance suite ---------
+            server.reset()
+            log = work / "startup.log"
+            run = run_pytest(pytest_args(one, url, 1), cwd=work, log=log, timeout=args.timeout)
+            if run["rc"] != 0 or server.calls != 1:
+                print(f"start-up run failed (rc={run['rc']}, stub calls={server.calls}):\n{tail(log)}",
+                      file=sys.stderr)
+                return 1
+            startup = max(0.0, run["wall_s"] - args.latency)
+            results["startup"] = {"wall_s": round(run["wall_s"], 3), "fixed_startup_s": round(startup, 3),
+                                  "cpu_s": round(run["cpu_s"], 3), "max_rss_mb": round(run["max_rss_mb"], 1)}
+            print(f"fixed start-up (1-instance run, wall {run['wall_s']:.2f}s minus one "
+                  f"{args.latency:g}s call): {startup:.2f}s", file=sys.stderr)
+
+            # -- one run per concurrency level -----------------------------------
+            for level in levels:
+                best = None
+                for rep in range(args.repeat):
+                    server.reset()
+                    log = work / f"run-c{level}-{rep}.log"
+                    run = run_pytest(pytest_args(suite, url, level), cwd=work, log=log, timeout=args.timeout)
+                    span, requests = stub_span(server, args.latency)
+                    run.update(span_s=span, requests=requests, calls=server.calls,
+                               peak=server.peak_concurrency)
+                    ok = run["rc"] == 0 and run["calls"] == args.instances
+                    if not ok:
+                        failures += 1
+                        print(f"concurrency {level}: run failed (rc={run['rc']}, stub calls={run['calls']}, "
+                              f"expected {args.instances}):\n{tail(log)}", file=sys.stderr)
+                    run["ok"] = ok
+                    print(f"concurrency {level:>3} run {rep + 1}: wall {run['wall_s']:.2f}s, "
+                          f"span {span:.2f}s, peak {run['peak']}", file=sys.stderr)
+                    if best is None or (ok, -run["wall_s"]) > (best["ok"], -best["wall_s"]):
+                        best = run
+                assert best is not None
+                ideal = args.instances * args.latency / level
+                net = best["wall_s"] - startup
+                results["runs"].append({
+                    "concurrency": level, "ok": best["ok"], "rc": best["rc"],
+                    "wall_s": round(best["wall_s"], 3),
+                    "wall_minus_startup_s": round(net, 3),
+                    "generation_span_s": round(best["span_s"], 3),
+                    "ideal_s": round(ideal, 3),
+                    "ratio": round(best["span_s"] / ideal, 3),
+                    "ratio_end_to_end": round(net / ideal, 3),
+                    "peak_concurrency": best["peak"],
+                    "stub_calls": best["calls"],
+                    "cpu_s": round(best["cpu_s"], 3),
+                    "max_rss_mb": round(best["max_rss_mb"], 1),
+                    "command": "python -m pytest " + " ".join(a.replace(url, "<stub-url>")
+                                                              for a in best["cmd"][3:]),
+                })
+        finally:
+            server.stop()
+    results["host"]["loadavg_after"] = os.getloadavg()
+
+    print(render_table(results))
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"\nJSON written to {args.json_path}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def render_table(results: dict) -> str:
+    st = results["startup"]
+    out = [
+        f"### Generation: {results['instances']} instances, stub latency "
+        f"{results['latency_s'] * 1000:.0f} ms, `--ifbench-no-cache`",
+        "",
+        f"Fixed start-up (one-instance run minus its one call): **{st['fixed_startup_s']:.2f} s** "
+        f"(wall {st['wall_s']:.2f} s, CPU {st['cpu_s']:.2f} s).",
+        "",
+        "| concurrency | wall (s) | wall − start-up (s) | gen span (s) | ideal N×lat/c (s) | ratio span/ideal "
+        "| ratio (wall − start-up)/ideal | stub peak | CPU (s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results["runs"]:
+        flag = "" if r["ok"] else " ⚠"
+        out.append(
+            f"| {r['concurrency']}{flag} | {r['wall_s']:.2f} | {r['wall_minus_startup_s']:.2f} "
+            f"| {r['generation_span_s']:.2f} | {r['ideal_s']:.2f} | {r['ratio']:.2f} "
+            f"| {r['ratio_end_to_end']:.2f} | {r['peak_concurrency']} | {r['cpu_s']:.2f} |"
+        )
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,387 @@
+"""Response cache keys and files, secret redaction, and judge verdict parsing."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from pytest_ifbench._cache import ResponseCache, cache_key
+from pytest_ifbench._client import ModelClient, RetryPolicy
+from pytest_ifbench._judge import parse_verdicts
+from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench._redact import REDACTED, redact
+
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi."}]
+PARAMS = {"temperature": 0.0, "max_tokens": 100, "top_p": 0.9, "seed": 1, "stop": ["END"]}
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+FORMAT = {"type": "json_object"}
+
+
+def key(**overrides: Any) -> str:
+    args: dict[str, Any] = {"model": "openai/gpt-x", "messages": MESSAGES, "params": PARAMS, "sample": 0,
+                            "tools": TOOLS, "response_format": FORMAT}
+    args.update(overrides)
+    return cache_key(**args)
+
+
+# --------------------------------------------------------------------------
+# cache_key
+# --------------------------------------------------------------------------
+
+
+def test_key_is_a_stable_sha256():
+    assert key() == key()
+    assert len(key()) == 64 and int(key(), 16) >= 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "openai/gpt-y"},
+        {"messages": MESSAGES[:1]},
+        {"messages": [MESSAGES[0], {"role": "user", "content": "Say bye."}]},
+        {"messages": [MESSAGES[0], {"role": "assistant", "content": "Say hi."}]},
+        {"messages": [*MESSAGES, {"role": "assistant", "content": "hi"}]},
+        {"messages": list(reversed(MESSAGES))},
+        {"sample": 1},
+        {"tools": []},
+        {"tools": [{"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}]},
+        {"response_format": None},
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}},
+    ],
+    ids=["model", "fewer-messages", "message-content", "message-role", "more-messages", "message-order", "sample",
+         "no-tools", "other-tool", "no-format", "other-format"],
+)
+def test_key_changes_with_what_changes_the_output(change):
+    assert key(**change) != key()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("temperature", 0.7), ("max_tokens", 101), ("top_p", 1.0), ("seed", 2), ("stop", ["STOP"]),
+     ("frequency_penalty", 0.5)],
+)
+def test_key_changes_with_each_generation_param(name, value):
+    assert key(params=PARAMS | {name: value}) != key()
+
+
+@pytest.mark.parametrize("name", ["temperature", "max_tokens", "top_p", "seed", "stop"])
+def test_key_changes_when_a_generation_param_is_dropped(name):
+    assert key(params={k: v for k, v in PARAMS.items() if k != name}) != key()
+
+
+def test_key_ignores_ordering_of_mappings():
+    reordered_params = dict(reversed(list(PARAMS.items())))
+    reordered_messages = [{"content": m["content"], "role": m["role"]} for m in MESSAGES]
+    reordered_tools = [{"function": {"parameters": {"type": "object"}, "name": "f"}, "type": "function"}]
+    assert key(params=reordered_params, messages=reordered_messages, tools=reordered_tools) == key()
+
+
+def test_key_accepts_tuples_and_lists_alike():
+    assert key(messages=tuple(MESSAGES), tools=tuple(TOOLS)) == key()
+
+
+def _client(**overrides: Any) -> ModelClient:
+    return ModelClient(**({"model": "openai/gpt-x"} | overrides))
+
+
+DEFAULT_PARAMS = GenerationParams()
+
+
+def _client_key(client: ModelClient, params: GenerationParams = DEFAULT_PARAMS, **kw: Any) -> str:
+    args: dict[str, Any] = {"sample": 0, "tools": (), "response_format": None}
+    args.update(kw)
+    return client.key(MESSAGES, params, **args)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [GenerationParams(temperature=0.3), GenerationParams(max_tokens=50), GenerationParams(top_p=0.5),
+     GenerationParams(seed=3), GenerationParams(stop=("END",)), GenerationParams(temperature=None)],
+    ids=["temperature", "max_tokens", "top_p", "seed", "stop", "no-temperature"],
+)
+def test_client_key_changes_with_each_generation_param(params):
+    assert _client_key(_client(), params) != _client_key(_client())
+
+
+def test_client_key_changes_with_model_sample_tools_format():
+    base = _client_key(_client())
+    assert _client_key(_client(model="openai/other")) != base
+    assert _client_key(_client(), sample=1) != base
+    assert _client_key(_client(), tools=TOOLS) != base
+    assert _client_key(_client(), response_format=FORMAT) != base
+
+
+def test_client_key_ignores_transport_and_everything_else(tmp_path):
+    base = _client_key(_client())
+    others = [
+        _client(api_base="http://localhost:1234/v1"),
+        _client(extra={"api_key": "sk-ignored-0123456789"}),
+        _client(retry=RetryPolicy(max_attempts=1, timeout=5.0)),
+        _client(cache=ResponseCache(tmp_path)),
+        _client(strip_think=False),
+        _client(limiter=object()),
+    ]
+    for client in others:
+        assert _client_key(client) == base
+    # the number of samples requested does not change the key of sample 0
+    assert _client_key(_client(), GenerationParams(samples=5)) == base
+
+
+def test_cache_key_takes_nothing_else():
+    with pytest.raises(TypeError):
+        cache_key(model="m", messages=[], params={}, api_base="http://x")  # type: ignore[call-arg]
+
+
+# --------------------------------------------------------------------------
+# ResponseCache
+# --------------------------------------------------------------------------
+
+
+ENTRY = {"model": "m", "response": {"raw_text": "héllo ✓", "prompt_tokens": 3, "completion_tokens": 1}}
+
+
+def test_round_trip(tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    k = key()
+    assert cache.get(k) is None
+    assert len(cache) == 0
+    cache.put(k, ENTRY)
+    assert cache.get(k) == ENTRY
+    assert len(cache) == 1
+    path = tmp_path / "cache" / k[:2] / f"{k}.json"
+    assert path.is_file() and json.loads(path.read_text(encoding="utf-8")) == ENTRY
+
+
+def test_put_overwrites(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put("ab" * 32, {"v": 1})
+    cache.put("ab" * 32, {"v": 2})
+    assert cache.get("ab" * 32) == {"v": 2} and len(cache) == 1
+
+
+def test_atomic_writes_leave_no_temp_files(tmp_path):
+    cache = ResponseCache(tmp_path)
+    for i in range(20):
+        cache.put(key(sample=i), {"i": i})
+    assert len(cache) == 20
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and p.name.startswith(".tmp-")]
+    assert leftovers == []
+    assert all(p.suffix == ".json" and p.parent.name == p.name[:2] for p in tmp_path.rglob("*.json"))
+
+
+def test_failed_write_leaves_no_temp_file(tmp_path):
+    cache = ResponseCache(tmp_path)
+    with pytest.raises(TypeError):
+        cache.put("cd" * 32, {"bad": object()})
+    assert not list(tmp_path.rglob(".tmp-*"))
+    assert cache.get("cd" * 32) is None
+
+
+def test_corrupt_entry_reads_as_miss(tmp_path):
+    cache = ResponseCache(tmp_path)
+    k = "ef" * 32
+    (tmp_path / k[:2]).mkdir()
+    (tmp_path / k[:2] / f"{k}.json").write_text('{"truncated": ', encoding="utf-8")
+    assert cache.get(k) is None
+
+
+def test_concurrent_writers_to_the_same_key(tmp_path):
+    cache = ResponseCache(tmp_path)
+    k = key()
+    writers = 16
+    payloads = [{"writer": i, "text": f"reply {i} " * 2000} for i in range(writers)]
+    barrier = threading.Barrier(writers)
+    errors: list[BaseException] = []
+    seen: list[Any] = []
+
+    def write(payload: dict[str, Any]) -> None:
+        try:
+            barrier.wait()
+            for _ in range(10):
+                cache.put(k, payload)
+                got = cache.get(k)  # readers never see a partial file
+                seen.append(got)
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(p,)) for p in payloads]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors
+    assert all(got in payloads for got in seen) and len(seen) == writers * 10
+    assert cache.get(k) in payloads
+    assert len(cache) == 1
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [f"{k}.json"]
+
+
+def test_cache_entries_are_redacted(tmp_path, monkeypatch):
+    monkeypatch.setenv("IFBENCH_TEST_API_KEY", "s3cr3t-value-123456")
+    cache = ResponseCache(tmp_path)
+    cache.put("aa" * 32, {"messages": [{"role": "user", "content": "key is s3cr3t-value-123456"}],
+                          "headers": "Authorization: Bearer abcdefgh12345678", "other": "sk-abcdefghijkl"})
+    text = (tmp_path / "aa" / f"{'aa' * 32}.json").read_text(encoding="utf-8")
+    assert "s3cr3t-value-123456" not in text and "abcdefgh12345678" not in text and "sk-abcdefghijkl" not in text
+    assert cache.get("aa" * 32)["messages"][0]["content"] == f"key is {REDACTED}"
+
+
+# --------------------------------------------------------------------------
+# redact
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "MY_TOKEN", "DB_PASSWORD", "CLIENT_SECRET", "GCP_CREDENTIALS",
+                                  "AWS_CREDENTIAL", "hf_token", "ANTHROPIC_API_KEY"])
+def test_secret_env_values_are_removed(monkeypatch, name):
+    monkeypatch.setenv(name, "v4lue-of-the-secret-9876")
+    out = redact("before v4lue-of-the-secret-9876 after, again:v4lue-of-the-secret-9876")
+    assert out == f"before {REDACTED} after, again:{REDACTED}"
+
+
+def test_non_secret_env_values_are_kept(monkeypatch):
+    monkeypatch.setenv("IFBENCH_MODEL_NAME", "some-model-name-123")
+    monkeypatch.setenv("KEYBOARD_LAYOUT", "dvorak-programmer")
+    assert redact("some-model-name-123 dvorak-programmer") == "some-model-name-123 dvorak-programmer"
+
+
+def test_short_secret_values_are_not_redacted(monkeypatch):
+    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short: would redact every "abc"
+    assert redact("abcdef abc") == "abcdef abc"
+
+
+def test_longer_secret_redacted_before_its_prefix(monkeypatch):
+    monkeypatch.setenv("A_TOKEN", "prefix-secret")
+    monkeypatch.setenv("B_TOKEN", "prefix-secret-longer-one")
+    assert redact("x prefix-secret-longer-one y prefix-secret z") == f"x {REDACTED} y {REDACTED} z"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc.DEF-123_xyz", f"Authorization: Bearer {REDACTED}"),
+        ("Bearer    eyJhbGciOi.eyJzdWIi.SflKxwRJ", f"Bearer    {REDACTED}"),
+        ('{"Authorization": "Bearer 0123456789"}', f'{{"Authorization": "Bearer {REDACTED}"}}'),
+        ("Bearer short", "Bearer short"),
+    ],
+)
+def test_bearer_tokens(text, expected):
+    assert redact(text) == expected
+
+
+@pytest.mark.xfail(strict=True, reason="bug: _BEARER stops at '+', '/', '~' and '=', which RFC 6750 tokens may "
+                                       "contain, so the rest of a base64 token is written to disk")
+def test_base64_bearer_token_is_fully_redacted():
+    assert redact("Authorization: Bearer abcd1234+efgh5678/ijkl==") == f"Authorization: Bearer {REDACTED}"
+
+
+@pytest.mark.xfail(strict=True, reason="bug: _BEARER is case-sensitive; the auth scheme is not (RFC 7235)")
+def test_lowercase_bearer_is_redacted():
+    assert redact("authorization: bearer abcd1234efgh5678") == f"authorization: bearer {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("key=sk-abcdefgh12345678", f"key={REDACTED}"),
+        ("sk-proj-AbC_dEf-1234567890 and sk-ant-api03-xyzXYZ123456", f"{REDACTED} and {REDACTED}"),
+        ('"api_key": "sk-0123456789abcdef"', f'"api_key": "{REDACTED}"'),
+        ("task-sk-abcdefghij", f"task-{REDACTED}"),
+        ("sk-short", "sk-short"),
+        ("risk-free asks", "risk-free asks"),
+    ],
+)
+def test_sk_keys(text, expected):
+    assert redact(text) == expected
+
+
+def test_redact_leaves_ordinary_text_alone():
+    text = "The quick brown fox: Bearer of news. {\"a\": 1}"
+    assert redact(text) == text
+
+
+# --------------------------------------------------------------------------
+# parse_verdicts
+# --------------------------------------------------------------------------
+
+
+IDS = ["polite", "offers-credit", "short"]
+
+
+def test_parse_good_verdicts():
+    text = json.dumps({"checks": [
+        {"id": "polite", "verdict": "pass", "reasoning": "Thanks the customer."},
+        {"id": "offers-credit", "verdict": "fail", "reasoning": "No credit offered."},
+        {"id": "short", "verdict": " PASS ", "reasoning": "Two sentences."},
+    ]})
+    assert parse_verdicts(text, IDS) == {
+        "polite": (True, "Thanks the customer."),
+        "offers-credit": (False, "No credit offered."),
+        "short": (True, "Two sentences."),
+    }
+
+
+def test_parse_verdicts_wrapped_in_prose_and_fences():
+    text = ('Here is my evaluation:\n```json\n{"checks": [{"id": "polite", "verdict": "pass", '
+            '"reasoning": "uses {please}"}]}\n```\nHope that helps!')
+    assert parse_verdicts(text, IDS) == {"polite": (True, "uses {please}")}
+
+
+def test_parse_partial_verdicts_omitted_ids_are_absent():
+    text = '{"checks": [{"id": "short", "verdict": "fail"}]}'
+    result = parse_verdicts(text, IDS)
+    assert result == {"short": (False, "")}
+    assert "polite" not in result and "offers-credit" not in result
+
+
+def test_parse_ignores_unknown_ids_and_junk_entries_and_keeps_first_duplicate():
+    text = json.dumps({"checks": [
+        "not an entry", {"verdict": "pass"}, {"id": "invented", "verdict": "pass"},
+        {"id": "polite", "verdict": "fail", "reasoning": "first"},
+        {"id": "polite", "verdict": "pass", "reasoning": "second"},
+    ]})
+    assert parse_verdicts(text, IDS) == {"polite": (False, "first")}
+
+
+@pytest.mark.parametrize("verdict", ["yes", "passed", "", None, True, 1, "pass/fail"])
+def test_parse_bad_verdict_values(verdict):
+    text = json.dumps({"checks": [{"id": "polite", "verdict": verdict, "reasoning": "r"}]})
+    with pytest.raises(ValueError, match=r"check 'polite' has verdict .* not pass/fail"):
+        parse_verdicts(text, IDS)
+
+
+def test_parse_missing_verdict_is_bad():
+    with pytest.raises(ValueError, match="not pass/fail"):
+        parse_verdicts('{"checks": [{"id": "polite"}]}', IDS)
+
+
+@pytest.mark.parametrize("text", ["", "I think it passes.", "PASS", "[1, 2]", "```json\n```"])
+def test_parse_non_json(text):
+    with pytest.raises(ValueError, match="no JSON object in the reply"):
+        parse_verdicts(text, IDS)
+
+
+@pytest.mark.parametrize("text", ["{'checks': []}", '{"checks": [,]}', "{checks: pass}"])
+def test_parse_malformed_json_is_a_value_error(text):
+    with pytest.raises(ValueError):
+        parse_verdicts(text, IDS)
+
+
+@pytest.mark.parametrize("text", ['{"verdicts": []}', '{"checks": {"polite": "pass"}}', '{"checks": null}'])
+def test_parse_json_without_checks_list(text):
+    with pytest.raises(ValueError, match='the JSON has no "checks" list'):
+        parse_verdicts(text, IDS)
+
+
+def test_parse_empty_checks_list():
+    assert parse_verdicts('{"checks": []}', IDS) == {}
+
+
+def test_redaction_module_reads_environment_at_call_time(monkeypatch):
+    assert redact("late-secret-abcdef") == "late-secret-abcdef"
+    monkeypatch.setenv("LATE_SECRET", "late-secret-abcdef")
+    assert redact("late-secret-abcdef") == REDACTED
