@@ -15,7 +15,8 @@ import contextvars
 import heapq
 import itertools
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 #: Priority of the job the current task belongs to (lower runs first).
 PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_priority", default=0)

@@ -12,8 +12,9 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ._cache import ResponseCache, cache_key
 from ._model_types import GenerationParams

@@ -10,7 +10,8 @@ is reported as an *error*; the call phase verifies, one subtest per check.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

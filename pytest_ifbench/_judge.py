@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ._client import ModelClient
 from ._model_types import CheckSpec, GenerationParams, Verdict

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,16 +131,22 @@ def _aggregate(records: Iterable[Mapping[str, Any]]) -> Aggregate:
 _BREAKDOWNS = (("category", "category"), ("scaffold", "scaffold"), ("tier", "tier"), ("protocol", "protocol"))
 
 
+def _natural(value: Any) -> tuple[bool, float, str]:
+    """Numbers first in numeric order (tier=2 before tier=10), then strings."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (not number, float(value) if number else 0.0, str(value))
+
+
 def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     """The overall row plus one breakdown per dimension that has more than one value."""
     rows = [_aggregate(records).row("all")]
     for label, key in _BREAKDOWNS:
-        groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        groups: dict[Any, list[Mapping[str, Any]]] = defaultdict(list)
         for record in records:
             if record.get(key) is not None:
-                groups[str(record[key])].append(record)
+                groups[record[key]].append(record)
         if len(groups) > 1 or (groups and len(next(iter(groups.values()))) < len(records)):
-            for value in sorted(groups):
+            for value in sorted(groups, key=_natural):
                 rows.append(_aggregate(groups[value]).row(f"{label}={value}"))
     tables = [MetricTable(title=f"{benchmark}", columns=COLUMNS, rows=tuple(rows))]
     judges = sorted({vote["judge"] for r in records for c in scored_checks(r)
@@ -171,7 +178,8 @@ def render_table(table: MetricTable) -> list[str]:
     widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
     lines = [table.title]
     for index, row in enumerate(cells):
-        lines.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        padded = (c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        lines.append("  " + "  ".join(padded))
         if index == 0:
             lines.append("  " + "  ".join("-" * w for w in widths))
     lines.extend(f"  note: {note}" for note in table.notes)

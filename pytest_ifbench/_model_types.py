@@ -7,9 +7,10 @@ All records are frozen, slotted, keyword-only dataclasses with explicit
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 CheckKind = Literal["check", "bonus", "penalty"]
@@ -44,7 +45,8 @@ class GenerationParams:
         for name in ("temperature", "max_tokens", "top_p", "seed"):
             value = getattr(self, name)
             if value is not None:
-                out[name] = value
+                # 0 and 0.0 are the same request: normalise so the cache key agrees.
+                out[name] = float(value) if name in ("temperature", "top_p") else value
         if self.stop:
             out["stop"] = list(self.stop)
         return out

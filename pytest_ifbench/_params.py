@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 _MISSING: Any = object()
 

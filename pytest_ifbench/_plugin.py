@@ -5,8 +5,6 @@ Each concern lives in its own module; this one only connects them to pytest.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from ._client import Completion, ModelClient
 from ._judge import judge_checks, judged_subset, task_text
@@ -154,7 +155,8 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
         episode.turns.append(record)
         messages = messages + [{"role": "assistant", "content": record.completion.text}]
         is_last = index == len(instance.turns)
-        await _judge(runtime, episode, record, list(turn.checks) + (list(instance.checks) if is_last else []))
+        pinned = [c for c in instance.checks if c.turn == index or (c.turn is None and is_last)]
+        await _judge(runtime, episode, record, list(turn.checks) + pinned)
         if patience_budget is not None:
             ctx = VerifyContext(registry=runtime.registry, instance=instance, messages=messages,
                                 judged=record.judged, sandbox=runtime.sandbox)
@@ -163,8 +165,8 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
             patience = patience_budget if satisfied else patience - 1
             if patience <= 0:
                 episode.ended = "patience_exhausted"
-                if instance.checks and not is_last:
-                    await _judge(runtime, episode, record, instance.checks)
+                if not is_last:  # unpinned instance checks apply to the last turn that ran
+                    await _judge(runtime, episode, record, [c for c in instance.checks if c.turn is None])
                 break
     episode.duration = time.perf_counter() - start
     return episode

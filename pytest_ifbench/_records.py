@@ -9,8 +9,9 @@ cost, durations, verifier_versions.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from ._redact import redact

@@ -11,7 +11,7 @@ import os
 import re
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
-_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._\-]{8,}")
+_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", re.IGNORECASE)
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 REDACTED = "[REDACTED]"
 

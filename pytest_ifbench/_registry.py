@@ -8,8 +8,9 @@ Verifiers register by decorator into a :class:`Registry`. Built-ins live in
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._model_types import Verdict
 from ._params import Param, validate_params
@@ -61,9 +62,14 @@ class Verifier:
     ruff: RuffSpec | None = None
     #: For judged verifiers: renders the criterion the judge decides from params.
     criterion: Callable[[Mapping[str, Any]], str] | None = None
+    #: Extra validation beyond the schema (raise ParamError), run at collection.
+    check_params: Callable[[Mapping[str, Any]], None] | None = None
 
     def validate(self, params: Any) -> dict[str, Any]:
-        return validate_params(self.params, params, allow_extra=self.allow_extra_params)
+        clean = validate_params(self.params, params, allow_extra=self.allow_extra_params)
+        if self.check_params is not None:
+            self.check_params(clean)
+        return clean
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -108,6 +114,7 @@ class Registry:
         kind: VerifierKind = "python",
         target: Target = "response",
         allow_extra_params: bool = False,
+        check_params: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> Callable[[VerifyFunc], VerifyFunc]:
         """Decorator registering ``func(text, params, context) -> Verdict``."""
 
@@ -115,7 +122,7 @@ class Registry:
             self.add(Verifier(
                 id=id, func=func, params=dict(params or {}), version=version,
                 description=description or (func.__doc__ or "").strip().split("\n")[0],
-                kind=kind, target=target, allow_extra_params=allow_extra_params,
+                kind=kind, target=target, allow_extra_params=allow_extra_params, check_params=check_params,
             ))
             return func
 

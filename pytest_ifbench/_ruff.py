@@ -1,19 +1,118 @@
 """Batched ruff runs: one ruff process per response for every ruff-backed check.
 
-Checks whose settings cannot disturb each other share a process; the JSON
-violations are mapped back to each check by rule-code prefix. A setting only
-splits runs when it influences rules another check selects (its ``scope``).
+Each check's selectors are expanded to exact rule codes by ruff itself
+(``--show-settings``, cached per process), so a combined run enables exactly
+the rules each check would enable alone, and violations are mapped back by
+exact code (``PT`` never receives ``PTH`` violations). Checks share a process
+unless that could change a verdict: a setting (``line-length``, a pydocstyle
+convention...) that influences rules another check enables, the same setting
+with different values, or rules ruff treats as incompatible (D203/D211,
+D212/D213). A group that fails is retried check by check, so a broken check
+errors alone.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from ._registry import RuffSetting
+
+#: Rules ruff refuses to enable together (it silently drops one).
+INCOMPATIBLE = (("D203", "D211"), ("D212", "D213"))
+
+#: Which rules a setting can influence, by key prefix; unknown keys influence everything.
+_SCOPES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("line-length", ("E501", "W505", "I")),
+    ("lint.pycodestyle.", ("E", "W")),
+    ("lint.pydocstyle.", ("D",)),
+    ("lint.pylint.", ("PL",)),
+    ("lint.mccabe.", ("C90",)),
+    ("lint.flake8-quotes.", ("Q",)),
+    ("lint.isort.", ("I",)),
+    ("lint.pep8-naming.", ("N",)),
+    ("lint.flake8-annotations.", ("ANN",)),
+    ("lint.flake8-tidy-imports.", ("TID",)),
+    ("lint.flake8-builtins.", ("A",)),
+    ("lint.flake8-bugbear.", ("B",)),
+    ("lint.pyupgrade.", ("UP",)),
+    ("lint.flake8-comprehensions.", ("C4",)),
+    ("lint.flake8-errmsg.", ("EM",)),
+)
+
+
+def setting_scope(key: str) -> tuple[str, ...]:
+    for prefix, scope in _SCOPES:
+        if key == prefix or key.startswith(prefix):
+            return scope
+    return ("ALL",)
+
+
+def ruff_setting(key: str, value: Any) -> RuffSetting:
+    """A setting with the scope ruff gives that key."""
+    return RuffSetting(key=key, value=value, scope=setting_scope(key))
+
+
+class RuffError(RuntimeError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def ruff_binary() -> str:
+    from ruff.__main__ import find_ruff_bin
+
+    return str(find_ruff_bin())
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def _config_args(settings: Sequence[tuple[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for key, value in settings:
+        out += ["--config", f"{key} = {_toml(value)}"]
+    return out
+
+
+@lru_cache(maxsize=4096)
+def enabled_codes(selectors: tuple[str, ...], settings: tuple[tuple[str, Any], ...] = ()) -> frozenset[str]:
+    """The exact rule codes ruff enables for these selectors and settings."""
+    proc = subprocess.run(
+        [ruff_binary(), "check", "--isolated", "--select", ",".join(selectors), *_config_args(settings),
+         "--show-settings", os.devnull],
+        capture_output=True, text=True, timeout=60,
+    )
+    if proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["unknown error"])
+        raise RuffError("; ".join(line.strip() for line in reason if line.strip())[:400])
+    codes = set()
+    inside = False
+    for line in proc.stdout.splitlines():
+        if line.startswith("linter.rules.enabled"):
+            inside = True
+            continue
+        if inside:
+            if line.startswith("]"):
+                break
+            if line.rstrip().endswith("),"):
+                codes.add(line.rstrip()[:-2].rsplit("(", 1)[1])
+    return frozenset(codes)
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,6 +120,18 @@ class RuffCheck:
     key: str
     select: tuple[str, ...]
     settings: tuple[RuffSetting, ...] = ()
+    _codes: list[frozenset[str]] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def setting_pairs(self) -> tuple[tuple[str, Any], ...]:
+        return tuple((s.key, _hashable(s.value)) for s in self.settings)
+
+    @property
+    def codes(self) -> frozenset[str]:
+        """Rule codes this check enables (raises RuffError for bad selectors/settings)."""
+        if not self._codes:
+            self._codes.append(enabled_codes(self.select, self.setting_pairs))
+        return self._codes[0]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,39 +148,23 @@ class Violation:
         return f"line {self.row}: {code} {self.message}\n    {shown}"
 
 
-class RuffError(RuntimeError):
-    pass
-
-
-@lru_cache(maxsize=1)
-def ruff_binary() -> str:
-    from ruff.__main__ import find_ruff_bin
-
-    return str(find_ruff_bin())
-
-
-def _overlaps(a: str, b: str) -> bool:
-    return a.startswith(b) or b.startswith(a)
-
-
-def _touches(setting: RuffSetting, selects: Sequence[str]) -> bool:
-    return any(_overlaps(rule, scope) for rule in selects for scope in setting.scope)
+def _influences(setting: RuffSetting, codes: frozenset[str]) -> bool:
+    return bool(enabled_codes(setting.scope) & codes)
 
 
 def _compatible(group: list[RuffCheck], check: RuffCheck) -> bool:
-    group_settings = {s.key: s for c in group for s in c.settings}
-    group_selects = [rule for c in group for rule in c.select]
-    own = {s.key: s for s in check.settings}
-    for key, setting in own.items():
-        other = group_settings.get(key)
-        if other is not None and other.value != setting.value:
-            return False
-        if other is None and _touches(setting, group_selects):
-            return False
-    for key, setting in group_settings.items():
-        if key not in own and _touches(setting, check.select):
-            return False
-    return True
+    for member in group:
+        for mine in check.settings:
+            for theirs in member.settings:
+                if mine.key == theirs.key and mine.value != theirs.value:
+                    return False
+        for a, b in ((check, member), (member, check)):
+            shared = {(s.key, _hashable(s.value)) for s in b.settings}
+            for setting in a.settings:
+                if (setting.key, _hashable(setting.value)) not in shared and _influences(setting, b.codes):
+                    return False
+    union = check.codes.union(*(m.codes for m in group))
+    return not any(x in union and y in union for x, y in INCOMPATIBLE)
 
 
 def plan_runs(checks: Sequence[RuffCheck]) -> list[list[RuffCheck]]:
@@ -85,63 +180,63 @@ def plan_runs(checks: Sequence[RuffCheck]) -> list[list[RuffCheck]]:
     return groups
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(str(value))
-
-
 def ruff_command(checks: Sequence[RuffCheck]) -> list[str]:
-    selects = sorted({rule for check in checks for rule in check.select})
-    cmd = [
-        ruff_binary(), "check", "--isolated", "--no-cache", "--ignore-noqa", "--no-fix",
-        "--output-format", "json", "--select", ",".join(selects),
-        "--stdin-filename", "candidate.py",
-    ]
-    seen: set[str] = set()
+    codes = sorted(set().union(*(c.codes for c in checks)))
+    settings: dict[str, Any] = {}
     for check in checks:
-        for setting in check.settings:
-            if setting.key not in seen:
-                seen.add(setting.key)
-                cmd += ["--config", f"{setting.key} = {_toml(setting.value)}"]
-    return cmd + ["-"]
+        for key, value in check.setting_pairs:
+            settings.setdefault(key, value)
+    return [
+        ruff_binary(), "check", "--isolated", "--no-cache", "--ignore-noqa", "--no-fix",
+        "--output-format", "json", "--select", ",".join(codes), "--stdin-filename", "candidate.py",
+        *_config_args(list(settings.items())), "-",
+    ]
 
 
 def run_group(code: str, checks: Sequence[RuffCheck], *, timeout: float = 60.0) -> list[Violation]:
-    proc = subprocess.run(
-        ruff_command(checks), input=code, capture_output=True, text=True, timeout=timeout,
-    )
+    proc = subprocess.run(ruff_command(checks), input=code, capture_output=True, text=True, timeout=timeout)
     if proc.returncode not in (0, 1):
         raise RuffError(f"ruff exited {proc.returncode}: {proc.stderr.strip()[:500]}")
     lines = code.splitlines()
     out = []
     for item in json.loads(proc.stdout or "[]"):
         row = item.get("location", {}).get("row", 0) or 0
+        rule = item.get("code")
+        if rule == "invalid-syntax" or item.get("name") == "invalid-syntax":
+            rule = None
         out.append(Violation(
-            code=item.get("code"), message=item.get("message", ""), row=row,
+            code=rule, message=item.get("message", ""), row=row,
             column=item.get("location", {}).get("column", 0) or 0,
             line=lines[row - 1] if 0 < row <= len(lines) else "",
         ))
     return out
 
 
-def check_code(code: str, checks: Sequence[RuffCheck]) -> dict[str, list[Violation]]:
-    """Violations per check key. Syntax errors are reported to every check.
+def check_code(code: str, checks: Sequence[RuffCheck]) -> dict[str, list[Violation] | RuffError]:
+    """Violations per check key, or the error for a check that could not run.
 
     Code that does not parse fails every ruff check: an instruction about
     style cannot be satisfied by code that is not Python.
     """
-    result: dict[str, list[Violation]] = {check.key: [] for check in checks}
-    for group in plan_runs(checks):
-        violations = run_group(code, group)
+    result: dict[str, list[Violation] | RuffError] = {}
+    runnable = []
+    for check in checks:
+        try:
+            _ = check.codes  # expands the selectors; a bad check errors here, alone
+            runnable.append(check)
+        except RuffError as exc:
+            result[check.key] = exc
+    for group in plan_runs(runnable):
+        try:
+            violations = run_group(code, group)
+        except (RuffError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            if len(group) == 1:
+                result[group[0].key] = RuffError(str(exc))
+                continue
+            for check in group:  # retry alone so the broken check errors by itself
+                result.update(check_code(code, [check]))
+            continue
         syntax = [v for v in violations if v.code is None]
         for check in group:
-            result[check.key] = syntax + [
-                v for v in violations
-                if v.code is not None and any(v.code.startswith(rule) for rule in check.select)
-            ]
+            result[check.key] = syntax + [v for v in violations if v.code is not None and v.code in check.codes]
     return result

@@ -8,8 +8,9 @@ instance and the field.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -19,8 +20,8 @@ from ._registry import Registry, UnknownVerifier
 
 SUITE_VERSION = 1
 #: Ids must survive ``pytest path::id`` and ``-k``: no spaces, brackets or "::".
-INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+INSTANCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+NAME = re.compile(r"[a-z][a-z0-9_]*")
 _HEADER = re.compile(rb"^ifbench\s*:", re.MULTILINE)
 
 _TOP_KEYS = {"ifbench", "benchmark", "description", "defaults", "instances", "options"}
@@ -135,7 +136,7 @@ def _check(r: _Reader, raw: Any, field: str, registry: Registry, turn: int | Non
             raise r.fail(f"{field}.{key}", "required field is missing")
         r.expect(raw[key], str, f"{field}.{key}")
     check_id = raw["id"]
-    if not INSTANCE_ID.match(check_id):
+    if not INSTANCE_ID.fullmatch(check_id):
         raise r.fail(f"{field}.id", f"{check_id!r} is not a valid check id (letters, digits, '_', '.', '-')")
     try:
         verifier = registry.get(raw["verifier"])
@@ -144,7 +145,8 @@ def _check(r: _Reader, raw: Any, field: str, registry: Registry, turn: int | Non
     try:
         params = verifier.validate(raw.get("params"))
     except ParamError as exc:
-        raise r.fail(f"{field}.params.{exc.field}" if exc.field != "params" else f"{field}.params", exc.message) from None
+        where = f"{field}.params.{exc.field}" if exc.field != "params" else f"{field}.params"
+        raise r.fail(where, exc.message) from None
     kind = raw.get("kind", "check")
     if kind not in ("check", "bonus", "penalty"):
         raise r.fail(f"{field}.kind", f"expected check, bonus or penalty, got {kind!r}")
@@ -186,9 +188,10 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
     merged.update(raw)
     gen = _generation(r, defaults.get("generation"), GenerationParams(), "defaults.generation")
     gen = _generation(r, raw.get("generation"), gen, "generation")
-    markers = list(defaults.get("markers", [])) + list(r.expect(raw.get("markers", []), list, "markers"))
+    markers = list(r.expect(defaults.get("markers", []), list, "defaults.markers")) + list(
+        r.expect(raw.get("markers", []), list, "markers"))
     for index, marker in enumerate(markers):
-        if not isinstance(marker, str) or not NAME.match(marker):
+        if not isinstance(marker, str) or not NAME.fullmatch(marker):
             raise r.fail(f"markers[{index}]", f"{marker!r} is not a valid marker name ([a-z][a-z0-9_]*)")
     protocol = r.expect(merged.get("protocol", "single_turn"), str, "protocol")
     turns: list[Turn] = []
@@ -205,10 +208,16 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
                 for j, c in enumerate(r.expect(turn.get("checks", []), list, f"{sub}.checks"))
             ),
         ))
+    where = "checks" if "checks" in raw else "defaults.checks"
     checks = tuple(
-        _check(r, c, f"checks[{j}]", registry, None)
-        for j, c in enumerate(r.expect(merged.get("checks", []), list, "checks"))
+        _check(r, c, f"{where}[{j}]", registry, None)
+        for j, c in enumerate(r.expect(merged.get("checks", []), list, where))
     )
+    last_turn = max(1, len(turns))
+    for j, check in enumerate(checks):
+        if check.turn is not None and not 1 <= check.turn <= last_turn:
+            raise r.fail(f"{where}[{j}].turn",
+                         f"must be between 1 and {last_turn} (the instance's turns), got {check.turn}")
     prompt = merged.get("prompt")
     if prompt is not None:
         r.expect(prompt, str, "prompt")
@@ -249,10 +258,11 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
     r = _Reader(path)
     r.expect(data, dict, "")
     r.unknown_keys(data, _TOP_KEYS, "")
-    if data.get("ifbench") != SUITE_VERSION:
+    version = data.get("ifbench")
+    if type(version) is not int or version != SUITE_VERSION:
         raise r.fail("ifbench", f"unsupported suite format version {data.get('ifbench')!r} (supported: 1)")
     benchmark = data.get("benchmark")
-    if not isinstance(benchmark, str) or not NAME.match(benchmark):
+    if not isinstance(benchmark, str) or not NAME.fullmatch(benchmark):
         raise r.fail("benchmark", f"expected a name like 'vericode' ([a-z][a-z0-9_]*), got {benchmark!r}")
     defaults = r.expect(data.get("defaults", {}), dict, "defaults")
     r.unknown_keys(defaults, _INSTANCE_KEYS - {"id"}, "defaults")
@@ -263,7 +273,7 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         if not isinstance(raw, dict):
             raise r.fail(f"instances[{index}]", f"expected mapping, got {_type_name(raw)}")
         instance_id = raw.get("id")
-        if not isinstance(instance_id, str) or not INSTANCE_ID.match(instance_id):
+        if not isinstance(instance_id, str) or not INSTANCE_ID.fullmatch(instance_id):
             raise r.fail(f"instances[{index}].id",
                          f"{instance_id!r} is not a selectable id (letters, digits, '_', '.', '-'; no spaces)")
         if instance_id in seen:

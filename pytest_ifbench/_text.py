@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
+_FENCE = re.compile(r"^([ \t]*)```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
+_OPEN_PYTHON = re.compile(
+    r"^([ \t]*)```[ \t]*(?:python3?|py)\b[^\n]*\n(.*)\Z", re.DOTALL | re.MULTILINE | re.IGNORECASE
+)
 _PYTHON_TAGS = {"python", "py", "python3"}
 
 
@@ -42,17 +45,33 @@ def extract_code(text: str) -> str:
     2. else the first fenced block with no tag;
     3. else the whole reply.
     Blocks tagged with another language are never taken.
+
+    A fence indented inside a list has that indentation removed from its
+    lines. A python fence that is never closed (a reply cut off by
+    ``max_tokens``) yields everything after it.
     """
     untagged: str | None = None
     for match in _FENCE.finditer(text):
-        tag = match.group(1).lower()
+        tag = match.group(2).lower()
+        body = _dedent(match.group(3), match.group(1))
         if tag in _PYTHON_TAGS:
-            return match.group(2)
+            return body
         if not tag and untagged is None:
-            untagged = match.group(2)
+            untagged = body
     if untagged is not None:
         return untagged
+    unclosed = _OPEN_PYTHON.search(text)
+    if unclosed is not None:
+        return _dedent(unclosed.group(2), unclosed.group(1))
     return text
+
+
+def _dedent(body: str, indent: str) -> str:
+    if not indent:
+        return body
+    lines = body.splitlines(keepends=True)
+    width = len(indent)
+    return "".join(line[width:] if line[:width].strip() == "" else line.lstrip() for line in lines)
 
 
 def first_json_object(text: str) -> str | None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ._model_types import CheckSpec, Instance, Verdict
 from ._registry import Registry, Verifier
@@ -100,14 +101,15 @@ def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext) -> 
     if ruff_checks:
         start = time.perf_counter()
         code = extract_code(response)
-        try:
-            found = check_code(code, [rc for _, rc in ruff_checks])
-            share = (time.perf_counter() - start) / len(ruff_checks)
-            for check, rc in ruff_checks:
-                outcomes[check.id] = CheckOutcome(check=check, verdict=_ruff_verdict(found[rc.key]), duration=share)
-        except (RuffError, OSError, ValueError) as exc:
-            for check, _ in ruff_checks:
-                outcomes[check.id] = CheckOutcome(check=check, verdict=None, error=f"ruff failed: {exc}")
+        found = check_code(code, [rc for _, rc in ruff_checks])
+        share = (time.perf_counter() - start) / len(ruff_checks)
+        for check, rc in ruff_checks:
+            result = found[rc.key]
+            if isinstance(result, RuffError):
+                outcomes[check.id] = CheckOutcome(check=check, verdict=None, error=f"ruff failed: {result}",
+                                                  duration=share)
+            else:
+                outcomes[check.id] = CheckOutcome(check=check, verdict=_ruff_verdict(result), duration=share)
     return [outcomes[check.id] for check in checks]
 
 

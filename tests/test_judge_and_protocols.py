@@ -81,7 +81,8 @@ def test_panel_majority_mean_and_spread(stub_env):
     assert verdicts["a"].details["mean"] == pytest.approx(2 / 3)
     assert verdicts["b"].details["mean"] == pytest.approx(1 / 3)
     assert verdicts["a"].details["spread"] == pytest.approx(0.4714, abs=1e-3)
-    assert [j["judge"] for j in verdicts["a"].details["judges"]] == ["openai/judge-a", "openai/judge-b", "openai/judge-c"]
+    judges = [j["judge"] for j in verdicts["a"].details["judges"]]
+    assert judges == ["openai/judge-a", "openai/judge-b", "openai/judge-c"]
 
 
 def test_penalty_items_are_phrased_as_avoidance(stub_env):

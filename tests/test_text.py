@@ -88,8 +88,6 @@ def test_indented_fence_with_tabs_is_found():
     assert extract_code(text).strip() == "x = 1"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the fence's indentation is kept on every content line, so code from "
-                                       "an indented fence (e.g. inside a markdown list) does not compile")
 def test_indented_fence_content_is_dedented():
     text = f"1. Write this:\n   {F}python\n   def f():\n       return 1\n   {F}\n"
     code = extract_code(text)

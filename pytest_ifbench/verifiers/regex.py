@@ -5,9 +5,27 @@ from __future__ import annotations
 import re
 
 from .._model_types import Verdict
-from .._params import Param
+from .._params import Param, ParamError
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+def _compile(params) -> re.Pattern[str]:
+    flags = 0
+    for letter in params["flags"]:
+        if letter not in _FLAGS:
+            raise ParamError("flags", f"unknown regex flag {letter!r} (use i, m, s, x)")
+        flags |= _FLAGS[letter]
+    try:
+        return re.compile(params["pattern"], flags)
+    except re.error as exc:
+        raise ParamError("pattern", f"invalid regular expression: {exc}") from None
+
+
+def _validate(params) -> None:
+    _compile(params)
+    if params["min_count"] > params["max_count"]:
+        raise ParamError("min_count", f"must be <= max_count ({params['max_count']}), got {params['min_count']}")
 
 
 def register(registry) -> None:
@@ -21,19 +39,15 @@ def register(registry) -> None:
             "target": Param(str, default="response", choices=("response", "code")),
         },
         kind="regex",
+        check_params=_validate,
         description="The pattern occurs between min_count and max_count times (max_count 0: must not occur).",
     )
     def regex(text, params, ctx):
-        flags = 0
-        for letter in params["flags"]:
-            if letter not in _FLAGS:
-                raise ValueError(f"unknown regex flag {letter!r}")
-            flags |= _FLAGS[letter]
         if params["target"] == "code":
             from .._text import extract_code
 
             text = extract_code(text)
-        matches = list(re.finditer(params["pattern"], text, flags))
+        matches = list(_compile(params).finditer(text))
         n = len(matches)
         ok = params["min_count"] <= n <= params["max_count"]
         shown = "; ".join(repr(m.group(0)[:60]) for m in matches[:3])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .._params import Param
-from .._registry import RuffSetting, RuffSpec, Verifier
+from .._params import Param, ParamError
+from .._registry import RuffSpec, Verifier
 
 
 def _select(params):
@@ -11,8 +11,33 @@ def _select(params):
 
 
 def _settings(params):
-    scope = tuple(params["select"])
-    return tuple(RuffSetting(key=k, value=v, scope=scope) for k, v in sorted(params["settings"].items()))
+    from .._ruff import ruff_setting
+
+    return tuple(ruff_setting(k, v) for k, v in sorted(params["settings"].items()))
+
+
+def _validate(params):
+    """Ask ruff now whether the selectors and settings are valid, not at run time."""
+    from .._ruff import RuffCheck, RuffError
+
+    if not params["select"]:
+        raise ParamError("select", "select at least one rule")
+    try:
+        _ = RuffCheck(key="validate", select=_select(params)).codes
+    except RuffError as exc:
+        raise ParamError("select", f"ruff rejects it: {_short(exc)}") from None
+    try:
+        _ = RuffCheck(key="validate", select=_select(params), settings=_settings(params)).codes
+    except RuffError as exc:
+        raise ParamError("settings", f"ruff rejects it: {_short(exc)}") from None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    for marker in ("Cause: ", "invalid type: ", "unknown field "):
+        if marker in text:
+            return text[text.index(marker):].split(";")[0]
+    return text[:200]
 
 
 def register(registry) -> None:
@@ -27,4 +52,5 @@ def register(registry) -> None:
         },
         description="The extracted code has no violation of the selected ruff rules.",
         ruff=RuffSpec(select=_select, settings=_settings),
+        check_params=_validate,
     ))

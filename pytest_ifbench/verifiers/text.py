@@ -34,13 +34,16 @@ def register(registry) -> None:
             "exclude": Param(list, default=[], items=str),
             "case_sensitive": Param(bool, default=False),
         },
-        description="Every `include` keyword appears and no `exclude` keyword does.",
+        description="Every `include` keyword appears and no `exclude` keyword does (whole words).",
     )
     def keywords(text, params, ctx):
-        hay = text if params["case_sensitive"] else text.lower()
-        norm = (lambda k: k) if params["case_sensitive"] else str.lower
-        missing = [k for k in params["include"] if norm(k) not in hay]
-        present = [k for k in params["exclude"] if norm(k) in hay]
+        flags = 0 if params["case_sensitive"] else re.IGNORECASE
+
+        def found(keyword: str) -> bool:
+            return re.search(rf"(?<!\w){re.escape(keyword)}(?!\w)", text, flags) is not None
+
+        missing = [k for k in params["include"] if not found(k)]
+        present = [k for k in params["exclude"] if found(k)]
         problems = []
         if missing:
             problems.append(f"missing: {', '.join(missing)}")
@@ -82,13 +85,13 @@ def register(registry) -> None:
             value = json.loads(body)
         except json.JSONDecodeError as exc:
             return Verdict(passed=False, evidence=f"not JSON: {exc}; reply: {_snippet(body)}")
+        if not isinstance(value, dict):
+            return Verdict(passed=False, evidence=f"JSON is a {type(value).__name__}, not an object")
         if params["required_keys"]:
-            if not isinstance(value, dict):
-                return Verdict(passed=False, evidence=f"JSON is a {type(value).__name__}, not an object")
             missing = [k for k in params["required_keys"] if k not in value]
             if missing:
                 return Verdict(passed=False, evidence=f"missing keys: {', '.join(missing)}")
-        return Verdict(passed=True, evidence="valid JSON")
+        return Verdict(passed=True, evidence="valid JSON object")
 
     @registry.verifier(
         "ifbench.case",
