@@ -93,6 +93,17 @@ def failure_message(outcome: CheckOutcome) -> str:
     return "\n".join(lines)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[CheckOutcome]) -> bool:
+    failed = [o for o in outcomes if not o.passed]
+    if failed:
+        if len(outcomes) > 1:
+            header = f"{name}: {len(failed)} of {len(outcomes)} checks unmet: {', '.join(o.check.id for o in failed)}"
+            raise CheckFailed(header + "\n" + "\n".join(failure_message(o) for o in failed))
+        raise CheckFailed(failure_message(failed[0]))
+    return True
+
+
 class InstanceItem(pytest.Function):
     """One benchmark instance."""
 
@@ -163,12 +174,20 @@ class InstanceItem(pytest.Function):
             self.nodeid, self.spec, state.model_name, state.judge_names, self.episode, outcomes,
             state.registry, time.perf_counter() - start,
         )
-        for _, outcome in outcomes:
-            if not outcome.check.scored:
-                continue
-            with subtests.test(msg=outcome.check.id):
-                if not outcome.passed:
-                    raise CheckFailed(failure_message(outcome))
+        self.ihook.pytest_ifbench_instance_verified(item=self, record=self.ifbench_record)
+        for name, group in self._subtest_groups(outcomes):
+            with subtests.test(msg=name):
+                self.ihook.pytest_ifbench_report_check(item=self, name=name, outcomes=group)
+
+    def _subtest_groups(self, outcomes: list[tuple[int, CheckOutcome]]) -> list[tuple[str, list[CheckOutcome]]]:
+        """One subtest per scored check, or per turn with ``protocol_options.subtests: turn``."""
+        scored = [(turn, o) for turn, o in outcomes if o.check.scored]
+        if self.spec.protocol_options.get("subtests") != "turn":
+            return [(o.check.id, [o]) for _, o in scored]
+        groups: dict[int, list[CheckOutcome]] = {}
+        for turn, outcome in scored:
+            groups.setdefault(turn, []).append(outcome)
+        return [(f"turn{turn}", group) for turn, group in groups.items()]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, (CheckFailed, InstanceError)):

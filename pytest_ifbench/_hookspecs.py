@@ -40,6 +40,27 @@ def pytest_ifbench_suite_data(path: Any, config: pytest.Config) -> Any:
     """
 
 
+@pytest.hookspec(firstresult=True)
+def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[Any]) -> bool | None:
+    """Report one subtest's worth of outcomes; raise to fail the subtest.
+
+    Called inside ``subtests.test(msg=name)``: once per scored check (``name``
+    is the check id and ``outcomes`` has one element), or once per turn when the
+    instance reports per turn (``protocol_options.subtests: turn``). The built-in
+    implementation runs last and raises when any outcome did not pass. Implement
+    it ``tryfirst`` and return True to decide differently (e.g. baselines), or as a
+    ``wrapper`` to surround it (e.g. an Allure step, which then fails with it).
+    """
+
+
+def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) -> None:
+    """Called once an instance's checks are evaluated, before they are reported.
+
+    ``record`` is the instance's result record (see docs/results-format.md);
+    implementations may attach things to reports but must not change it.
+    """
+
+
 def pytest_ifbench_metrics(benchmark: str, records: list[dict[str, Any]]) -> list[MetricTable] | None:
     """Return extra metric tables for ``benchmark`` computed from its result records
     (the entries of the results file). Called on the controller after the run.

@@ -71,12 +71,15 @@ class CheckSpec:
     #: Unscored checks are reported (e.g. ManyIH's suppressed instructions) but never scored.
     scored: bool = True
     category: str | None = None
+    #: Free data for benchmark metrics (e.g. an instruction's position), kept in results.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id, "verifier": self.verifier, "params": dict(self.params),
             "description": self.description, "kind": self.kind, "points": self.points,
             "turn": self.turn, "scored": self.scored, "category": self.category,
+            "metadata": dict(self.metadata),
         }
 
 

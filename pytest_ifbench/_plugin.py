@@ -58,6 +58,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = build_state(config)
     config.stash[RECORDS_KEY] = {}
     config.pluginmanager.register(ResultsCollector(config), "ifbench-results")
+    from . import _collect
+
+    if not config.pluginmanager.is_registered(_collect):
+        config.pluginmanager.register(_collect, "ifbench-collect")
     config.addinivalue_line("markers", "ifbench: every pytest-ifbench instance")
     if config.getoption("markers", False):
         _register_markers_of_args(config)

@@ -62,6 +62,9 @@ class Verifier:
     ruff: RuffSpec | None = None
     #: For judged verifiers: renders the criterion the judge decides from params.
     criterion: Callable[[Mapping[str, Any]], str] | None = None
+    #: For judged verifiers that score instead of pass/fail: the top of the 1..N scale.
+    #: The check passes when the score exceeds ``params["threshold"]``.
+    judge_scale: int | None = None
     #: Extra validation beyond the schema (raise ParamError), run at collection.
     check_params: Callable[[Mapping[str, Any]], None] | None = None
 

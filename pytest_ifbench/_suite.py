@@ -29,7 +29,7 @@ _INSTANCE_KEYS = {
     "id", "prompt", "system", "messages", "turns", "tools", "checks", "generation", "category",
     "scaffold", "tier", "markers", "protocol", "protocol_options", "response", "metadata", "description",
 }
-_CHECK_KEYS = {"id", "verifier", "params", "description", "kind", "points", "turn", "scored", "category"}
+_CHECK_KEYS = {"id", "verifier", "params", "description", "kind", "points", "turn", "scored", "category", "metadata"}
 _GENERATION_KEYS = {"temperature", "max_tokens", "top_p", "seed", "stop", "samples"}
 _ROLES = {"system", "user", "assistant", "tool"}
 
@@ -163,7 +163,8 @@ def _check(r: _Reader, raw: Any, field: str, registry: Registry, turn: int | Non
         or (verifier.criterion(params) if verifier.criterion else verifier.description),
         kind=kind, points=float(points), turn=check_turn,
         scored=r.expect(raw.get("scored", True), bool, f"{field}.scored"),
-        category=raw.get("category"),
+        category=r.expect(raw["category"], str, f"{field}.category") if raw.get("category") is not None else None,
+        metadata=r.expect(raw.get("metadata", {}), dict, f"{field}.metadata"),
     )
 
 
@@ -242,9 +243,14 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
     system = merged.get("system")
     if system is not None:
         r.expect(system, str, "system")
+    options = r.expect(merged.get("protocol_options", {}), dict, "protocol_options")
+    if options.get("subtests", "check") not in ("check", "turn"):
+        raise r.fail("protocol_options.subtests", f"expected check or turn, got {options['subtests']!r}")
+    if "patience" in options and (type(options["patience"]) is not int or options["patience"] < 1):
+        raise r.fail("protocol_options.patience", f"expected an int >= 1, got {options['patience']!r}")
     return Instance(
         id=raw["id"], benchmark=benchmark, suite=path, protocol=protocol,
-        protocol_options=r.expect(merged.get("protocol_options", {}), dict, "protocol_options"),
+        protocol_options=options,
         system=system, prompt=prompt, messages=messages, turns=tuple(turns),
         tools=tuple(r.expect(merged.get("tools", []), list, "tools")), checks=checks,
         generation=gen, category=merged.get("category"), scaffold=merged.get("scaffold"), tier=tier,

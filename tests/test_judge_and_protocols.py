@@ -135,3 +135,56 @@ def test_patience_state_machine(stub_env, outcomes, patience, expected_turns, en
     assert len(episode.turns) == expected_turns
     assert episode.ended == ended
     assert [t.outcomes[0].passed for t in episode.turns] == [o == "p" for o in outcomes[:expected_turns]]
+
+
+def test_scored_requirements_pass_above_threshold(stub_env):
+    def reply(body):
+        system = body["messages"][0]["content"]
+        assert "integer \"score\" from 1 to 10" in system
+        return Reply(content=json.dumps({"checks": [
+            {"id": "tone", "verdict": "pass", "score": 7, "reasoning": "cheerful"},
+            {"id": "calm", "verdict": "pass", "score": 6, "reasoning": "so-so"},
+            {"id": "plain", "verdict": "fail", "score": 1, "reasoning": "no"},
+        ]}))
+    stub_env.add_rule("", reply)
+    checks = [
+        CheckSpec(id="tone", verifier="ifbench.judge_score", params={"criterion": "cheerful", "threshold": 6.0}),
+        CheckSpec(id="calm", verifier="ifbench.judge_score", params={"criterion": "calm", "threshold": 6.0}),
+        judged("plain", "is plain"),
+    ]
+    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", checks))
+    assert verdicts["tone"].passed, "7 > 6 passes"
+    assert not verdicts["calm"].passed, "6 is not above 6"
+    assert not verdicts["plain"].passed
+    assert "score 7 (passes above 6)" in verdicts["tone"].evidence
+    schema = stub_env.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert "score" in schema["properties"]["checks"]["items"]["required"]
+
+
+def test_turn_subtests_list_unmet_checks(pytester, stub_env):
+    from _support import stub_args, write_suite
+
+    stub_env.add_rule("first", Reply(content="ok"))
+    stub_env.add_rule("second", Reply(content="Far Too Many Words Here"))
+    write_suite(pytester.path, "suites/d.yaml", """
+        ifbench: 1
+        benchmark: dlg
+        instances:
+          - id: d1
+            protocol: multi_turn
+            protocol_options: {subtests: turn}
+            turns:
+              - user: first
+                checks: [{id: short, verifier: ifbench.word_count, params: {max: 2}}]
+              - user: second
+                checks:
+                  - {id: short, verifier: ifbench.word_count, params: {max: 2}}
+                  - {id: lower, verifier: ifbench.case, params: {mode: lower}}
+                  - {id: has-words, verifier: ifbench.word_count, params: {min: 1}}
+    """)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v")
+    result.stdout.fnmatch_lines([
+        "*d1 SUBPASSED[[]turn1[]]*",
+        "*d1 SUBFAILED[[]turn2[]]*",
+        "*turn2: 2 of 3 checks unmet: turn2.short, turn2.lower*",
+    ])

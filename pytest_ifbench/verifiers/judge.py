@@ -15,3 +15,15 @@ def register(registry) -> None:
         description="An LLM judge decides whether the reply meets the criterion.",
         criterion=lambda params: params["criterion"],
     ))
+    registry.add(Verifier(
+        id="ifbench.judge_score",
+        func=None,
+        kind="judge",
+        params={
+            "criterion": Param(str, description="what to rate, e.g. 'how cheerful the tone is'"),
+            "threshold": Param(float, default=6.0, min=0, max=10, description="passes when score > threshold"),
+        },
+        description="An LLM judge rates the reply 1-10 on the criterion; passes above the threshold.",
+        criterion=lambda params: params["criterion"],
+        judge_scale=10,
+    ))
