@@ -121,7 +121,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--json", action="store_true", help="print a JSON array of Verifier.describe() objects")
     _plugin_argument(listing)
+
+    generate = commands.add_parser(
+        "generate", help="generate or import benchmark suites (ifbench generate BENCHMARK --help)",
+        description="Generate suites for a benchmark, or import its official files. Each benchmark has "
+                    f"its own options: ifbench generate BENCHMARK --help. Benchmarks: {', '.join(_generators())}.",
+    )
+    generate.add_argument("benchmark", choices=_generators(), metavar="BENCHMARK")
+    generate.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark generator's own arguments")
     return parser
+
+
+def _generators() -> list[str]:
+    """Modules of ``pytest_ifbench.generators`` that expose ``main(argv) -> int``."""
+    import pkgutil
+
+    from . import generators
+
+    return sorted(m.name for m in pkgutil.iter_modules(generators.__path__) if not m.name.startswith("_"))
 
 
 def _plugin_argument(parser: argparse.ArgumentParser) -> None:
@@ -147,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _verify(args)
         if args.command == "score":
             return _score(args, extra)
+        if args.command == "generate":
+            from importlib import import_module
+
+            return int(import_module(f"pytest_ifbench.generators.{args.benchmark}").main(args.args) or 0)
         return _list_verifiers(args)
     except _Usage as exc:
         print(f"ifbench {args.command}: error: {exc}", file=sys.stderr)

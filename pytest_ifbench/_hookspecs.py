@@ -61,6 +61,13 @@ def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) 
     """
 
 
+def pytest_ifbench_plots(benchmark: str, records: list[dict[str, Any]], directory: Any) -> list[Any] | None:
+    """Render ``benchmark``'s plots as PNG files into ``directory`` (a Path) and return
+    their paths. Called on the controller after the run by the summary reporter.
+    Import plotting libraries (matplotlib, Agg backend) inside the implementation.
+    """
+
+
 def pytest_ifbench_metrics(benchmark: str, records: list[dict[str, Any]]) -> list[MetricTable] | None:
     """Return extra metric tables for ``benchmark`` computed from its result records
     (the entries of the results file). Called on the controller after the run.

@@ -17,10 +17,28 @@ from ._suite import is_suite_file
 RECORDS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 
 
+#: Reporting plugins shipped with the core; each owns its options (``-p no:ifbench_<name>`` disables one).
+_REPORTERS = ("_baseline", "_allure", "_summary_file")
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import _hookspecs
+    import importlib.util
+    import pkgutil
+    from importlib import import_module
+
+    from . import _hookspecs, importers, metrics
 
     pluginmanager.add_hookspecs(_hookspecs)
+    # Benchmark metric/importer modules and the reporters are plugins of their own.
+    names = [f"{__package__}.{r}" for r in _REPORTERS if importlib.util.find_spec(f"{__package__}.{r}")]
+    for package in (metrics, importers):
+        names += [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
+                  if not m.name.startswith("_")]
+    for name in names:
+        # pytest_ifbench._allure -> ifbench_allure; pytest_ifbench.metrics.x -> ifbench_metrics_x
+        plugin_name = "ifbench_" + name[len(__package__) + 1:].lstrip("_").replace(".", "_")
+        if not pluginmanager.has_plugin(plugin_name) and not pluginmanager.is_blocked(plugin_name):
+            pluginmanager.register(import_module(name), plugin_name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,6 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="cap on total backoff wait per model call (default: 300)")
     group.addoption("--ifbench-timeout", dest="ifbench_timeout", type=float, default=600.0, metavar="SECONDS",
                     help="timeout of one model request (default: 600)")
+    group.addoption("--ifbench-full", dest="ifbench_full", action="store_true",
+                    help="also run instances marked 'full' (left out of a plain run to keep it short; "
+                         "-m or explicit node ids select them too)")
     group.addoption("--ifbench-sandbox-timeout", dest="ifbench_sandbox_timeout", type=float, default=10.0,
                     metavar="SECONDS", help="wall-clock limit for sandboxed code per verifier (default: 10)")
 
@@ -138,6 +159,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         state = config.stash[STATE_KEY]
         if state.responses is None and _suite_paths(config):
             _check_models_available([state.model_name])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A plain run leaves out instances marked ``full`` (the long tail of the shipped suites)."""
+    if config.getoption("ifbench_full") or config.getoption("markexpr") or any("::" in a for a in config.args):
+        return
+    kept, dropped = [], []
+    for item in items:
+        (dropped if isinstance(item, InstanceItem) and "full" in item.spec.markers else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -131,3 +131,16 @@ def test_score_mode_reports_unmatched_ids_and_bad_files(pytester):
     result = pytester.runpytest_subprocess("suites", "--ifbench-responses=bad.jsonl")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--ifbench-responses: *bad.jsonl:1: not JSON*"])
+
+
+def test_full_instances_are_left_out_of_a_plain_run(pytester, stub_env):
+    suite = many_instances(3).replace("  - id: q002\n", "  - id: q002\n    markers: [full]\n")
+    write_suite(pytester.path, "suites/bulk.yaml", suite)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result.assert_outcomes(passed=2, deselected=1)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-full")
+    result.assert_outcomes(passed=3)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-m", "full")
+    result.assert_outcomes(passed=1, deselected=2)
+    result = pytester.runpytest_subprocess("suites/bulk.yaml::q002", *stub_args(stub_env))
+    result.assert_outcomes(passed=1)

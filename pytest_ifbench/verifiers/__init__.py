@@ -1,8 +1,8 @@
 """Built-in verifiers, one module per family.
 
-Each module exposes ``register(registry)``; benchmark-specific families are
-registered under their benchmark's prefix (``vericode.``, ``manyih.``...),
-general-purpose ones under ``ifbench.``.
+Each module exposes ``register(registry)`` and is discovered automatically;
+benchmark-specific families are registered under their benchmark's prefix
+(``vericode.``, ``manyih.``...), general-purpose ones under ``ifbench.``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .._registry import Registry
 
-_MODULES = ("text", "regex", "ruff", "judge", "code_tests")
-
-
 def register_builtins(registry: Registry) -> None:
+    """Register every module of this package (each defines ``register(registry)``)."""
+    import pkgutil
     from importlib import import_module
 
-    for name in _MODULES:
-        import_module(f"{__name__}.{name}").register(registry)
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not module.name.startswith("_"):
+            import_module(f"{__name__}.{module.name}").register(registry)
