@@ -17,8 +17,8 @@ import pytest
 
 from ._client import ModelCallError
 from ._judge import JudgeError
-from ._model_types import CheckSpec, Instance
-from ._protocols import Episode
+from ._model_types import CheckSpec, Instance, Verdict
+from ._protocols import Episode, run_samples
 from ._records import episode_record, error_record
 from ._state import STATE_KEY, IfbenchState
 from ._suite import SuiteError, marker_name
@@ -93,6 +93,33 @@ def failure_message(outcome: CheckOutcome) -> str:
     return "\n".join(lines)
 
 
+def combine_samples(per_sample: list[list[tuple[int, CheckOutcome]]]) -> list[tuple[int, CheckOutcome]]:
+    """One outcome per check across samples: passes when it passed in at least half of the
+    samples that reached it; the pass rate and per-sample verdicts go into the details."""
+    by_id: dict[str, list[CheckOutcome]] = {}
+    for outcomes in per_sample:
+        for _, outcome in outcomes:
+            by_id.setdefault(outcome.check.id, []).append(outcome)
+    combined = []
+    for turn, first in per_sample[0]:
+        runs = by_id[first.check.id]
+        judged = [o for o in runs if o.error is None]
+        if not judged:
+            combined.append((turn, first))
+            continue
+        passed = sum(o.passed for o in judged)
+        rate = passed / len(judged)
+        failing = next((o for o in judged if not o.passed), None)
+        evidence = f"passed in {passed}/{len(judged)} samples"
+        if failing is not None and failing.verdict is not None and failing.verdict.evidence:
+            evidence += f"; a failing sample: {failing.verdict.evidence}"
+        verdict = Verdict(passed=rate >= 0.5, evidence=evidence,
+                          details={"pass_rate": rate, "samples": [o.passed for o in judged]})
+        combined.append((turn, CheckOutcome(check=first.check, verdict=verdict,
+                                            duration=sum(o.duration for o in runs))))
+    return combined
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[CheckOutcome]) -> bool:
     failed = [o for o in outcomes if not o.passed]
@@ -111,6 +138,8 @@ class InstanceItem(pytest.Function):
         super().__init__(**kwargs)
         self.spec = instance
         self.episode: Episode | None = None
+        #: One episode per sample (``generation.samples``); ``episode`` is sample 0.
+        self.episodes: list[Episode] = []
         self.ifbench_record: dict[str, Any] | None = None
 
     @property
@@ -127,7 +156,7 @@ class InstanceItem(pytest.Function):
         state = self.state
         protocol = state.protocols[self.spec.protocol]
         runtime = state.runtime
-        state.generation().submit(self.nodeid, priority, lambda: protocol(self.spec, runtime))
+        state.generation().submit(self.nodeid, priority, lambda: run_samples(protocol, self.spec, runtime))
 
     def setup(self) -> None:
         super().setup()
@@ -138,7 +167,8 @@ class InstanceItem(pytest.Function):
         job = generator.pop(self.nodeid)
         assert job is not None
         try:
-            self.episode = job.result()
+            self.episodes = job.result()
+            self.episode = self.episodes[0]
         except (ModelCallError, JudgeError, LookupError) as exc:
             kind = "judge" if isinstance(exc, JudgeError) else "model"
             self.ifbench_record = error_record(self.nodeid, self.spec, state.model_name,
@@ -146,13 +176,16 @@ class InstanceItem(pytest.Function):
             raise InstanceError(str(exc)) from None
 
     def _outcomes(self) -> list[tuple[int, CheckOutcome]]:
-        assert self.episode is not None
+        per_sample = [self._episode_outcomes(episode) for episode in self.episodes]
+        return per_sample[0] if len(per_sample) == 1 else combine_samples(per_sample)
+
+    def _episode_outcomes(self, episode: Episode) -> list[tuple[int, CheckOutcome]]:
         instance = self.spec
         state = self.state
-        last = self.episode.turns[-1].index
+        last = episode.turns[-1].index
         turn_checks = {i: list(t.checks) for i, t in enumerate(instance.turns, start=1)}
         out: list[tuple[int, CheckOutcome]] = []
-        for record in self.episode.turns:
+        for record in episode.turns:
             done = {o.check.id: o for o in record.outcomes or []}
             checks: list[CheckSpec] = turn_checks.get(record.index, []) + [
                 c for c in instance.checks
@@ -171,7 +204,7 @@ class InstanceItem(pytest.Function):
         outcomes = self._outcomes()
         state = self.state
         self.ifbench_record = episode_record(
-            self.nodeid, self.spec, state.model_name, state.judge_names, self.episode, outcomes,
+            self.nodeid, self.spec, state.model_name, state.judge_names, self.episodes, outcomes,
             state.registry, time.perf_counter() - start,
         )
         self.ihook.pytest_ifbench_instance_verified(item=self, record=self.ifbench_record)

@@ -11,6 +11,7 @@ evaluated by the item in the foreground.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,19 @@ class Episode:
 
 Protocol = Callable[[Instance, Runtime], Awaitable[Episode]]
 
+#: Index of the sample being generated (``generation.samples``); part of the cache key.
+SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_sample", default=0)
+
+
+async def run_samples(protocol: Protocol, instance: Instance, runtime: Runtime) -> list[Episode]:
+    """Run ``protocol`` once per sample, concurrently; sample 0 first in the list."""
+
+    async def one(index: int) -> Episode:
+        SAMPLE.set(index)  # each gathered task has its own context copy
+        return await protocol(instance, runtime)
+
+    return list(await asyncio.gather(*(one(i) for i in range(instance.generation.samples))))
+
 
 class ProtocolRegistry(dict[str, Protocol]):
     def register(self, name: str) -> Callable[[Protocol], Protocol]:
@@ -103,7 +117,7 @@ class _Replies:
         if self.runtime.model is None:
             raise RuntimeError("no model configured")
         return await self.runtime.model.complete(
-            messages, self.instance.generation, tools=self.instance.tools,
+            messages, self.instance.generation, tools=self.instance.tools, sample=SAMPLE.get(),
         )
 
 

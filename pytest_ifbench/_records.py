@@ -43,10 +43,12 @@ def error_record(nodeid: str, instance: Instance, model: str | None, judges: Seq
 
 
 def episode_record(
-    nodeid: str, instance: Instance, model: str | None, judges: Sequence[str], episode: Episode,
+    nodeid: str, instance: Instance, model: str | None, judges: Sequence[str], episodes: Sequence[Episode],
     outcomes: Sequence[tuple[int, CheckOutcome]], registry: Registry, verify_seconds: float,
 ) -> dict[str, Any]:
-    completions = [t.completion for t in episode.turns] + list(episode.judge_completions)
+    """The record of a run instance; ``episodes`` has one entry per sample (sample 0 first)."""
+    episode = episodes[0]
+    completions = [c for e in episodes for c in [t.completion for t in e.turns] + list(e.judge_completions)]
     costs = [c.cost for c in completions if c.cost is not None]
     checks = []
     for turn, outcome in outcomes:
@@ -68,7 +70,10 @@ def episode_record(
                    "cached_prompt": sum(c.prompt_tokens for c in completions if c.cached),
                    "cached_completion": sum(c.completion_tokens for c in completions if c.cached)},
         "cost": sum(costs) if costs else None,
-        "durations": {"generation": round(episode.duration, 4), "verification": round(verify_seconds, 4)},
+        "durations": {"generation": round(max(e.duration for e in episodes), 4),
+                      "verification": round(verify_seconds, 4)},
+        "samples": len(episodes),
+        "sample_responses": [[t.completion.text for t in e.turns] for e in episodes[1:]],
         "verifier_versions": {c["verifier"]: c["version"] for c in checks},
     }
 

@@ -128,3 +128,26 @@ def test_xdist_workers_generate_in_the_background(pytester, stub_env):
     result.assert_outcomes(passed=24)
     assert stub_env.calls == 24
     assert stub_env.peak_concurrency > 2, "workers must overlap their model calls"
+
+
+def test_samples_give_pass_rates(pytester, stub_env):
+    replies = iter(["hello", "HELLO", "hello"])
+    stub_env.add_rule("", lambda body: Reply(content=next(replies)))
+    write_suite(pytester.path, "suites/s.yaml", """
+        ifbench: 1
+        benchmark: sampled
+        instances:
+          - id: lower
+            prompt: say hello in lowercase
+            generation: {samples: 3, temperature: 0.7}
+            checks: [{id: lower, verifier: ifbench.case, params: {mode: lower}}]
+    """)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result.assert_outcomes(passed=1)
+    assert stub_env.calls == 3
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    check = record["checks"][0]
+    assert check["verdict"]["details"]["pass_rate"] == pytest.approx(2 / 3)
+    assert record["samples"] == 3 and len(record["sample_responses"]) == 2
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    assert stub_env.calls == 3, "every sample is cached under its own index"
