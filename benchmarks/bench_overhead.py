@@ -162,6 +162,19 @@ def count_cache_entries(root: Path) -> int:
     return sum(1 for _ in root.glob("*/*.json")) if root.exists() else 0
 
 
+def source_revision() -> dict:
+    """The checkout's commit and whether it has local changes (read-only git calls)."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "modified_files": None if status is None else len(status.splitlines())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=10_000, help="instances in the suite (default: 10000)")
@@ -187,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {
         "benchmark": "overhead",
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "revision": source_revision(),
         "host": {"python": platform.python_version(), "platform": platform.platform(),
                  "cpus": os.cpu_count(), "loadavg_before": load_before},
         "instances": n, "repeat": args.repeat,

@@ -30,7 +30,11 @@ def import_litellm() -> Any:
     if _litellm is None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-        import litellm
+        import warnings
+
+        with warnings.catch_warnings():  # pydantic deprecation noise would land on a random test
+            warnings.simplefilter("ignore")
+            import litellm
 
         litellm.telemetry = False
         litellm.drop_params = True

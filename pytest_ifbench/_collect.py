@@ -141,6 +141,9 @@ class InstanceItem(pytest.Function):
         #: One episode per sample (``generation.samples``); ``episode`` is sample 0.
         self.episodes: list[Episode] = []
         self.ifbench_record: dict[str, Any] | None = None
+        #: Names of the subtests that failed, and how many ran (for the instance's own report).
+        self.failed_subtests: list[str] = []
+        self.subtest_count = 0
 
     @property
     def state(self) -> IfbenchState:
@@ -203,14 +206,28 @@ class InstanceItem(pytest.Function):
         start = time.perf_counter()
         outcomes = self._outcomes()
         state = self.state
-        self.ifbench_record = episode_record(
+        record = episode_record(
             self.nodeid, self.spec, state.model_name, state.judge_names, self.episodes, outcomes,
             state.registry, time.perf_counter() - start,
         )
-        self.ihook.pytest_ifbench_instance_verified(item=self, record=self.ifbench_record)
-        for name, group in self._subtest_groups(outcomes):
+        self.ihook.pytest_ifbench_instance_verified(item=self, record=record)
+        groups = self._subtest_groups(outcomes)
+        failed: list[str] = []
+        for name, group in groups:
             with subtests.test(msg=name):
-                self.ihook.pytest_ifbench_report_check(item=self, name=name, outcomes=group)
+                try:
+                    self.ihook.pytest_ifbench_report_check(item=self, name=name, outcomes=group)
+                except Exception:
+                    failed.append(name)
+                    raise
+        # Set after the loop so the subtests' own reports carry neither (records are big,
+        # and under xdist every report travels to the controller).
+        self.failed_subtests, self.subtest_count = failed, len(groups)
+        self.ifbench_record = record
+
+    def failure_summary(self) -> str:
+        unit = "turns" if self.spec.protocol_options.get("subtests") == "turn" else "checks"
+        return f"{len(self.failed_subtests)} of {self.subtest_count} {unit} failed: {', '.join(self.failed_subtests)}"
 
     def _subtest_groups(self, outcomes: list[tuple[int, CheckOutcome]]) -> list[tuple[str, list[CheckOutcome]]]:
         """One subtest per scored check, or per turn with ``protocol_options.subtests: turn``."""
@@ -225,4 +242,4 @@ class InstanceItem(pytest.Function):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, (CheckFailed, InstanceError)):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)

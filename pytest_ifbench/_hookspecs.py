@@ -62,7 +62,8 @@ def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) 
 
 
 def pytest_ifbench_plots(benchmark: str, records: list[dict[str, Any]], directory: Any) -> list[Any] | None:
-    """Render ``benchmark``'s plots as PNG files into ``directory`` (a Path) and return
+    """Render ``benchmark``'s plots as PNG files into ``directory`` (a Path, one folder per
+    benchmark, already created) and return
     their paths. Called on the controller after the run by the summary reporter.
     Import plotting libraries (matplotlib, Agg backend) inside the implementation.
     """

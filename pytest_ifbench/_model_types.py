@@ -114,6 +114,7 @@ class Instance:
     #: A pre-recorded reply: the instance is scored without calling a model.
     response: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
 
     def all_checks(self) -> tuple[CheckSpec, ...]:
         """Instance-level checks followed by every turn's checks, in order."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ._collect import InstanceItem, SuiteFile
+from ._collect import InstanceError, InstanceItem, SuiteFile
 from ._state import STATE_KEY, build_state
 from ._suite import is_suite_file
 
@@ -84,6 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.is_registered(_collect):
         config.pluginmanager.register(_collect, "ifbench-collect")
     config.addinivalue_line("markers", "ifbench: every pytest-ifbench instance")
+    # litellm/pydantic warn lazily from the background generator thread; pytest would pin
+    # that noise on whichever instance happens to be running.
+    for module in ("pydantic", "litellm", "httpx", "aiohttp"):
+        config.addinivalue_line("filterwarnings", rf"ignore::Warning:{module}(\..*)?")
     if config.getoption("markers", False):
         _register_markers_of_args(config)
 
@@ -209,10 +213,25 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
-    if isinstance(item, InstanceItem) and item.ifbench_record is not None:
+    if not isinstance(item, InstanceItem):
+        return report
+    if call.when == "call" and report.passed and item.failed_subtests and not hasattr(report, "context"):
+        # Name the failed checks instead of pytest's generic "contains N failed subtests".
+        report.outcome = "failed"
+        report.longrepr = item.failure_summary()
+    if call.when == "setup" and report.failed and call.excinfo is not None \
+            and isinstance(call.excinfo.value, InstanceError):
+        report.longrepr = str(call.excinfo.value)  # the provider's message, not a traceback
+    if item.ifbench_record is not None:
         if call.when == "call" or (call.when == "setup" and report.failed):
             report.ifbench_record = item.ifbench_record
     return report
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    if isinstance(item, InstanceItem):  # the report has the record now; free the episodes
+        item.episodes, item.episode, item.ifbench_record = [], None, None
 
 
 class ResultsCollector:

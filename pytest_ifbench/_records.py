@@ -85,5 +85,7 @@ def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mappin
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(redact(json.dumps(document, indent=1, ensure_ascii=False, default=str)), encoding="utf-8")
+    # Compact: the C encoder is ~5x faster than indent=; use `python -m json.tool` to read it.
+    text = json.dumps(document, ensure_ascii=False, default=str, separators=(",", ":"))
+    tmp.write_text(redact(text), encoding="utf-8")
     tmp.replace(path)

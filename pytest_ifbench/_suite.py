@@ -256,6 +256,7 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
         generation=gen, category=merged.get("category"), scaffold=merged.get("scaffold"), tier=tier,
         markers=tuple(markers), response=response,
         metadata=r.expect(merged.get("metadata", {}), dict, "metadata"),
+        description=r.expect(merged.get("description", ""), str, "description"),
     )
 
 

@@ -16,7 +16,7 @@ FAKE_KEY = "sk-ifbench-test-0123456789abcdef"
 def stub_args(server: StubServer, *extra: str) -> list[str]:
     """Command-line arguments that run suites against ``server`` quickly."""
     return ["--model=openai/stub", f"--api-base={server.url}", "-p", "no:cacheprovider",
-            "--ifbench-max-wait=5", "--ifbench-timeout=5", *extra]
+            "--ifbench-max-wait=5", "--ifbench-timeout=5", "--ifbench-summary=", *extra]
 
 
 def write_suite(directory: Path, name: str, text: str) -> Path:

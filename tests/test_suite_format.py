@@ -344,8 +344,9 @@ def test_unknown_verifier(registry):
 
 def test_unknown_verifier_suggests_same_name(registry):
     err = parse_error(registry, data(checks=[{"id": "c", "verifier": "other.case"}]))
-    assert str(err) == ("s.yaml: instance 'abc': checks[0].verifier: unknown verifier 'other.case' "
-                        "(did you mean ifbench.case?)")
+    assert str(err).startswith("s.yaml: instance 'abc': checks[0].verifier: unknown verifier 'other.case' "
+                               "(did you mean ")
+    assert "ifbench.case" in str(err)
 
 
 @pytest.mark.parametrize("key", ["id", "verifier"])

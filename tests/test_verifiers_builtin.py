@@ -169,11 +169,11 @@ def test_unit_tests():
     reply = py("def add(a, b):\n    return a + b\n")
     ok = verify("ifbench.unit_tests", {"tests": ["assert add(2, 3) == 5", "assert add(-1, 1) == 0"]}, reply)
     assert ok.passed and ok.evidence == "2/2 tests passed"
-    assert ok.details == {"failed_tests": [], "tests": 2}
+    assert ok.details == {"failed_tests": [], "tests": 2, "limit": None}
     bad = verify("ifbench.unit_tests", {"tests": ["assert add(2, 3) == 5", "assert add(1, 1) == 3"]}, reply)
     assert not bad.passed
     assert bad.evidence == "1/2 tests passed; test_1: AssertionError: assert add(1, 1) == 3"
-    assert bad.details == {"failed_tests": ["test_1"], "tests": 2}
+    assert bad.details == {"failed_tests": ["test_1"], "tests": 2, "limit": None}
 
 
 def test_unit_tests_setup_and_load_error():
@@ -195,7 +195,7 @@ def test_stdio_tests():
     assert not bad.passed
     assert bad.evidence.startswith("1/2 tests passed; case_1: wrong output")
     assert "expected 'C', got 'B'" in bad.evidence
-    assert bad.details == {"failed_tests": ["case_1"], "tests": 2}
+    assert bad.details == {"failed_tests": ["case_1"], "tests": 2, "limit": None}
 
 
 def test_stdio_runtime_error_evidence():

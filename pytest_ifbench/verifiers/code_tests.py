@@ -16,7 +16,7 @@ def _verdict(run) -> Verdict:
     failed = [o.name for o in run.outcomes if not o.passed]
     return Verdict(
         passed=run.passed, evidence=run.summary(),
-        details={"failed_tests": failed, "tests": len(run.outcomes)},
+        details={"failed_tests": failed, "tests": len(run.outcomes), "limit": run.result.limit},
     )
 
 

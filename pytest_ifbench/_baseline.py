@@ -1,0 +1,515 @@
+"""Baselines: gate a run on regressions against stored per-check outcomes (syrupy).
+
+With ``--ifbench-baseline`` each instance's scored checks are compared with a
+snapshot of an earlier run: a check that passed in the baseline and fails now
+is a *regression* and fails its subtest; a check that failed in the baseline
+and still fails (a known failure) or now passes (an improvement) passes its
+subtest. Checks with a pass rate (``generation.samples``) or a judge panel
+(``details.mean``) are compared by rate: a regression is
+``baseline_rate - current_rate > --ifbench-baseline-tolerance``.
+
+Storage, updates and unused-snapshot reporting are syrupy's: one JSON snapshot
+per instance, written by :class:`BaselineExtension` (a
+``JSONSnapshotExtension``) to ``<suite dir>/__baselines__/<suite stem>/<id>.json``
+or, with ``--ifbench-baseline-dir DIR``, to ``DIR/<suite dir relative to the
+rootdir>/<suite stem>/<id>.json``. ``--snapshot-update`` accepts the current
+run as the new baseline and deletes the snapshots of instances that no longer
+exist. See docs/baselines.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from syrupy.exceptions import SnapshotDoesNotExist
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from ._collect import CheckFailed, InstanceItem, failure_message
+
+#: Format of the stored payload: ``{"ifbench_baseline": 1, "model", ["judges"], "checks": {id: {"passed", ["rate"]}}}``.
+PAYLOAD_FORMAT = 1
+#: Directory created beside each suite when no ``--ifbench-baseline-dir`` is given.
+DIRNAME = "__baselines__"
+
+
+# ---------------------------------------------------------------------------
+# storage: a syrupy extension
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """Already-serialized snapshot text: asserting it "uses" a snapshot unchanged."""
+
+    text: str
+
+
+class BaselineExtension(JSONSnapshotExtension):
+    """One JSON file per instance, beside the suite (or under a chosen directory).
+
+    syrupy creates extensions without arguments (also on the xdist controller,
+    by import path, to delete unused snapshots), so the chosen directory lives
+    on the class, set by ``pytest_configure`` in every process.
+    """
+
+    snapshot_dirname = DIRNAME
+    #: ``--ifbench-baseline-dir`` (absolute) and the rootdir whose layout it mirrors.
+    custom_dir: ClassVar[Path | None] = None
+    rootdir: ClassVar[Path | None] = None
+
+    def serialize(self, data: Any, **kwargs: Any) -> str:
+        if isinstance(data, _Stored):
+            return data.text
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def dirname(cls, *, test_location: Any) -> str:
+        return _suite_dir(test_location.filepath, cls.custom_dir, cls.rootdir)
+
+    @classmethod
+    def matches_test_location(cls, *, test_location: Any, snapshot_location: str) -> bool:
+        # Exact: syrupy's own rule relates snapshots to tests by file basename and by
+        # the identifier-like prefix of the name ("hello-lower" ~ "hello-upper"), which
+        # would report the baselines of deselected instances as unused. syrupy calls this
+        # for every (snapshot, test of the same suite) pair, so it must stay cheap.
+        if not snapshot_location.endswith(f"{test_location.testname}.{cls.file_extension}"):
+            return False  # instance ids are valid file names: the stored name is the id
+        name = cls.get_snapshot_name(test_location=test_location, index=0)
+        expected = os.path.join(cls.dirname(test_location=test_location), f"{name}.{cls.file_extension}")
+        return os.path.normpath(snapshot_location) == os.path.normpath(expected)
+
+
+@functools.lru_cache(maxsize=4096)
+def _suite_dir(filepath: str, custom_dir: Path | None, rootdir: Path | None) -> str:
+    suite = Path(filepath)
+    if custom_dir is None:
+        return str(suite.parent / DIRNAME / suite.stem)
+    try:
+        relative = suite.parent.relative_to(rootdir) if rootdir is not None else Path(*suite.parent.parts[1:])
+    except ValueError:
+        relative = Path(*suite.parent.parts[1:])
+    return str(custom_dir / relative / suite.stem)
+
+
+def suite_baseline_dir(suite: Path) -> Path:
+    """Where the snapshots of the instances of ``suite`` live."""
+    return Path(_suite_dir(str(suite.absolute()), BaselineExtension.custom_dir, BaselineExtension.rootdir))
+
+
+# ---------------------------------------------------------------------------
+# comparison
+
+
+def check_entry(check: dict[str, Any]) -> dict[str, Any]:
+    """What the baseline keeps of one check of a result record."""
+    entry: dict[str, Any] = {"passed": bool(check.get("passed"))}
+    details = (check.get("verdict") or {}).get("details") or {}
+    rate = details.get("pass_rate")
+    if rate is None and len(details.get("judges") or ()) > 1:
+        rate = details.get("mean")
+    if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+        entry["rate"] = round(float(rate), 4)
+    return entry
+
+
+def payload(record: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot of one instance: the model (and judges, when a check was judged) and its scored checks."""
+    scored = [c for c in record.get("checks", []) if c.get("scored", True)]
+    out: dict[str, Any] = {"ifbench_baseline": PAYLOAD_FORMAT, "model": record.get("model"),
+                           "checks": {c["id"]: check_entry(c) for c in scored}}
+    if any((c.get("verdict") or {}).get("details", {}).get("judges") for c in scored):
+        out["judges"] = list(record.get("judges") or [])
+    return out
+
+
+def _setup(snapshot: dict[str, Any]) -> str:
+    judges = snapshot.get("judges")
+    return f"{snapshot.get('model')}" + (f" (judges {', '.join(judges)})" if judges else "")
+
+
+def _rate(entry: dict[str, Any]) -> float:
+    return float(entry["rate"]) if "rate" in entry else (1.0 if entry.get("passed") else 0.0)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+@dataclass(kw_only=True)
+class Comparison:
+    """How one instance compares with its baseline; travels to the controller as JSON."""
+
+    nodeid: str
+    #: compared | new | updated | kept (errored: the old baseline is kept) | broken
+    status: str
+    regressions: dict[str, str] = field(default_factory=dict)
+    improvements: dict[str, str] = field(default_factory=dict)
+    known_failures: dict[str, str] = field(default_factory=dict)
+    new_checks: list[str] = field(default_factory=list)
+    #: checks of the suite that passed in the baseline but were not reached (patience)
+    unreached: dict[str, str] = field(default_factory=dict)
+    #: with --snapshot-update: the checks whose stored outcome changed
+    changed: list[str] = field(default_factory=list)
+    #: "<baseline model> -> <current model>" when the baseline was recorded with another setup
+    setup_changed: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in ({}, [], None)}
+
+    def note(self) -> str:
+        """One line for ``user_properties`` (shown in JUnit XML and by other reporters)."""
+        if self.status in ("new", "kept", "broken"):
+            return {"new": "new instance (not in the baseline)",
+                    "kept": "errored: baseline kept",
+                    "broken": f"unreadable baseline: {self.error}"}[self.status]
+        parts = []
+        for label, names in (("regressions", self.regressions), ("not reached", self.unreached),
+                             ("improvements", self.improvements), ("known failures", self.known_failures),
+                             ("new checks", self.new_checks), ("updated", self.changed)):
+            if names:
+                parts.append(f"{label}: {', '.join(names)}")
+        return "; ".join(parts) or "as in the baseline"
+
+
+def compare(nodeid: str, baseline: dict[str, Any], current: dict[str, Any], tolerance: float,
+            expected: list[str]) -> Comparison:
+    """Classify every current check against ``baseline``; ``expected`` = the scored checks of the suite."""
+    result = Comparison(nodeid=nodeid, status="compared")
+    if "model" in baseline and _setup(baseline) != _setup(current):
+        result.setup_changed = f"{_setup(baseline)} -> {_setup(current)}"
+    old_checks = baseline.get("checks") or {}
+    for check_id, now in current["checks"].items():
+        old = old_checks.get(check_id)
+        if old is None:
+            result.new_checks.append(check_id)
+            continue
+        old_rate, new_rate = _rate(old), _rate(now)
+        if "rate" in old or "rate" in now:
+            how = f"pass rate {_pct(old_rate)} in the baseline, {_pct(new_rate)} now (tolerance {_pct(tolerance)})"
+        else:
+            how = f"{'passed' if old.get('passed') else 'failed'} in the baseline, " \
+                  f"{'passes' if now['passed'] else 'fails'} now"
+        if old_rate - new_rate > tolerance + 1e-9:
+            result.regressions[check_id] = how
+        elif new_rate - old_rate > tolerance + 1e-9:
+            result.improvements[check_id] = how
+        elif not now["passed"]:
+            result.known_failures[check_id] = how
+    for check_id in expected:
+        old = old_checks.get(check_id)
+        if check_id not in current["checks"] and old is not None and _rate(old) > tolerance + 1e-9:
+            result.unreached[check_id] = f"passed in the baseline ({_pct(_rate(old))}), not reached now"
+    return result
+
+
+# ---------------------------------------------------------------------------
+# the plugin
+
+
+class BaselineRegression(CheckFailed):
+    """A check passed in the baseline and fails now; the message is the whole story
+    (a ``CheckFailed``, so ``InstanceItem.repr_failure`` shows just the message)."""
+
+
+@dataclass(kw_only=True)
+class _Settings:
+    tolerance: float
+    update: bool
+    new_only: bool
+    directory: str
+    #: controller: every instance's comparison, by node id
+    comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+SETTINGS_KEY = pytest.StashKey[_Settings]()
+COMPARISON_KEY = pytest.StashKey[Comparison]()
+DESELECTED_KEY = pytest.StashKey[list[pytest.Item]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ifbench")
+    group.addoption("--ifbench-baseline", dest="ifbench_baseline", action="store_true",
+                    help="compare each instance's check outcomes with the stored baseline (syrupy snapshots) and "
+                         "fail only on regressions; --snapshot-update records the current run as the baseline")
+    group.addoption("--ifbench-baseline-dir", dest="ifbench_baseline_dir", default=None, metavar="DIR",
+                    help=f"store baselines under DIR (mirroring the suites' paths) instead of a {DIRNAME}/ "
+                         "directory beside each suite; implies --ifbench-baseline")
+    group.addoption("--ifbench-baseline-tolerance", dest="ifbench_baseline_tolerance", type=float, default=0.25,
+                    metavar="RATE",
+                    help="for checks with a pass rate (samples, judge panels): a drop of more than RATE "
+                         "is a regression (default: 0.25)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    directory = config.getoption("ifbench_baseline_dir", None)
+    if not (config.getoption("ifbench_baseline", False) or directory):
+        return
+    if not config.pluginmanager.hasplugin("syrupy"):
+        raise pytest.UsageError("--ifbench-baseline needs the syrupy plugin (it is disabled or not installed)")
+    tolerance = config.getoption("ifbench_baseline_tolerance")
+    if not 0.0 <= tolerance <= 1.0:
+        raise pytest.UsageError(f"--ifbench-baseline-tolerance must be between 0 and 1, got {tolerance}")
+    if directory:
+        path = Path(directory)
+        BaselineExtension.custom_dir = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+    else:
+        BaselineExtension.custom_dir = None
+    BaselineExtension.rootdir = Path(config.rootpath)
+    settings = config.stash[SETTINGS_KEY] = _Settings(
+        tolerance=tolerance, update=bool(config.option.update_snapshots),
+        new_only=bool(getattr(config.option, "update_new_snapshots_only", False)),
+        directory=directory or f"{DIRNAME}/ beside each suite",
+    )
+    config.pluginmanager.register(_Collector(settings), "ifbench-baseline-collector")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if SETTINGS_KEY in config.stash:
+        BaselineExtension.custom_dir = None
+        BaselineExtension.rootdir = None
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SETTINGS_KEY in item.config.stash and _is_instance(item):
+            item.config.stash.setdefault(DESELECTED_KEY, []).append(item)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Tell syrupy that deselected instances did not run, as it is told of skipped tests.
+
+    syrupy keeps the snapshots of skipped tests, but matches ``-k`` against snapshot
+    names only: ``pytest -k "not slow"`` (no path argument) would call the baselines
+    of instances deselected by a marker unused, and ``--snapshot-update`` would delete
+    them. Uses syrupy's session API; without it, syrupy's own rules apply.
+    """
+    deselected = session.config.stash.get(DESELECTED_KEY, None)
+    syrupy = getattr(session.config, "_syrupy", None)
+    if not deselected or not all(hasattr(syrupy, name) for name in ("collect_items", "select_items", "ran_item")):
+        return
+    syrupy.collect_items(deselected)
+    syrupy.select_items(deselected)
+    for item in deselected:
+        syrupy.ran_item(item.nodeid, "skipped")
+
+
+def _is_instance(item: pytest.Item) -> bool:
+    return isinstance(item, InstanceItem)
+
+
+def _assertion(item: pytest.Item) -> Any:
+    """syrupy's ``snapshot`` fixture of this item, storing with :class:`BaselineExtension`."""
+    snapshot = item._request.getfixturevalue("snapshot")  # type: ignore[attr-defined]
+    return snapshot.use_extension(BaselineExtension)
+
+
+def _assert(assertion: Any, data: Any) -> bool:
+    """Run syrupy's comparison (it records the snapshot as used, and writes it when
+    updating) without raising: the decision is ours, per check."""
+    return bool(assertion == data)
+
+
+def _read(assertion: Any) -> str | None:
+    try:
+        return assertion.extension.read_snapshot(test_location=assertion.test_location, index=0,
+                                                 session_id=str(id(assertion.session)))
+    except SnapshotDoesNotExist:
+        return None
+
+
+def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) -> None:
+    settings = item.config.stash.get(SETTINGS_KEY, None)
+    if settings is None:
+        return
+    assertion = _assertion(item)
+    stored = _read(assertion)
+    current = payload(record)
+    expected = [c.id for c in item.spec.all_checks() if c.scored]  # type: ignore[attr-defined]
+    if stored is None:
+        comparison = Comparison(nodeid=item.nodeid, status="new")
+        if settings.update or settings.new_only:  # --snapshot-update(-new-only) writes it
+            _assert(assertion, current)
+            comparison.status = "updated" if settings.update else "new"
+            comparison.changed = sorted(current["checks"])
+    else:
+        try:
+            baseline = json.loads(stored)
+            if not isinstance(baseline, dict) or not isinstance(baseline.get("checks"), dict):
+                raise ValueError("no 'checks' mapping")
+        except ValueError as exc:
+            comparison = Comparison(nodeid=item.nodeid, status="broken", error=str(exc))
+            baseline = None
+        if baseline is not None:
+            comparison = compare(item.nodeid, baseline, current, settings.tolerance, expected)
+        if settings.update:
+            # Accept the current run: syrupy writes the snapshot when it differs.
+            _assert(assertion, current)
+            old = (baseline or {}).get("checks", {})
+            comparison.changed = sorted(k for k in set(old) | set(current["checks"])
+                                        if old.get(k) != current["checks"].get(k))
+            comparison.status = "updated"
+            comparison.regressions.clear()
+            comparison.unreached.clear()
+        elif comparison.regressions or comparison.unreached or comparison.status == "broken":
+            # Compare the current outcomes: syrupy counts the snapshot as failed (with a diff).
+            _assert(assertion, current)
+        else:
+            # No regression: the stored snapshot is used as it is (improvements are not written).
+            _assert(assertion, _Stored(stored))
+    item.stash[COMPARISON_KEY] = comparison
+    item.user_properties.append(("ifbench_baseline", comparison.note()))
+
+
+def _headline(nodeid: str, check_id: str, how: str, outcome: Any) -> str:
+    evidence = ""
+    if outcome is not None:
+        if outcome.error:
+            evidence = outcome.error
+        elif outcome.verdict is not None and outcome.verdict.evidence:
+            evidence = outcome.verdict.evidence
+    first = evidence.strip().splitlines()[0][:200] if evidence.strip() else ""
+    return f"regression: {nodeid} check {check_id!r} {how}" + (f": {first}" if first else "")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[Any]) -> bool | None:
+    comparison = item.stash.get(COMPARISON_KEY, None)
+    if comparison is None:
+        return None
+    if comparison.status == "broken":
+        raise BaselineRegression(f"{item.nodeid}: cannot read its baseline ({comparison.error}); "
+                                 "record it again with --snapshot-update")
+    regressed = [o for o in outcomes if o.check.id in comparison.regressions]
+    if regressed:
+        raise BaselineRegression("\n".join(
+            _headline(item.nodeid, o.check.id, comparison.regressions[o.check.id], o) + "\n"
+            + "\n".join("  " + line for line in failure_message(o).splitlines())
+            for o in regressed
+        ))
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    result = yield
+    comparison = item.stash.get(COMPARISON_KEY, None)
+    if comparison is not None and comparison.unreached:
+        ended = (getattr(item, "ifbench_record", None) or {}).get("ended", "")
+        raise BaselineRegression("\n".join(
+            f"regression: {item.nodeid} check {check_id!r} {how}" + (f" (dialogue ended: {ended})" if ended else "")
+            for check_id, how in comparison.unreached.items()
+        ))
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    report = yield
+    settings = item.config.stash.get(SETTINGS_KEY, None)
+    if settings is None or not _is_instance(item):
+        return report
+    if call.when == "setup" and report.failed and COMPARISON_KEY not in item.stash:
+        # The instance errored (model or judge failure): nothing to compare, but its
+        # baseline must stay (syrupy would otherwise call it unused, and delete it on update).
+        assertion = _assertion(item)
+        stored = _read(assertion)
+        comparison = Comparison(nodeid=item.nodeid, status="kept" if stored is not None else "new")
+        if stored is not None:
+            _assert(assertion, _Stored(stored))
+        item.stash[COMPARISON_KEY] = comparison
+        report.ifbench_baseline = comparison.to_json()
+    elif call.when == "call" and COMPARISON_KEY in item.stash:
+        report.ifbench_baseline = item.stash[COMPARISON_KEY].to_json()
+    return report
+
+
+class _Collector:
+    """Gathers the comparisons from the reports (under xdist they arrive from the workers)."""
+
+    def __init__(self, settings: _Settings) -> None:
+        self.settings = settings
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "ifbench_baseline", None)
+        if data is not None and not hasattr(report, "context"):  # skip subtest reports
+            self.settings.comparisons[data["nodeid"]] = data
+
+
+def overview(config: pytest.Config) -> dict[str, Any] | None:
+    """Totals and the instances behind them, for the terminal and the summary file (controller)."""
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if settings is None or not settings.comparisons:
+        return None
+    rows = sorted(settings.comparisons.values(), key=lambda c: c["nodeid"])
+
+    def listing(key: str) -> list[tuple[str, str, str]]:
+        return [(c["nodeid"], check, how) for c in rows for check, how in (c.get(key) or {}).items()]
+
+    return {
+        "update": settings.update,
+        "tolerance": settings.tolerance,
+        "directory": settings.directory,
+        "regressions": listing("regressions") + listing("unreached"),
+        "improvements": listing("improvements"),
+        "known_failures": listing("known_failures"),
+        "new_instances": [c["nodeid"] for c in rows if c["status"] == "new"],
+        "new_checks": [(c["nodeid"], check) for c in rows for check in c.get("new_checks", [])],
+        "kept": [c["nodeid"] for c in rows if c["status"] == "kept"],
+        "broken": [(c["nodeid"], c.get("error", "")) for c in rows if c["status"] == "broken"],
+        "setup_changed": [(c["nodeid"], c["setup_changed"]) for c in rows if c.get("setup_changed")],
+        "updated": [(c["nodeid"], c.get("changed", [])) for c in rows if c["status"] == "updated" and c.get("changed")],
+    }
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def overview_lines(data: dict[str, Any], limit: int = 20) -> list[str]:
+    if data["update"]:
+        lines = [f"baseline updated: {_plural(len(data['updated']), 'instance')} written "
+                 f"({_plural(len(data['new_instances']), 'new instance')}, "
+                 f"{_plural(len(data['kept']), 'errored instance')} kept)"]
+        shown = data["updated"][:limit]
+        lines += [f"  updated      {nodeid} [{', '.join(checks)}]" for nodeid, checks in shown]
+        return lines
+    lines = [
+        f"baseline: {_plural(len(data['regressions']), 'regression')}, "
+        f"{_plural(len(data['improvements']), 'improvement')}, "
+        f"{_plural(len(data['known_failures']), 'known failure')}, "
+        f"{_plural(len(data['new_instances']), 'new instance')}"
+        + (f", {_plural(len(data['kept']), 'errored instance')} (baseline kept)" if data["kept"] else "")
+        + f" (tolerance {data['tolerance']:g})"
+    ]
+    for label, key in (("regression ", "regressions"), ("improvement", "improvements")):
+        entries = data[key]
+        lines += [f"  {label}  {nodeid} [{check}] {how}" for nodeid, check, how in entries[:limit]]
+        if len(entries) > limit:
+            lines.append(f"  ... and {len(entries) - limit} more {key}")
+    lines += [f"  new          {nodeid}" for nodeid in data["new_instances"][:limit]]
+    lines += [f"  unreadable   {nodeid}: {error}" for nodeid, error in data["broken"][:limit]]
+    if data["setup_changed"]:
+        lines.append(f"  note: {_plural(len(data['setup_changed']), 'instance')} recorded with another model "
+                     f"({data['setup_changed'][0][1]}); keep one baseline per model (--ifbench-baseline-dir)")
+    if data["improvements"] or data["new_instances"]:
+        lines.append("  run with --snapshot-update to record improvements and new instances in the baseline")
+    return lines
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    data = overview(config)
+    if data is None:
+        return
+    terminalreporter.section("ifbench baseline")
+    for line in overview_lines(data):
+        terminalreporter.write_line(line)

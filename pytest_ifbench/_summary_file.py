@@ -1,0 +1,440 @@
+"""A summary file people read: Markdown or HTML, with plots, written after every run.
+
+The controller (never an xdist worker) writes it after the results file, from
+the same records: every benchmark's metric tables (the core tables plus the
+``pytest_ifbench_metrics`` ones), a breakdown by suite marker, the most failed
+checks, token/cost/time totals, errors, the baseline comparison when
+``--ifbench-baseline`` is on, and the PNG plots returned by
+``pytest_ifbench_plots`` (this module contributes ISR/CSR by category for
+every benchmark). Where it goes:
+
+* ``--ifbench-summary PATH`` (``.md`` or ``.html``): there;
+* otherwise, when the results file is written, beside it: ``ifbench-results.json``
+  gives ``ifbench-summary.md`` (a stem without "results" gets ``-summary``);
+* ``--ifbench-summary=`` (empty): nowhere.
+
+Plots go to a folder named after the file (``ifbench-summary/<benchmark>/``)
+and are linked relatively. matplotlib is imported only to draw them (Agg,
+without pyplot). See docs/summary.md.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._metrics import COLUMNS, Aggregate, MetricTable, instance_passed_share
+
+FORMATS = (".md", ".html")
+_START_KEY = pytest.StashKey[float]()
+_WRITTEN_KEY = pytest.StashKey[str]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ifbench")
+    group.addoption("--ifbench-summary", dest="ifbench_summary", default=None, metavar="PATH",
+                    help="write a readable summary with tables and plots to PATH (.md or .html); "
+                         "default: beside the results file (ifbench-summary.md); '' to skip")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    target = config.getoption("ifbench_summary", None)
+    if target and Path(target).suffix.lower() not in FORMATS:
+        raise pytest.UsageError(f"--ifbench-summary: {target!r} must end in .md or .html")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_START_KEY] = time.time()
+
+
+def summary_path(config: pytest.Config) -> Path | None:
+    """Where this run's summary goes, or None (see the module docstring)."""
+    target = config.getoption("ifbench_summary", None)
+    if target is None:
+        results = config.getoption("ifbench_results", None)
+        if not results:
+            return None
+        results_path = Path(results)
+        stem = results_path.stem
+        stem = stem.replace("results", "summary") if "results" in stem else f"{stem}-summary"
+        target = str(results_path.with_name(stem + ".md"))
+    if not target:
+        return None
+    path = Path(target)
+    return path if path.is_absolute() else Path(config.invocation_params.dir) / path
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session):
+    # A wrapper: the core's sessionfinish (which writes the results file) has run
+    # when this continues, and the terminal summary has not been printed yet.
+    result = yield
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return result
+    from ._plugin import RECORDS_KEY
+
+    records = list(config.stash.get(RECORDS_KEY, {}).values())
+    path = summary_path(config)
+    if records and path is not None:
+        try:
+            write_summary(config, records, path)
+            config.stash[_WRITTEN_KEY] = f"summary: {_display(path, config)}"
+        except Exception as exc:  # a report must never turn a run into a crash
+            config.stash[_WRITTEN_KEY] = f"summary: not written ({type(exc).__name__}: {exc})"
+    return result
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    line = config.stash.get(_WRITTEN_KEY, None)
+    if line:
+        terminalreporter.write_line(line)
+
+
+def _display(path: Path, config: pytest.Config) -> str:
+    try:
+        return str(path.relative_to(Path(config.invocation_params.dir)))
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------
+# the document: a few block kinds, rendered to Markdown or HTML
+
+
+@dataclass
+class Document:
+    blocks: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def heading(self, level: int, text: str) -> None:
+        self.blocks.append(("heading", level, text))
+
+    def bullets(self, items: Sequence[str]) -> None:
+        if items:
+            self.blocks.append(("bullets", list(items)))
+
+    def text(self, text: str) -> None:
+        self.blocks.append(("text", text))
+
+    def table(self, columns: Sequence[Any], rows: Sequence[Sequence[Any]], notes: Sequence[str] = ()) -> None:
+        self.blocks.append(("table", [str(c) for c in columns], [[str(c) for c in r] for r in rows], list(notes)))
+
+    def image(self, alt: str, src: str) -> None:
+        self.blocks.append(("image", alt, src))
+
+    def markdown(self) -> str:
+        out: list[str] = []
+        for block in self.blocks:
+            kind = block[0]
+            if kind == "heading":
+                out.append(f"{'#' * block[1]} {_md(block[2])}")
+            elif kind == "text":
+                out.append(_md(block[1]))
+            elif kind == "bullets":
+                out.append("\n".join(f"- {_md(item)}" for item in block[1]))
+            elif kind == "table":
+                columns, rows, notes = block[1], block[2], block[3]
+                right = _numeric_columns(columns, rows)
+                lines = ["| " + " | ".join(_cell(c) or " " for c in columns) + " |",
+                         "|" + "|".join("---:" if r else ":---" for r in right) + "|"]
+                lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+                lines += [f"\n*{_md(note)}*" for note in notes]
+                out.append("\n".join(lines))
+            elif kind == "image":
+                out.append(f"![{_md(block[1])}]({block[2].replace(' ', '%20')})")
+        return "\n\n".join(out) + "\n"
+
+    def html(self, title: str) -> str:
+        out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+               f"<title>{html.escape(title)}</title>", f"<style>{_CSS}</style></head><body>"]
+        for block in self.blocks:
+            kind = block[0]
+            if kind == "heading":
+                out.append(f"<h{block[1]}>{html.escape(block[2])}</h{block[1]}>")
+            elif kind == "text":
+                out.append(f"<p>{_inline_html(block[1])}</p>")
+            elif kind == "bullets":
+                out.append("<ul>" + "".join(f"<li>{_inline_html(i)}</li>" for i in block[1]) + "</ul>")
+            elif kind == "table":
+                columns, rows, notes = block[1], block[2], block[3]
+                right = _numeric_columns(columns, rows)
+                head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+                body = "".join("<tr>" + "".join(f'<td class="n">{html.escape(c)}</td>' if r
+                                                else f"<td>{html.escape(c)}</td>" for c, r in zip(row, right))
+                               + "</tr>" for row in rows)
+                out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+                out += [f'<p class="note">{html.escape(note)}</p>' for note in notes]
+            elif kind == "image":
+                out.append(f'<figure><img src="{html.escape(block[2])}" alt="{html.escape(block[1])}">'
+                           f"<figcaption>{html.escape(block[1])}</figcaption></figure>")
+        out.append("</body></html>")
+        return "\n".join(out) + "\n"
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}"
+        "table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.2em .6em}"
+        "td{text-align:left}td.n{text-align:right}th{background:#f3f3f3}"
+        ".note{font-style:italic;color:#555;margin:.2em 0}img{max-width:100%}code{background:#f3f3f3}")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)]+)\)")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+_NUMBER = re.compile(r"^[-+$]?[\d.,]+%?( ?[±/] ?[\d.,]+%?)*$|^-$")
+
+
+def _numeric_columns(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[bool]:
+    """Right-align a column (not the first) whose cells are all numbers, rates, money or '-'."""
+    return [i > 0 and bool(rows) and all(_NUMBER.match(row[i].strip()) for row in rows if i < len(row))
+            for i in range(len(columns))]
+
+
+def _md(text: str) -> str:
+    return str(text).replace("\n", " ")
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _inline_html(text: str) -> str:
+    """The two bits of Markdown the summary's text uses: `code` and [links](href)."""
+    escaped = html.escape(text, quote=True)
+    escaped = _CODE.sub(r"<code>\1</code>", escaped)
+    return _LINK.sub(r'<a href="\2">\1</a>', escaped)
+
+
+# ---------------------------------------------------------------------------
+# content
+
+
+def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Write the summary of ``records`` to ``path`` (Markdown or HTML by suffix), plots beside it."""
+    html_format = path.suffix.lower() == ".html"
+    plots_dir = path.with_suffix("")
+    doc = build_document(config, records, path.parent, plots_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    from ._redact import redact
+
+    text = redact(doc.html("pytest-ifbench summary") if html_format else doc.markdown())
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], base: Path,
+                   plots_dir: Path) -> Document:
+    from . import __version__
+    from ._state import STATE_KEY
+    from ._summary import benchmark_tables
+
+    records = sorted(records, key=lambda r: r["nodeid"])
+    state = config.stash.get(STATE_KEY, None)
+    doc = Document()
+    doc.heading(1, "pytest-ifbench summary")
+    model = "pre-recorded responses" if state is not None and state.responses is not None else (
+        records[0].get("model") or "-")
+    judges = ", ".join(f"`{j}`" for j in (records[0].get("judges") or [])) or "-"
+    errors = [r for r in records if r.get("status") == "error"]
+    started = config.stash.get(_START_KEY, None)
+    took = f" in {time.time() - started:.1f} s" if started else ""
+    facts = [f"model: `{model}`; judges: {judges}",
+             f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {len(records)} instances"
+             + (f" ({len(errors)} errored)" if errors else "") + f"{took}, pytest-ifbench {__version__}"]
+    results = config.getoption("ifbench_results", None)
+    if results:
+        results_path = Path(results) if Path(results).is_absolute() else Path(config.invocation_params.dir) / results
+        facts.append(f"results file: [{Path(results).name}]({_relative(results_path, base)})")
+    doc.bullets(facts)
+
+    by_benchmark: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_benchmark[record["benchmark"]].append(record)
+    doc.heading(2, "Totals")
+    doc.table(*totals_table(by_benchmark))
+
+    tables = benchmark_tables(config, records)
+    for benchmark, group in by_benchmark.items():
+        doc.heading(2, benchmark)
+        for table in tables.get(benchmark, []):
+            _metric_table(doc, table)
+        marker_table = markers_table(benchmark, group)
+        if marker_table is not None:
+            _metric_table(doc, marker_table)
+        failed = failed_checks_table(benchmark, group)
+        if failed is not None:
+            _metric_table(doc, failed)
+        images, problems = render_plots(config, benchmark, group, plots_dir / _slug(benchmark))
+        for image in images:
+            doc.image(f"{benchmark}: {image.stem.replace('_', ' ').replace('-', ' ')}", _relative(image, base))
+        if problems:
+            doc.bullets(problems)
+
+    from ._baseline import overview, overview_lines
+
+    baseline = overview(config)
+    if baseline is not None:
+        doc.heading(2, "Baseline")
+        lines = overview_lines(baseline, limit=50)
+        doc.text(lines[0])
+        doc.bullets([line.strip() for line in lines[1:]])
+    if errors:
+        doc.heading(2, "Errors")
+        doc.table(("instance", "kind", "error"),
+                  [(r["nodeid"], r.get("error_kind") or "", (r.get("error") or "")[:300]) for r in errors[:50]])
+    return doc
+
+
+def _metric_table(doc: Document, table: MetricTable) -> None:
+    doc.heading(3, table.title)
+    doc.table(table.columns, table.rows, table.notes)
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return Path(os.path.relpath(path, base)).as_posix()
+    except ValueError:  # another drive on Windows
+        return path.as_posix()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "benchmark"
+
+
+def totals_table(by_benchmark: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[tuple[str, ...], list[tuple]]:
+    """Instances, errors, tokens (paid and from the cache), cost and model time, per benchmark and in all."""
+    columns = ("", "instances", "errors", "prompt tokens", "completion tokens", "cached prompt",
+               "cached completion", "cost", "generation s", "verification s")
+
+    def row(label: str, records: Sequence[Mapping[str, Any]]) -> tuple:
+        tokens = [r.get("tokens") or {} for r in records]
+        costs = [r["cost"] for r in records if r.get("cost") is not None]
+        durations = [r.get("durations") or {} for r in records]
+        return (label, len(records), sum(r.get("status") == "error" for r in records),
+                sum(t.get("prompt", 0) for t in tokens), sum(t.get("completion", 0) for t in tokens),
+                sum(t.get("cached_prompt", 0) for t in tokens), sum(t.get("cached_completion", 0) for t in tokens),
+                f"${sum(costs):.4f}" if costs else "-",
+                f"{sum(d.get('generation', 0) for d in durations):.1f}",
+                f"{sum(d.get('verification', 0) for d in durations):.2f}")
+
+    rows = [row(name, group) for name, group in by_benchmark.items()]
+    if len(rows) > 1:
+        rows.append(row("all", [r for group in by_benchmark.values() for r in group]))
+    return columns, rows
+
+
+def markers_table(benchmark: str, records: Sequence[Mapping[str, Any]]) -> MetricTable | None:
+    """The core columns per suite marker (``markers:`` of the instances), when any are set."""
+    groups: dict[str, Aggregate] = defaultdict(Aggregate)
+    for record in records:
+        for marker in record.get("markers") or ():
+            groups[marker].add(record)
+    if not groups:
+        return None
+    return MetricTable(title=f"{benchmark}: by marker", columns=COLUMNS,
+                       rows=tuple(groups[m].row(f"marker={m}") for m in sorted(groups)))
+
+
+def failed_checks_table(benchmark: str, records: Sequence[Mapping[str, Any]], limit: int = 15) -> MetricTable | None:
+    """The scored checks that failed most often (by check id), with their pass rate."""
+    seen: Counter[tuple[str, str]] = Counter()
+    failed: Counter[tuple[str, str]] = Counter()
+    for record in records:
+        if record.get("status") == "error":
+            continue
+        for check in record.get("checks", []):
+            if check.get("scored", True):
+                key = (check["id"], check.get("verifier", ""))
+                seen[key] += 1
+                failed[key] += not check.get("passed")
+    worst = [(key, n) for key, n in failed.most_common() if n][:limit]
+    if not worst:
+        return None
+    rows = tuple((check_id, verifier, n, seen[(check_id, verifier)],
+                  f"{100 * (1 - n / seen[(check_id, verifier)]):.1f}%") for (check_id, verifier), n in worst)
+    notes = (f"{len([k for k, n in failed.items() if n]) - limit} more checks failed at least once",) \
+        if len([k for k, n in failed.items() if n]) > limit else ()
+    return MetricTable(title=f"{benchmark}: most failed checks", columns=("check", "verifier", "failed", "of",
+                                                                          "pass rate"), rows=rows, notes=notes)
+
+
+# ---------------------------------------------------------------------------
+# plots
+
+
+def render_plots(config: pytest.Config, benchmark: str, records: Sequence[Mapping[str, Any]],
+                 directory: Path) -> tuple[list[Path], list[str]]:
+    """Call every ``pytest_ifbench_plots`` implementation; one that fails does not stop the others."""
+    directory.mkdir(parents=True, exist_ok=True)
+    kwargs = {"benchmark": benchmark, "records": list(records), "directory": directory}
+    images: list[Path] = []
+    problems: list[str] = []
+    for impl in config.hook.pytest_ifbench_plots.get_hookimpls():  # registration order: the core first
+        if impl.hookwrapper or impl.wrapper:
+            continue
+        try:
+            out = impl.function(**{name: kwargs[name] for name in impl.argnames})
+        except ImportError as exc:
+            problems.append(f"plots by {impl.plugin_name} skipped: {exc} (install matplotlib)")
+            continue
+        except Exception as exc:
+            problems.append(f"plots by {impl.plugin_name} failed: {type(exc).__name__}: {exc}")
+            continue
+        for item in out or ():
+            image = Path(item)
+            if not image.is_absolute():
+                image = directory / image
+            if image.is_file():
+                images.append(image)
+            else:
+                problems.append(f"plots by {impl.plugin_name}: {item} does not exist")
+    return images, problems
+
+
+def pytest_ifbench_plots(benchmark: str, records: list[dict[str, Any]], directory: Path) -> list[Path] | None:
+    """The core plot for every benchmark: ISR and CSR by category (or overall)."""
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record.get("category") is not None:
+            groups[str(record["category"])].append(record)
+    labels = ["all"] + sorted(groups) if len(groups) > 1 else ["all"]
+    series = [[r for r in records] if label == "all" else groups[label] for label in labels]
+    isr, csr, counts = [], [], []
+    for group in series:
+        shares = [s for r in group if r.get("status") != "error" if (s := instance_passed_share(r)) is not None]
+        isr.append(statistics.fmean(float(a) for a, _ in shares) if shares else 0.0)
+        csr.append(statistics.fmean(b for _, b in shares) if shares else 0.0)
+        counts.append(len(shares))
+    if not any(counts):
+        return None
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(max(4.5, 1.1 * len(labels) + 2), 3.2), dpi=100, layout="constrained")
+    axes = figure.add_subplot()
+    positions = range(len(labels))
+    width = 0.38
+    bars_isr = axes.bar([p - width / 2 for p in positions], isr, width, label="ISR", color="#4c72b0")
+    bars_csr = axes.bar([p + width / 2 for p in positions], csr, width, label="CSR", color="#dd8452")
+    for bars in (bars_isr, bars_csr):
+        axes.bar_label(bars, labels=[f"{100 * b.get_height():.0f}%" for b in bars], fontsize=7, padding=1)
+    axes.set_xticks(list(positions), [f"{label}\n(n={n})" for label, n in zip(labels, counts)], fontsize=8)
+    axes.set_xlim(-0.6, len(labels) - 0.4)
+    axes.set_ylim(0, 1.3)
+    axes.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"], fontsize=8)
+    axes.set_title(f"{benchmark}: ISR and CSR by category" if len(labels) > 1 else f"{benchmark}: ISR and CSR",
+                   fontsize=10)
+    axes.legend(fontsize=8, loc="upper center", ncols=2, frameon=False)
+    path = directory / "isr_csr_by_category.png"
+    figure.savefig(path)
+    return [path]

@@ -1,0 +1,179 @@
+"""The summary file (``ifbench-summary.md`` / ``--ifbench-summary PATH``): tables, totals, plots."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from _support import FAKE_KEY, stub_args, write_suite
+
+from pytest_ifbench._summary_file import summary_path
+from pytest_ifbench.stub_server import Reply
+
+SUITE = """
+ifbench: 1
+benchmark: demo
+instances:
+  - id: hello-lower
+    category: format
+    markers: [smoke]
+    prompt: say hello in lowercase
+    checks:
+      - {id: lower, verifier: ifbench.case, params: {mode: lower}}
+      - {id: short, verifier: ifbench.word_count, params: {max: 5}}
+  - id: shout
+    category: style
+    prompt: say hello in uppercase
+    checks:
+      - {id: upper, verifier: ifbench.case, params: {mode: upper}}
+"""
+
+#: A benchmark plugin as a conftest: a metric table, a plot, and a plot plugin that breaks.
+CONFTEST = '''
+import struct, zlib
+from pytest_ifbench._metrics import MetricTable
+
+
+def _png(path, width=4, height=3):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\\x00" + b"\\xff\\x00\\x00" * width for _ in range(height))
+    path.write_bytes(b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def pytest_ifbench_metrics(benchmark, records):
+    if benchmark == "demo":
+        return [MetricTable(title="demo: survival", columns=("turn", "alive"), rows=((1, "100%"),),
+                            notes=("a note from the plugin",))]
+
+
+def pytest_ifbench_plots(benchmark, records, directory):
+    if benchmark == "demo":
+        path = directory / "survival_curve.png"
+        _png(path)
+        return [path]
+
+
+class Broken:
+    def pytest_ifbench_plots(self, benchmark, records, directory):
+        raise RuntimeError("no plots today")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(Broken(), "broken-plots")
+'''
+
+
+def assert_png(path: Path) -> tuple[int, int]:
+    """A complete PNG: signature, chunks with good CRCs, IHDR first, IEND last, inflatable data."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+    offset, kinds, idat = 8, [], b""
+    while offset < len(data):
+        (length,) = struct.unpack(">I", data[offset:offset + 4])
+        kind, body = data[offset + 4:offset + 8], data[offset + 8:offset + 8 + length]
+        (crc,) = struct.unpack(">I", data[offset + 8 + length:offset + 12 + length])
+        assert zlib.crc32(kind + body) == crc, (path, kind)
+        kinds.append(kind)
+        idat += body if kind == b"IDAT" else b""
+        offset += 12 + length
+    assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND" and b"IDAT" in kinds, kinds
+    width, height = struct.unpack(">II", data[16:24])
+    assert width > 0 and height > 0 and zlib.decompress(idat)
+    return width, height
+
+
+def _images(text: str, pattern: str) -> list[str]:
+    return re.findall(pattern, text)
+
+
+def test_markdown_summary_tables_totals_and_plots(pytester, stub_env):
+    stub_env.add_rule("lowercase", Reply(content="hello there"))
+    stub_env.add_rule("uppercase", Reply(content="Hello There"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makeconftest(CONFTEST)
+    # stub_args turns the summary off for speed; the default (no option) is what is tested here.
+    args = [a for a in stub_args(stub_env) if a != "--ifbench-summary="]
+    result = pytester.runpytest_subprocess("suites", *args)
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["summary: ifbench-summary.md"])
+
+    text = (pytester.path / "ifbench-summary.md").read_text()
+    doc = json.loads((pytester.path / "ifbench-results.json").read_text())
+    prompt = sum(r["tokens"]["prompt"] for r in doc["instances"])
+    completion = sum(r["tokens"]["completion"] for r in doc["instances"])
+    assert prompt > 0 and completion > 0
+    for expected in (
+        "- model: `openai/stub`; judges: `openai/stub`",
+        "results file: [ifbench-results.json](ifbench-results.json)",
+        "## Totals",
+        "| demo | 2 | 0 | " + f"{prompt} | {completion} | 0 | 0 | - |",
+        "## demo",
+        "| all | 2 | 0 | 50.0% | 50.0% | - | " + f"{prompt}/{completion}" + " | - |",
+        "| category=format | 1 | 0 | 100.0% | 100.0% |",
+        "### demo: by marker",
+        "| marker=smoke | 1 | 0 | 100.0% | 100.0% |",
+        "### demo: most failed checks",
+        "| upper | ifbench.case | 1 | 1 | 0.0% |",
+        "### demo: survival",
+        "*a note from the plugin*",
+        "plots by broken-plots failed: RuntimeError: no plots today",
+    ):
+        assert expected in text, f"{expected!r} not in:\n{text}"
+    images = _images(text, r"!\[[^\]]*\]\(([^)]+)\)")
+    assert images == ["ifbench-summary/demo/isr_csr_by_category.png", "ifbench-summary/demo/survival_curve.png"]
+    sizes = [assert_png(pytester.path / image) for image in images]
+    assert sizes[0][0] > 300 and sizes[1] == (4, 3)
+    assert FAKE_KEY not in text
+
+
+def test_html_summary_under_xdist(pytester):
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    write_suite(pytester.path, "suites/more.yaml", SUITE.replace("benchmark: demo", "benchmark: more"))
+    pytester.makeconftest(CONFTEST)
+    replies = [{"id": "hello-lower", "response": "hello"}, {"id": "shout", "response": "HELLO"}]
+    (pytester.path / "replies.jsonl").write_text("\n".join(json.dumps(r) for r in replies) + "\n")
+    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
+                                           "--ifbench-results=out/run-results.json",
+                                           "--ifbench-summary=out/report.html", "--ifbench-baseline", "-n", "2")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["summary: out/report.html"])
+    text = (pytester.path / "out" / "report.html").read_text()
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    assert '<a href="run-results.json">run-results.json</a>' in text
+    assert "<h2>demo</h2>" in text and "<h2>more</h2>" in text
+    assert '<tr><td>all</td><td class="n">4</td><td class="n">0</td>' in text, "the totals add both benchmarks"
+    assert "<td>marker=smoke</td>" in text and "<h3>demo: survival</h3>" in text
+    assert "<h2>Baseline</h2>\n<p>baseline: 0 regressions, 0 improvements, 0 known failures, 4 new instances" in text
+    images = _images(text, r'<img src="([^"]+)"')
+    assert sorted(images) == ["report/demo/isr_csr_by_category.png", "report/demo/survival_curve.png",
+                              "report/more/isr_csr_by_category.png"]
+    for image in images:
+        assert_png(pytester.path / "out" / image)
+    assert not (pytester.path / "out" / "run-summary.md").exists()
+
+
+def test_where_the_summary_goes(tmp_path):
+    def config(summary, results="ifbench-results.json"):
+        options = {"ifbench_summary": summary, "ifbench_results": results}
+        return SimpleNamespace(getoption=lambda name, default=None: options.get(name, default),
+                               invocation_params=SimpleNamespace(dir=tmp_path))
+
+    assert summary_path(config(None)) == tmp_path / "ifbench-summary.md"
+    assert summary_path(config(None, "runs/gpt4.json")) == tmp_path / "runs" / "gpt4-summary.md"
+    assert summary_path(config(None, "runs/a-results.json")) == tmp_path / "runs" / "a-summary.md"
+    assert summary_path(config(None, "")) is None, "no results file, no default summary"
+    assert summary_path(config("", "x.json")) is None
+    assert summary_path(config("r/s.html", "")) == tmp_path / "r" / "s.html"
+
+
+def test_bad_summary_suffix_is_a_usage_error(pytester):
+    result = pytester.runpytest_subprocess("--ifbench-summary=report.txt", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ifbench-summary: 'report.txt' must end in .md or .html*"])
