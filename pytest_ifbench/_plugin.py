@@ -5,6 +5,7 @@ Each concern lives in its own module; this one only connects them to pytest.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ifbench-timeout", dest="ifbench_timeout", type=float, default=600.0, metavar="SECONDS",
                     help="timeout of one model request (default: 600)")
     group.addoption("--ifbench-full", dest="ifbench_full", action="store_true",
-                    help="also run instances marked 'full' (left out of a plain run to keep it short; "
-                         "-m or explicit node ids select them too)")
+                    help="also run instances marked 'full' (left out unless asked for; a -m expression "
+                         "naming 'full' or explicit node ids select them too)")
     group.addoption("--ifbench-sandbox-timeout", dest="ifbench_sandbox_timeout", type=float, default=10.0,
                     metavar="SECONDS", help="wall-clock limit for sandboxed code per verifier (default: 10)")
 
@@ -167,8 +168,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A plain run leaves out instances marked ``full`` (the long tail of the shipped suites)."""
-    if config.getoption("ifbench_full") or config.getoption("markexpr") or any("::" in a for a in config.args):
+    """Instances marked ``full`` (the long tail of the shipped suites) run only when asked for:
+    ``--ifbench-full``, a ``-m`` expression that names ``full``, or explicit node ids."""
+    names_full = "full" in re.findall(r"\w+", config.getoption("markexpr") or "")
+    if config.getoption("ifbench_full") or names_full or any("::" in a for a in config.args):
         return
     kept, dropped = [], []
     for item in items:

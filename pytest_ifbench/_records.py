@@ -29,6 +29,7 @@ def _base(nodeid: str, instance: Instance, model: str | None, judges: Sequence[s
     return {
         "nodeid": nodeid, "suite": instance.suite.as_posix(), "benchmark": instance.benchmark,
         "instance": instance.id, "model": model, "judges": list(judges), "protocol": instance.protocol,
+        "protocol_options": dict(instance.protocol_options),
         "category": instance.category, "scaffold": instance.scaffold, "tier": instance.tier,
         "markers": list(instance.markers), "metadata": dict(instance.metadata),
     }

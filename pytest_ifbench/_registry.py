@@ -67,8 +67,13 @@ class Verifier:
     judge_scale: int | None = None
     #: Extra validation beyond the schema (raise ParamError), run at collection.
     check_params: Callable[[Mapping[str, Any]], None] | None = None
+    #: Turns other accepted shapes into the params mapping before validation (e.g. an
+    #: official format's bare keyword list into ``{"keywords": [...]}``).
+    coerce_params: Callable[[Any], Any] | None = None
 
     def validate(self, params: Any) -> dict[str, Any]:
+        if self.coerce_params is not None:
+            params = self.coerce_params(params)
         clean = validate_params(self.params, params, allow_extra=self.allow_extra_params)
         if self.check_params is not None:
             self.check_params(clean)
