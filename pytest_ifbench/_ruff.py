@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,10 +29,24 @@ INCOMPATIBLE = (("D203", "D211"), ("D212", "D213"))
 
 #: Which rules a setting can influence, by key prefix; unknown keys influence everything.
 _SCOPES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("line-length", ("E501", "W505", "I")),
+    # SIM108 is only reported when the rewrite fits the line length.
+    ("line-length", ("E501", "I", "SIM108")),
+    ("lint.pycodestyle.max-line-length", ("E501",)),
+    ("lint.pycodestyle.max-doc-length", ("W505",)),
     ("lint.pycodestyle.", ("E", "W")),
     ("lint.pydocstyle.", ("D",)),
+    ("lint.pylint.max-args", ("PLR0913",)),
+    ("lint.pylint.max-positional-args", ("PLR0917",)),
+    ("lint.pylint.max-branches", ("PLR0912",)),
+    ("lint.pylint.max-returns", ("PLR0911",)),
+    ("lint.pylint.max-statements", ("PLR0915",)),
+    ("lint.pylint.max-locals", ("PLR0914",)),
+    ("lint.pylint.max-bool-expr", ("PLR0916",)),
+    ("lint.pylint.max-nested-blocks", ("PLR1702",)),
+    ("lint.pylint.max-public-methods", ("PLR0904",)),
+    ("lint.pylint.allow-magic-value-types", ("PLR2004",)),
     ("lint.pylint.", ("PL",)),
+    ("lint.mccabe.max-complexity", ("C901",)),
     ("lint.mccabe.", ("C90",)),
     ("lint.flake8-quotes.", ("Q",)),
     ("lint.isort.", ("I",)),
@@ -62,11 +77,21 @@ class RuffError(RuntimeError):
     pass
 
 
-@lru_cache(maxsize=1)
-def ruff_binary() -> str:
-    from ruff.__main__ import find_ruff_bin
+_BINARY: list[str] = []
+_BINARY_LOCK = threading.Lock()
 
-    return str(find_ruff_bin())
+#: Settings that change which rules are enabled (the rest only change how rules judge).
+_ENABLING_KEYS = ("lint.pydocstyle.convention", "preview", "lint.preview", "lint.explicit-preview-rules")
+
+
+def ruff_binary() -> str:
+    """The ruff executable (resolved once; ruff's finder is not safe to call from threads)."""
+    with _BINARY_LOCK:
+        if not _BINARY:
+            from ruff.__main__ import find_ruff_bin
+
+            _BINARY.append(str(find_ruff_bin()))
+        return _BINARY[0]
 
 
 def _toml(value: Any) -> str:
@@ -130,7 +155,10 @@ class RuffCheck:
     def codes(self) -> frozenset[str]:
         """Rule codes this check enables (raises RuffError for bad selectors/settings)."""
         if not self._codes:
-            self._codes.append(enabled_codes(self.select, self.setting_pairs))
+            # Only enabling settings go into the (cached) expansion: one ruff call per
+            # distinct convention, not per distinct line length.
+            enabling = tuple(p for p in self.setting_pairs if p[0] in _ENABLING_KEYS)
+            self._codes.append(enabled_codes(self.select, enabling))
         return self._codes[0]
 
 

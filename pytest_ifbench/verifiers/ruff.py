@@ -18,7 +18,7 @@ def _settings(params):
 
 def _validate(params):
     """Ask ruff now whether the selectors and settings are valid, not at run time."""
-    from .._ruff import RuffCheck, RuffError
+    from .._ruff import RuffCheck, RuffError, enabled_codes
 
     if not params["select"]:
         raise ParamError("select", "select at least one rule")
@@ -26,8 +26,8 @@ def _validate(params):
         _ = RuffCheck(key="validate", select=_select(params)).codes
     except RuffError as exc:
         raise ParamError("select", f"ruff rejects it: {_short(exc)}") from None
-    try:
-        _ = RuffCheck(key="validate", select=_select(params), settings=_settings(params)).codes
+    try:  # every setting, not just the rule-enabling ones RuffCheck.codes looks at
+        enabled_codes(_select(params), RuffCheck(key="v", select=(), settings=_settings(params)).setting_pairs)
     except RuffError as exc:
         raise ParamError("settings", f"ruff rejects it: {_short(exc)}") from None
 
