@@ -50,20 +50,25 @@ def extract_code(text: str) -> str:
     lines. A python fence that is never closed (a reply cut off by
     ``max_tokens``) yields everything after it.
     """
-    untagged: str | None = None
-    for match in _FENCE.finditer(text):
-        tag = match.group(2).lower()
-        body = _dedent(match.group(3), match.group(1))
-        if tag in _PYTHON_TAGS:
-            return body
-        if not tag and untagged is None:
-            untagged = body
-    if untagged is not None:
-        return untagged
+    block = code_block(text)
+    if block is not None:
+        return _dedent(block.group(3), block.group(1))
     unclosed = _OPEN_PYTHON.search(text)
     if unclosed is not None:
         return _dedent(unclosed.group(2), unclosed.group(1))
     return text
+
+
+def code_block(text: str) -> re.Match[str] | None:
+    """The closed fenced block :func:`extract_code` takes (groups: indent, tag, body), or None."""
+    untagged: re.Match[str] | None = None
+    for match in _FENCE.finditer(text):
+        tag = match.group(2).lower()
+        if tag in _PYTHON_TAGS:
+            return match
+        if not tag and untagged is None:
+            untagged = match
+    return untagged
 
 
 def _dedent(body: str, indent: str) -> str:

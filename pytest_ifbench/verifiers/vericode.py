@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._model_types import Verdict
 from .._params import Param, ParamError
 from .._registry import RuffSetting, RuffSpec, Verifier
+from .._ruff import ruff_setting
 
 CATEGORIES: dict[str, str] = {
     "style": "Coding Style & Conventions",
@@ -114,30 +115,10 @@ def _show(name: str, value: Any) -> str:
 
 # --------------------------------------------------------------------------- ruff settings
 
-#: Exact rules each setting we use can influence. ``_ruff.ruff_setting`` scopes by key
-#: prefix (all of ``PL`` for any pylint key, ``E``/``W`` for pycodestyle keys, and
-#: ``E501, W505, I`` for ``line-length``); these are the precise scopes, so instructions
-#: whose settings cannot interact share one ruff process. ``line-length`` also reaches
-#: SIM108 (ruff only suggests a conditional expression that fits the line), which the
-#: prefix table misses; ``logic_6`` leaves SIM108 out for that reason. W505 reads only
-#: ``max-doc-length``. The batched-vs-alone equality tests guard these scopes.
-_PRECISE_SCOPES: dict[str, tuple[str, ...]] = {
-    "line-length": ("E501", "I", "SIM108"),
-    "lint.pycodestyle.max-doc-length": ("W505",),
-    "lint.pylint.max-branches": ("PLR0912",),
-    "lint.pylint.max-returns": ("PLR0911",),
-    "lint.pylint.max-statements": ("PLR0915",),
-    "lint.mccabe.max-complexity": ("C901",),
-}
-
-
-def ruff_setting(key: str, value: Any) -> RuffSetting:
-    """``_ruff.ruff_setting`` with the precise scope where we know it."""
-    from .._ruff import ruff_setting as core_setting
-
-    setting = core_setting(key, value)
-    scope = _PRECISE_SCOPES.get(key)
-    return replace(setting, scope=scope) if scope else setting
+# Settings get their scope (the rules they can influence) from the core table in
+# ``_ruff._SCOPES``; the batched-vs-alone equality tests guard it. ``line-length``
+# also reaches SIM108 (ruff only suggests a conditional expression that fits the
+# line); ``logic_6`` leaves SIM108 out for that reason.
 
 
 def _codes(*codes: str) -> Callable[[Mapping[str, Any]], tuple[str, ...]]:
@@ -159,7 +140,6 @@ def _quote_settings(params: Mapping[str, Any]) -> tuple[RuffSetting, ...]:
 #: A fenced block: indentation, tag, body (same shape as the core's code extraction).
 _FENCE = re.compile(r"^([ \t]*)```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$",
                     re.DOTALL | re.MULTILINE)
-_PYTHON_TAGS = {"python", "py", "python3"}
 _BULLET = re.compile(r"^ {0,3}[-*+][ \t]+\S", re.MULTILINE)
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’_-][A-Za-z0-9]+)*")
@@ -173,14 +153,10 @@ def text_after_code(response: str) -> str | None:
     that is raw code only (or whose code fence is never closed) has no code
     block, hence nothing after it.
     """
-    untagged = None
-    for match in _FENCE.finditer(response):
-        tag = match.group(2).lower()
-        if tag in _PYTHON_TAGS:
-            return response[match.end():]
-        if not tag and untagged is None:
-            untagged = match
-    return response[untagged.end():] if untagged is not None else None
+    from .._text import code_block
+
+    block = code_block(response)
+    return response[block.end():] if block is not None else None
 
 
 def _without_fences(text: str) -> str:
