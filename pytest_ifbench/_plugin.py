@@ -126,7 +126,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         hook = parent.config.hook.pytest_ifbench_suite_data
         if hook.get_hookimpls():
             data = hook(path=file_path, config=parent.config)
-            if data is not None:
+            if data is not None:  # keep it: SuiteFile.collect would otherwise import the file again
+                parent.config.stash[STATE_KEY].imported[file_path] = data
                 return SuiteFile.from_parent(parent, path=file_path)
     return None
 

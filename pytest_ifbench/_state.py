@@ -42,6 +42,8 @@ class IfbenchState:
     generator: BackgroundGenerator | None = None
     _runtime: Runtime | None = None
     registered_markers: set[str] = field(default_factory=set)
+    #: Suite data an importer already returned while pytest decided whether to collect a file.
+    imported: dict[Path, Any] = field(default_factory=dict)
     #: Recorded response ids that matched no selected instance (likely typos).
     unmatched_responses: list[str] = field(default_factory=list)
 
@@ -84,7 +86,9 @@ class IfbenchState:
             display = path.relative_to(self.config.rootpath)
         except ValueError:
             display = path
-        data = self.config.hook.pytest_ifbench_suite_data(path=path, config=self.config)
+        data = self.imported.pop(path, None)
+        if data is None:
+            data = self.config.hook.pytest_ifbench_suite_data(path=path, config=self.config)
         if data is not None:
             return parse_suite(display, data, self.registry, protocols=set(self.protocols))
         return load_suite(path, self.registry, protocols=set(self.protocols), display=display)
