@@ -48,6 +48,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
+from _common import source_revision, tail
+
 from pytest_ifbench.stub_server import StubServer
 
 #: pytest plugins that are installed in the development environment but are not
@@ -162,10 +164,6 @@ def _wait(proc: subprocess.Popen, timeout: float):
         time.sleep(0.01)
 
 
-def tail(path: Path, lines: int = 25) -> str:
-    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-
-
 def stub_span(server: StubServer, latency: float) -> tuple[float, int]:
     """(first request received -> last request received + latency, chat requests)."""
     stamps = [r.received_at for r in server.requests if r.path.endswith("/chat/completions")]
@@ -207,19 +205,6 @@ def pytest_args(suite: Path, url: str, concurrency: int, blocked: tuple[str, ...
         "--ifbench-results=ifbench-results.json",
         "--ifbench-timeout=60", "--ifbench-max-wait=10",
     ]
-
-
-def source_revision() -> dict:
-    """The checkout's commit and whether it has local changes (read-only git calls)."""
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "modified_files": None if status is None else len(status.splitlines())}
 
 
 def main(argv: list[str] | None = None) -> int:

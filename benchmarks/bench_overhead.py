@@ -54,6 +54,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
+from _common import source_revision, tail
+
 from pytest_ifbench.stub_server import StubServer
 
 #: pytest plugins that are installed in the development environment but are not
@@ -154,25 +156,8 @@ def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float) -> dict
     }
 
 
-def tail(path: Path, lines: int = 25) -> str:
-    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-
-
 def count_cache_entries(root: Path) -> int:
     return sum(1 for _ in root.glob("*/*.json")) if root.exists() else 0
-
-
-def source_revision() -> dict:
-    """The checkout's commit and whether it has local changes (read-only git calls)."""
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "modified_files": None if status is None else len(status.splitlines())}
 
 
 def main(argv: list[str] | None = None) -> int:

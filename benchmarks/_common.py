@@ -1,0 +1,25 @@
+"""Helpers shared by the benchmark scripts (run them as ``python benchmarks/bench_X.py``)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def source_revision() -> dict:
+    """The checkout's commit and whether it has local changes (read-only git calls)."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "modified_files": None if status is None else len(status.splitlines())}
