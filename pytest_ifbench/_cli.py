@@ -79,7 +79,7 @@ class _TopFormatter(argparse.HelpFormatter):
         self._action_max_length = len("    verifiers")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(generator_names: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ifbench", description="pytest-ifbench command-line tools.",
         formatter_class=_TopFormatter,
@@ -125,20 +125,18 @@ def _parser() -> argparse.ArgumentParser:
     generate = commands.add_parser(
         "generate", help="generate or import benchmark suites (ifbench generate BENCHMARK --help)",
         description="Generate suites for a benchmark, or import its official files. Each benchmark has "
-                    f"its own options: ifbench generate BENCHMARK --help. Benchmarks: {', '.join(_generators())}.",
+                    f"its own options: ifbench generate BENCHMARK --help. Benchmarks: {', '.join(generator_names)}.",
     )
-    generate.add_argument("benchmark", choices=_generators(), metavar="BENCHMARK")
+    generate.add_argument("benchmark", choices=list(generator_names), metavar="BENCHMARK")
     generate.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark generator's own arguments")
     return parser
 
 
-def _generators() -> list[str]:
-    """Modules of ``pytest_ifbench.generators`` that expose ``main(argv) -> int``."""
-    import pkgutil
+def _generators() -> dict[str, Any]:
+    """``ifbench generate`` commands of the installed benchmark plugins, by name."""
+    from ._plugins import command_plugin_manager, generators
 
-    from . import generators
-
-    return sorted(m.name for m in pkgutil.iter_modules(generators.__path__) if not m.name.startswith("_"))
+    return generators(command_plugin_manager().hook)
 
 
 def _plugin_argument(parser: argparse.ArgumentParser) -> None:
@@ -152,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, extra = args_list[:cut], args_list[cut + 1:]
-    parser = _parser()
+    generators = _generators()
+    parser = _parser(list(generators))
     try:
         args = parser.parse_args(args_list)
         if extra and args.command != "score":
@@ -165,9 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "score":
             return _score(args, extra)
         if args.command == "generate":
-            from importlib import import_module
-
-            return int(import_module(f"pytest_ifbench.generators.{args.benchmark}").main(args.args) or 0)
+            return int(generators[args.benchmark](args.args) or 0)
         return _list_verifiers(args)
     except _Usage as exc:
         print(f"ifbench {args.command}: error: {exc}", file=sys.stderr)
@@ -183,25 +180,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _registry(plugins: Sequence[str]) -> Registry:
-    """Built-in verifiers plus those of each ``--plugin`` module."""
+    """The core's and the installed benchmarks' verifiers, plus those of each ``--plugin`` module."""
     from importlib import import_module
 
-    from ._registry import default_registry
+    from ._plugins import build_registry, command_plugin_manager
 
-    registry = default_registry()
+    modules = []
     for name in plugins:
         try:
             module = import_module(name)
         except ImportError as exc:
             raise _Usage(f"--plugin {name}: cannot import: {exc}") from None
-        hook = getattr(module, "pytest_ifbench_register_verifiers", None)
-        if not callable(hook):
+        if not callable(getattr(module, "pytest_ifbench_register_verifiers", None)):
             raise _Usage(f"--plugin {name}: the module has no pytest_ifbench_register_verifiers(registry) function")
-        try:
-            hook(registry=registry)
-        except Exception as exc:  # noqa: BLE001 - any plugin failure is a usage error
-            raise _Usage(f"--plugin {name}: registering verifiers failed: {type(exc).__name__}: {exc}") from None
-    return registry
+        modules.append(module)
+    try:
+        return build_registry(command_plugin_manager(modules).hook)
+    except Exception as exc:  # noqa: BLE001 - any plugin failure is a usage error
+        raise _Usage(f"registering verifiers failed: {type(exc).__name__}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- verify

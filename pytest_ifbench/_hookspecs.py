@@ -1,7 +1,10 @@
 """Hook specifications for extending pytest-ifbench.
 
-Implement these in a ``conftest.py`` or a plugin (``pytest11`` entry point)
-using ``pytest.hookimpl`` or plain functions with these names.
+Implement these in a ``conftest.py``, a pytest plugin, or a benchmark plugin
+(a module published under the ``pytest_ifbench.benchmarks`` entry-point group;
+see docs/architecture.md), as plain functions with these names or with
+``pytest.hookimpl``. Benchmark plugins are also loaded by the ``ifbench``
+command, outside pytest: there only the ``pytest_ifbench_*`` hooks are called.
 """
 
 from __future__ import annotations
@@ -72,4 +75,11 @@ def pytest_ifbench_plots(benchmark: str, records: list[dict[str, Any]], director
 def pytest_ifbench_metrics(benchmark: str, records: list[dict[str, Any]]) -> list[MetricTable] | None:
     """Return extra metric tables for ``benchmark`` computed from its result records
     (the entries of the results file). Called on the controller after the run.
+    """
+
+
+def pytest_ifbench_generators(generators: dict[str, Any]) -> None:
+    """Add ``ifbench generate NAME`` commands: ``generators[NAME] = main`` with
+    ``main(argv: list[str]) -> int`` (an exit status). Called by the ``ifbench``
+    command only; import the generator inside ``main`` so the CLI starts fast.
     """

@@ -23,23 +23,18 @@ _REPORTERS = ("_baseline", "_allure", "_summary_file")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    import importlib.util
-    import pkgutil
     from importlib import import_module
 
-    from . import _hookspecs, importers, metrics
+    from . import _hookspecs
+    from ._plugins import register_benchmarks
 
     pluginmanager.add_hookspecs(_hookspecs)
-    # Benchmark metric/importer modules and the reporters are plugins of their own.
-    names = [f"{__package__}.{r}" for r in _REPORTERS if importlib.util.find_spec(f"{__package__}.{r}")]
-    for package in (metrics, importers):
-        names += [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-                  if not m.name.startswith("_")]
-    for name in names:
-        # pytest_ifbench._allure -> ifbench_allure; pytest_ifbench.metrics.x -> ifbench_metrics_x
-        plugin_name = "ifbench_" + name[len(__package__) + 1:].lstrip("_").replace(".", "_")
+    for name in _REPORTERS:  # pytest_ifbench._allure -> ifbench_allure
+        plugin_name = "ifbench" + name
         if not pluginmanager.has_plugin(plugin_name) and not pluginmanager.is_blocked(plugin_name):
-            pluginmanager.register(import_module(name), plugin_name)
+            pluginmanager.register(import_module(f"{__package__}.{name}"), plugin_name)
+    # Benchmarks, shipped or third-party, arrive through their entry points: `-p no:<name>` blocks one.
+    register_benchmarks(pluginmanager)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

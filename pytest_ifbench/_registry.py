@@ -1,28 +1,41 @@
 """The verifier registry: stable ids, parameter schemas, versions.
 
-Verifiers register by decorator into a :class:`Registry`. Built-ins live in
-``pytest_ifbench.verifiers``; third parties add more through the
-``pytest_ifbench_register_verifiers`` hook (see ``_hookspecs.py``).
+Verifiers register by decorator into a :class:`Registry`. The core's live in
+``pytest_ifbench.verifiers``, each benchmark's in its own package; all of them
+arrive through the ``pytest_ifbench_register_verifiers`` hook, assembled by
+``_plugins.build_registry``. :class:`VerifyContext` is what a verifier sees
+besides its text.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from ._model_types import Verdict
+from ._model_types import Instance, Verdict
 from ._params import Param, validate_params
-
-if TYPE_CHECKING:
-    from ._verify import VerifyContext
 
 VerifierKind = Literal["python", "regex", "ruff", "judge", "unittest"]
 Target = Literal["response", "code"]
 VerifyFunc = Callable[[str, Mapping[str, Any], "VerifyContext"], Verdict]
 
 _ID = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*$")
+
+
+@dataclass(kw_only=True)
+class VerifyContext:
+    """What a verifier may look at besides the text it receives."""
+
+    registry: Registry
+    instance: Instance | None = None
+    #: The conversation so far, ending with the reply under test.
+    messages: Sequence[Mapping[str, Any]] = ()
+    #: Judged verdicts by check id (filled by the judge panel).
+    judged: Mapping[str, Verdict] = field(default_factory=dict)
+    #: Sandbox limits for verifiers that execute code.
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,11 +164,3 @@ class Registry:
     def __len__(self) -> int:
         return len(self._verifiers)
 
-
-def default_registry() -> Registry:
-    """A registry holding every built-in verifier (no plugin hooks applied)."""
-    from .verifiers import register_builtins
-
-    registry = Registry()
-    register_builtins(registry)
-    return registry

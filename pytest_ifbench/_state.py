@@ -95,10 +95,9 @@ class IfbenchState:
 
 
 def build_state(config: pytest.Config) -> IfbenchState:
-    from ._registry import default_registry
+    from ._plugins import build_registry
 
-    registry = default_registry()
-    config.hook.pytest_ifbench_register_verifiers.call_historic(kwargs={"registry": registry})
+    registry = build_registry(config.hook)
     protocols = ProtocolRegistry(PROTOCOLS)
     config.hook.pytest_ifbench_register_protocols.call_historic(kwargs={"protocols": protocols})
     model = config.getoption("ifbench_model") or DEFAULT_LOCAL_MODEL

@@ -10,28 +10,14 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ._model_types import CheckSpec, Instance, Verdict
-from ._registry import Registry, Verifier
+from ._model_types import CheckSpec, Verdict
+from ._registry import Registry, Verifier, VerifyContext
 from ._ruff import RuffCheck, RuffError, check_code
 from ._text import extract_code
-
-
-@dataclass(kw_only=True)
-class VerifyContext:
-    """What a verifier may look at besides the text it receives."""
-
-    registry: Registry
-    instance: Instance | None = None
-    #: The conversation so far, ending with the reply under test.
-    messages: Sequence[Mapping[str, Any]] = ()
-    #: Judged verdicts by check id (filled by the judge panel).
-    judged: Mapping[str, Verdict] = field(default_factory=dict)
-    #: Sandbox limits for verifiers that execute code.
-    sandbox: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

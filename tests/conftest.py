@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from _support import FAKE_KEY
 
 from pytest_ifbench.stub_server import StubServer
+from tests._support import FAKE_KEY
 
 pytest_plugins = ("pytester",)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _support import FAKE_KEY, stub_args, write_suite
 
 from pytest_ifbench import _allure
 from pytest_ifbench._model_types import CheckSpec, Verdict
 from pytest_ifbench._verify import CheckOutcome
 from pytest_ifbench.stub_server import Fault, Reply
+from tests._support import FAKE_KEY, stub_args, write_suite
 
 SUITE = """
 ifbench: 1
@@ -246,7 +246,7 @@ def _outcome(verifier: str, evidence: str = "", error: str | None = None) -> Che
 
 
 def test_failure_kinds_pick_the_category():
-    from pytest_ifbench._registry import default_registry
+    from pytest_ifbench._plugins import default_registry
 
     item = SimpleNamespace(state=SimpleNamespace(registry=default_registry()))
     reporter = _allure.AllureReporter(SimpleNamespace())

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from _support import stub_args, write_suite
 
 from pytest_ifbench._baseline import compare
 from pytest_ifbench.stub_server import Fault, Reply
+from tests._support import stub_args, write_suite
 
 
 @pytest.fixture(autouse=True)

@@ -10,10 +10,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from _support import FAKE_KEY, write_suite
-
 from pytest_ifbench._cli import main
 from pytest_ifbench.stub_server import Reply, StubServer
+from tests._support import FAKE_KEY, write_suite
 
 LONG_LINE = "```python\nx = 1  # " + "a" * 90 + "\n```"
 GOOD_ADD = "```python\ndef add(a, b):\n    return a + b\n```"

@@ -6,13 +6,13 @@ import asyncio
 import time
 
 import pytest
-from _support import FAKE_KEY
 
 from pytest_ifbench._background import BackgroundGenerator
 from pytest_ifbench._cache import ResponseCache
 from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench._model_types import GenerationParams
 from pytest_ifbench.stub_server import Fault, Reply
+from tests._support import FAKE_KEY
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.2, max_total_wait=10, timeout=2)
 MESSAGES = [{"role": "user", "content": "hello"}]

@@ -5,9 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from _support import stub_args
-
 from pytest_ifbench.stub_server import Reply
+from tests._support import stub_args
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

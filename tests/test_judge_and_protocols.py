@@ -11,8 +11,8 @@ import pytest
 from pytest_ifbench._client import ModelClient, RetryPolicy
 from pytest_ifbench._judge import JudgeError, judge_checks
 from pytest_ifbench._model_types import CheckSpec, Instance, Turn
+from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._protocols import PROTOCOLS, Runtime
-from pytest_ifbench._registry import default_registry
 from pytest_ifbench.stub_server import Reply
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=2)
@@ -162,7 +162,7 @@ def test_scored_requirements_pass_above_threshold(stub_env):
 
 
 def test_turn_subtests_list_unmet_checks(pytester, stub_env):
-    from _support import stub_args, write_suite
+    from tests._support import stub_args, write_suite
 
     stub_env.add_rule("first", Reply(content="ok"))
     stub_env.add_rule("second", Reply(content="Far Too Many Words Here"))

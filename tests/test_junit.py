@@ -14,7 +14,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import pytest
-from _support import write_suite
+
+from tests._support import write_suite
 
 SCHEMA = Path(__file__).parent / "data" / "junit.xsd"
 XS = "{http://www.w3.org/2001/XMLSchema}"

@@ -9,9 +9,8 @@ import subprocess
 import sys
 import time
 
-from _support import FAKE_KEY, stub_args, write_suite
-
 from pytest_ifbench.stub_server import Reply
+from tests._support import FAKE_KEY, stub_args, write_suite
 
 
 def many_instances(n: int) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from _support import FAKE_KEY, stub_args, write_suite
 
 from pytest_ifbench.stub_server import Fault, Reply
+from tests._support import FAKE_KEY, stub_args, write_suite
 
 SUITE = """
 ifbench: 1

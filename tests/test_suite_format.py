@@ -11,7 +11,8 @@ import yaml
 
 from pytest_ifbench._model_types import GenerationParams, Verdict
 from pytest_ifbench._params import Param
-from pytest_ifbench._registry import Registry, default_registry
+from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._registry import Registry
 from pytest_ifbench._suite import (
     SuiteError,
     is_suite_file,

@@ -10,10 +10,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _support import FAKE_KEY, stub_args, write_suite
 
 from pytest_ifbench._summary_file import summary_path
 from pytest_ifbench.stub_server import Reply
+from tests._support import FAKE_KEY, stub_args, write_suite
 
 SUITE = """
 ifbench: 1

@@ -10,11 +10,11 @@ import pytest
 
 from pytest_ifbench._model_types import CheckSpec, Verdict
 from pytest_ifbench._params import Param, ParamError
+from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._registry import (
     Registry,
     RuffSetting,
     UnknownVerifier,
-    default_registry,
 )
 from pytest_ifbench._ruff import RuffCheck, Violation, check_code, plan_runs
 from pytest_ifbench._verify import VerifyContext, evaluate, verify_one

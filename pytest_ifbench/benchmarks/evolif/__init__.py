@@ -1,0 +1,1 @@
+"""EvolIF: multi-turn instruction following under a patience budget (see docs/evolif.md)."""

@@ -1,0 +1,1 @@
+"""ManyIH-Bench: many-tier instruction hierarchies (see docs/manyih.md)."""

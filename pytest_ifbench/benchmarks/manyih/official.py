@@ -1,0 +1,130 @@
+"""ManyIH-Bench official files and the ``compat`` setting.
+
+* ``pytest coding.json`` (or the instruction-following file) collects the official
+  data as a suite: ids, privileges and expected winners preserved; losing
+  instructions are unscored checks.
+* ``compat`` (``paper`` | ``reference``) is first of all a parameter of every
+  ``manyih.*`` verifier. A ManyIH suite may set it for all its checks with
+  ``options: {compat: reference}`` (checks that set it themselves keep theirs), and
+  ``--manyih-compat=MODE`` sets it for every ManyIH check of the run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+COMPAT = ("paper", "reference")
+_SNIFF_BYTES = 1 << 16
+_cache: dict[tuple[str, int, int, str | None], Any] = {}
+
+
+def suite_data(path: Path, flag: str | None) -> Any:
+    """Suite data for an official ManyIH file, or a ManyIH suite with ``compat`` applied; else None.
+
+    ``flag`` is ``--manyih-compat`` (None when not given).
+    """
+    if path.suffix == ".json":
+        return _official(path, flag)
+    if path.suffix in (".yaml", ".yml"):
+        return _manyih_yaml(path, flag)
+    return None
+
+
+def _key(path: Path, flag: str | None) -> tuple[str, int, int, str | None] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return str(path.resolve()), stat.st_mtime_ns, stat.st_size, flag
+
+
+def _official(path: Path, flag: str | None) -> Any:
+    key = _key(path, flag)
+    if key is None:
+        return None
+    if key in _cache:
+        return _cache[key]
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return None
+    if not (b'"expected_styles"' in head or b'"suppressed_constraints"' in head or b'"hierarchy_metadata"' in head):
+        return None
+    import json
+
+    from .assemble import ImportError_, official_suite, sniff
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if sniff(data) is None:
+        return None
+    try:
+        result = official_suite(data, compat=flag or "paper")
+    except ImportError_ as exc:
+        from ..._suite import SuiteError
+
+        raise SuiteError(path, f"cannot import the official ManyIH file: {exc}") from None
+    _cache[key] = result
+    return result
+
+
+def _manyih_yaml(path: Path, flag: str | None) -> Any:
+    """Apply ``options.compat`` / ``--manyih-compat`` to a ManyIH suite's checks; None if nothing to do."""
+    from ..._suite import SuiteError, is_suite_file
+
+    if not is_suite_file(path):
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if b"manyih" not in raw[:_SNIFF_BYTES]:
+        return None
+    if flag is None and not (re.search(rb"(?m)^options\s*:", raw) and b"compat" in raw):
+        return None  # nothing to apply: let the core load it (no second parse)
+    key = _key(path, flag)
+    if key is not None and key in _cache:
+        return _cache[key]
+    import yaml
+
+    try:
+        data = yaml.load(raw, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return None  # the core reports it
+    if not isinstance(data, dict) or data.get("benchmark") != "manyih":
+        return None
+    options = data.get("options") if isinstance(data.get("options"), dict) else {}
+    option = options.get("compat")
+    if option is not None and option not in COMPAT:
+        raise SuiteError(path, f"expected paper or reference, got {option!r}", field="options.compat")
+    if flag is None and option is None:
+        return None
+    apply_compat(data, flag=flag, default=option)
+    if key is not None:
+        _cache[key] = data
+    return data
+
+
+def apply_compat(data: dict[str, Any], *, flag: str | None, default: str | None) -> None:
+    """Set ``params.compat`` on every ``manyih.*`` check: ``flag`` overrides, ``default`` fills in."""
+    holders = [data.get("defaults")] + list(data.get("instances") or [])
+    for holder in holders:
+        if not isinstance(holder, dict) or not isinstance(holder.get("checks"), list):
+            continue
+        for check in holder["checks"]:
+            if not isinstance(check, dict) or not str(check.get("verifier", "")).startswith("manyih."):
+                continue
+            params = check.get("params")
+            params = dict(params) if isinstance(params, dict) else ({} if params is None else params)
+            if not isinstance(params, dict):
+                continue
+            if flag is not None:
+                params["compat"] = flag
+            elif default is not None:
+                params.setdefault("compat", default)
+            check["params"] = params

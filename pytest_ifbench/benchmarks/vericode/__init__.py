@@ -1,0 +1,1 @@
+"""VeriCode / Vibe Checker: verifiable code instructions (see docs/vericode.md)."""
