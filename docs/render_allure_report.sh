@@ -53,7 +53,7 @@ cat > "$WORK/script.json" <<'EOF'
   ]
 }
 EOF
-"$PYTHON" -m pytest_ifbench.stub_server --script "$WORK/script.json" --url-file "$WORK/url" >/dev/null 2>&1 &
+"$PYTHON" -m pytest_ifbench.testing --script "$WORK/script.json" --url-file "$WORK/url" >/dev/null 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do [[ -s "$WORK/url" ]] && break; sleep 0.1; done
 URL="$(cat "$WORK/url")"

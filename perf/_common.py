@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmark scripts (run them as ``python benchmarks/bench_X.py``)."""
+"""Helpers shared by the performance scripts (run them as ``python perf/bench_X.py``)."""
 
 from __future__ import annotations
 

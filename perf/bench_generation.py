@@ -23,9 +23,9 @@ For every level it reports
 
 Usage (from the repository root)::
 
-    python benchmarks/bench_generation.py                 # concurrency 16 and 64
-    python benchmarks/bench_generation.py --full          # 1, 8, 16, 32, 64
-    python benchmarks/bench_generation.py --concurrency 4,128 --json out.json
+    python perf/bench_generation.py                 # concurrency 16 and 64
+    python perf/bench_generation.py --full          # 1, 8, 16, 32, 64
+    python perf/bench_generation.py --concurrency 4,128 --json out.json
 
 Only the standard library and the project are used; everything lives in a
 temporary directory that is removed at the end, and the stub is stopped.
@@ -50,7 +50,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 
 from _common import source_revision, tail
 
-from pytest_ifbench.stub_server import StubServer
+from pytest_ifbench.testing import StubServer
 
 #: pytest plugins that are installed in the development environment but are not
 #: dependencies of pytest-ifbench; they are blocked (``-p no:NAME``) so that the

@@ -27,9 +27,9 @@ its ``gc.collect()`` calls, interpreter teardown).
 
 Usage (from the repository root)::
 
-    python benchmarks/bench_overhead.py
-    python benchmarks/bench_overhead.py --instances 2000 --json overhead.json
-    python benchmarks/bench_overhead.py --workers 0 --no-floor      # quickest
+    python perf/bench_overhead.py
+    python perf/bench_overhead.py --instances 2000 --json overhead.json
+    python perf/bench_overhead.py --workers 0 --no-floor      # quickest
 
 Only the standard library and the project are used; the temporary directory
 (suite, cache, logs) is removed at the end and the stub is stopped.
@@ -56,7 +56,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 
 from _common import source_revision, tail
 
-from pytest_ifbench.stub_server import StubServer
+from pytest_ifbench.testing import StubServer
 
 #: pytest plugins that are installed in the development environment but are not
 #: dependencies of pytest-ifbench; they are blocked (``-p no:NAME``) so that the

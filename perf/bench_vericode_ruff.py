@@ -3,7 +3,7 @@
 
 Builds a seeded corpus of model-like replies (the bundled tasks' reference
 solutions with rule-violating snippets mixed in,
-``pytest_ifbench/generators/_vericode_corpus.py``) and gives each reply a
+``pytest_ifbench/benchmarks/vericode/corpus.py``) and gives each reply a
 random set of K ruff-backed VeriCode instructions with parameters drawn, as the
 suite generator does, from their recommended values.
 
@@ -26,8 +26,8 @@ writes the numbers.
 
 Usage (from the repository root)::
 
-    python benchmarks/bench_vericode_ruff.py                 # 500 replies x 5 instructions
-    python benchmarks/bench_vericode_ruff.py --responses 1000 --k 5 --json ruff.json
+    python perf/bench_vericode_ruff.py                 # 500 replies x 5 instructions
+    python perf/bench_vericode_ruff.py --responses 1000 --k 5 --json ruff.json
 """
 
 from __future__ import annotations

@@ -1,16 +1,28 @@
-"""pytest-ifbench: instruction-following benchmarks as ordinary pytest suites."""
+"""pytest-ifbench: instruction-following benchmarks as ordinary pytest suites.
+
+This module is the public API for benchmark authors: the types a verifier,
+a protocol, a metric or an importer receives or returns. Everything else is
+private (``_*`` modules) and may change without notice. A benchmark is a
+pluggy plugin published under the ``pytest_ifbench.benchmarks`` entry-point
+group; its hooks are specified in ``pytest_ifbench._hookspecs`` (see
+docs/architecture.md).
+"""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from ._metrics import MetricTable
 from ._model_types import CheckSpec, GenerationParams, Instance, Verdict
-from ._params import Param
-from ._registry import Registry, RuffSetting, RuffSpec, Verifier
+from ._params import Param, ParamError
+from ._protocols import Episode, ProtocolRegistry, Runtime, TurnRecord
+from ._registry import Registry, RuffSetting, RuffSpec, Verifier, VerifyContext
+from ._ruff import ruff_setting
+from ._suite import SuiteError
 from ._text import extract_code, strip_reasoning
+from ._verify import CheckOutcome
+from ._version import __version__
 
 __all__ = [
-    "CheckSpec", "GenerationParams", "Instance", "MetricTable", "Param", "Registry", "RuffSetting", "RuffSpec",
-    "Verdict", "Verifier", "__version__", "extract_code", "strip_reasoning",
+    "CheckOutcome", "CheckSpec", "Episode", "GenerationParams", "Instance", "MetricTable", "Param", "ParamError",
+    "ProtocolRegistry", "Registry", "RuffSetting", "RuffSpec", "Runtime", "SuiteError", "TurnRecord", "Verdict",
+    "Verifier", "VerifyContext", "__version__", "extract_code", "ruff_setting", "strip_reasoning",
 ]

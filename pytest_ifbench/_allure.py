@@ -25,7 +25,8 @@ worker included, each writing into the shared directory):
   ``allurerc.json`` (Allure 3 reads categories from its config only:
   ``npx allure generate --config DIR/allurerc.json DIR``) into the directory.
 
-Everything written goes through :func:`pytest_ifbench._redact.redact`.
+The texts themselves are rendered by ``_allure_render``; everything written
+goes through :func:`pytest_ifbench._redact.redact`.
 allure itself is imported only when ``--alluredir`` is given.
 """
 
@@ -35,33 +36,31 @@ import hashlib
 import json
 import platform
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._allure_render import (
+    allurerc,
+    categories,
+    check_title,
+    environment_properties,
+    render_evidence,
+    render_judges,
+    render_messages,
+    render_response,
+    render_trajectory,
+    spec_prompt,
+    step_title,
+)
 from ._redact import redact
 
 if TYPE_CHECKING:
     from ._verify import CheckOutcome
 
-#: Category tags that start a test's status message, and the Allure categories matching them.
-CATEGORIES: list[dict[str, Any]] = [
-    {"name": "Model/API error", "tag": "model error", "matchedStatuses": ["broken"],
-     "description": "The model call failed for good (after retries): the instance was not scored."},
-    {"name": "Judge error", "tag": "judge error", "matchedStatuses": ["broken", "failed"],
-     "description": "A judge returned malformed verdicts twice, or produced no verdict for a check."},
-    {"name": "Sandbox timeout", "tag": "sandbox timeout", "matchedStatuses": ["failed"],
-     "description": "Model-written code hit the sandbox's wall-clock limit."},
-    {"name": "Verifier error", "tag": "verifier error", "matchedStatuses": ["failed"],
-     "description": "A verifier raised instead of returning a verdict."},
-    {"name": "Check failed", "tag": "check failed", "matchedStatuses": ["failed"],
-     "description": "The reply did not meet one or more checklist items."},
-]
-
 _TIMEOUT = re.compile(r"\(limit: timeout\)|\btimeout: |wall-clock timeout", re.IGNORECASE)
-_TITLE_MAX = 140
 _ERROR_MAX = 20_000
 
 
@@ -96,151 +95,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if _enabled(config) and not config.pluginmanager.has_plugin("ifbench-allure-reporter"):
         config.pluginmanager.register(AllureReporter(config), "ifbench-allure-reporter")
-
-
-# -- rendering (pure functions; every one returns text ready to attach) ----------
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts
-        return "\n".join(p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content)
-    return json.dumps(content, ensure_ascii=False, default=str)
-
-
-def render_messages(messages: Iterable[Mapping[str, Any]]) -> str:
-    """Chat messages as readable text: a ``── role ──`` rule, then the content."""
-    parts = []
-    for message in messages:
-        text = _content_text(message.get("content"))
-        if message.get("tool_calls"):
-            text = (text + "\n" if text else "") + "[tool calls]\n" + json.dumps(
-                message["tool_calls"], indent=1, ensure_ascii=False, default=str)
-        name = f" ({message['name']})" if message.get("name") else ""
-        parts.append(f"── {message.get('role', '?')}{name} ──\n{text}".rstrip())
-    return "\n\n".join(parts)
-
-
-def render_response(response: Mapping[str, Any]) -> str:
-    """A reply: the verified text, tool calls, stripped reasoning, then one line of accounting."""
-    text = response.get("text") or ""
-    parts = [text if text else "(empty reply)"]
-    if response.get("tool_calls"):
-        parts.append("── tool calls ──\n" + json.dumps(response["tool_calls"], indent=1, ensure_ascii=False,
-                                                    default=str))
-    if response.get("reasoning"):
-        parts.append("── reasoning (stripped before verification) ──\n" + str(response["reasoning"]))
-    facts = [f"model: {response.get('model') or '?'}",
-             f"tokens in/out: {response.get('prompt_tokens', 0)}/{response.get('completion_tokens', 0)}"]
-    if response.get("latency"):
-        facts.append(f"latency: {response['latency']:.2f} s")
-    if response.get("finish_reason"):
-        facts.append(f"finish: {response['finish_reason']}")
-    if response.get("cached"):
-        facts.append("cached")
-    if (response.get("attempts") or 1) > 1:
-        facts.append(f"attempts: {response['attempts']}")
-    parts.append("── " + " · ".join(facts) + " ──")
-    return "\n\n".join(parts)
-
-
-def render_trajectory(turns: Sequence[Mapping[str, Any]]) -> str:
-    """A multi-turn dialogue: the opening messages, then each turn's user message and reply."""
-    if not turns:
-        return ""
-    first = list(turns[0].get("messages") or [])
-    parts = [render_messages(first)]
-    parts.append(f"══ turn {turns[0].get('index', 1)}: reply ══\n" + render_response(turns[0].get("response") or {}))
-    for turn in turns[1:]:
-        messages = list(turn.get("messages") or [])
-        parts.append(f"══ turn {turn.get('index')} ══\n" + render_messages(messages[-1:]))
-        parts.append(f"══ turn {turn.get('index')}: reply ══\n" + render_response(turn.get("response") or {}))
-    return "\n\n".join(parts)
-
-
-def render_judges(checks: Sequence[Mapping[str, Any]]) -> str:
-    """Every judged check's verdict per judge, with the judges' reasoning."""
-    blocks = []
-    for check in checks:
-        details = (check.get("verdict") or {}).get("details") or {}
-        judges = details.get("judges")
-        if not judges and not (check.get("error") and "judge" in str(check.get("error"))):
-            continue
-        votes = sum(1 for j in judges or [] if j.get("passed"))
-        head = f"{check['id']}: {'pass' if check.get('passed') else 'FAIL'}"
-        if judges:
-            head += f" ({votes} of {len(judges)} judge(s))"
-        lines = [head]
-        if check.get("description"):
-            lines.append(f"  criterion: {check['description']}")
-        for judge in judges or []:
-            omitted = " (omitted by the judge)" if judge.get("omitted") else ""
-            lines.append(f"  [{judge.get('judge')}] {'pass' if judge.get('passed') else 'fail'}{omitted}: "
-                         f"{judge.get('reasoning', '')}")
-        if check.get("error"):
-            lines.append(f"  error: {check['error']}")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def render_evidence(outcome: CheckOutcome) -> str:
-    """Everything known about one failed check: the failure message, then its details."""
-    from ._collect import failure_message
-
-    text = failure_message(outcome)
-    verdict = outcome.verdict
-    if verdict is not None and verdict.details:
-        details = {k: v for k, v in verdict.details.items() if k != "judges"}  # judges: in the evidence
-        if details:
-            text += "\n  details:\n    " + json.dumps(details, indent=1, ensure_ascii=False, default=str
-                                                    ).replace("\n", "\n    ")
-    return text
-
-
-def spec_prompt(instance: Any) -> str:
-    """What an instance would send (for errored instances, which have no recorded turns)."""
-    messages: list[Mapping[str, Any]] = []
-    if instance.system:
-        messages.append({"role": "system", "content": instance.system})
-    messages.extend(instance.messages)
-    if instance.prompt is not None:
-        messages.append({"role": "user", "content": instance.prompt})
-    text = render_messages(messages)
-    for index, turn in enumerate(instance.turns, start=1):
-        text += f"\n\n══ turn {index} ══\n" + render_messages([{"role": "user", "content": turn.user}])
-    return text.strip()
-
-
-def _properties_escape(text: str, key: bool = False) -> str:
-    out = str(text).replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    if key:
-        out = re.sub(r"([ :=#!])", r"\\\1", out)
-    return out
-
-
-def environment_properties(values: Mapping[str, str]) -> str:
-    return "".join(f"{_properties_escape(k, key=True)}={_properties_escape(v)}\n" for k, v in values.items())
-
-
-def categories() -> list[dict[str, Any]]:
-    """Allure categories (``categories.json`` entries; Allure 3 takes the same list in its config).
-
-    Allure 2 matches the whole message with Java regexes, Allure 3 searches it with
-    JavaScript ones: ``[\\s\\S]*`` (any text, newlines included) reads the same to both.
-    """
-    return [
-        {"name": c["name"], "description": c["description"], "matchedStatuses": c["matchedStatuses"],
-         "messageRegex": r"\[" + c["tag"] + r"\][\s\S]*"}
-        for c in CATEGORIES
-    ]
-
-
-def allurerc(model: str) -> dict[str, Any]:
-    """An Allure 3 config (``allure generate --config``): report name and the categories."""
-    return {"name": f"pytest-ifbench: {model}", "categories": categories()}
 
 
 # -- the reporter ---------------------------------------------------------------------
@@ -383,7 +237,7 @@ class AllureReporter:
         from allure_commons.model2 import Parameter, StatusDetails
 
         grouped = len(outcomes) > 1 or outcomes[0].check.id != name
-        context = allure.step(self._title(name, outcomes, grouped))
+        context = allure.step(step_title(name, outcomes, grouped))
         step = None
         failure: tuple[list[Any], str] | None = None
         try:
@@ -419,20 +273,6 @@ class AllureReporter:
                 if failed and all(o.error for o in failed):
                     step.status = "broken"
 
-    def _title(self, name: str, outcomes: Sequence[CheckOutcome], grouped: bool) -> str:
-        if grouped:
-            failed = sum(1 for o in outcomes if not o.passed)
-            return f"{name}: {len(outcomes) - failed} of {len(outcomes)} checks met"
-        return self._check_title(outcomes[0])
-
-    @staticmethod
-    def _check_title(outcome: CheckOutcome) -> str:
-        check = outcome.check
-        title = f"{check.id}: {check.description}" if check.description else check.id
-        if check.kind != "check":
-            title = f"[{check.kind} {check.points:g}] {title}"
-        return title if len(title) <= _TITLE_MAX else title[:_TITLE_MAX - 1] + "…"
-
     def _describe(self, item: pytest.Item, step: Any, outcome: CheckOutcome) -> None:
         from allure_commons.model2 import Parameter
 
@@ -448,7 +288,7 @@ class AllureReporter:
         import allure
         from allure_commons.model2 import StatusDetails
 
-        context = allure.step(self._check_title(outcome))
+        context = allure.step(check_title(outcome))
         with context:
             step = logger.get_item(context.uuid)
             if step is not None:
@@ -578,7 +418,7 @@ class AllureReporter:
     def _environment(self) -> dict[str, str]:
         from importlib.metadata import PackageNotFoundError, version
 
-        from . import __version__
+        from ._version import __version__
 
         config = self.config
         state = config.stash.get(_state_key(), None)

@@ -78,4 +78,7 @@ class ResponseCache:
             raise
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.root.glob("*/*.json")) if self.root.exists() else 0
+        if not self.root.exists():
+            return 0
+        # A write killed half-way leaves a ``.tmp-*.json`` file; it is never read, so not an entry.
+        return sum(1 for p in self.root.glob("*/*.json") if not p.name.startswith(".tmp-"))

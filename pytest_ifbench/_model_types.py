@@ -68,7 +68,7 @@ class CheckSpec:
     points: float = 1.0
     #: 1-based turn the check applies to in multi-turn protocols; None = the last turn.
     turn: int | None = None
-    #: Unscored checks are reported (e.g. ManyIH's suppressed instructions) but never scored.
+    #: Unscored checks are reported (e.g. a lower-privileged instruction that a higher one overrides) but never scored.
     scored: bool = True
     category: str | None = None
     #: Free data for benchmark metrics (e.g. an instruction's position), kept in results.
@@ -113,6 +113,8 @@ class Instance:
     markers: tuple[str, ...] = ()
     #: A pre-recorded reply: the instance is scored without calling a model.
     response: str | None = None
+    #: The directory an agent run's workspace is copied from (``protocol: agent``).
+    environment: Path | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
 

@@ -12,11 +12,8 @@ from typing import Any
 import pytest
 
 from ._collect import InstanceError, InstanceItem, SuiteFile
-from ._state import STATE_KEY, build_state
+from ._state import RECORDS_KEY, STATE_KEY, build_state
 from ._suite import is_suite_file
-
-RECORDS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
-
 
 #: Reporting plugins shipped with the core; each owns its options (``-p no:ifbench_<name>`` disables one).
 _REPORTERS = ("_baseline", "_allure", "_summary_file")

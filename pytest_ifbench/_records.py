@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
 from ._redact import redact
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._model_types import Instance

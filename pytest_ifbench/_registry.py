@@ -36,6 +36,10 @@ class VerifyContext:
     judged: Mapping[str, Verdict] = field(default_factory=dict)
     #: Sandbox limits for verifiers that execute code.
     sandbox: Mapping[str, Any] = field(default_factory=dict)
+    #: For agent runs: the run's trajectory (``agents.trajectory.Trajectory``), else None.
+    trajectory: Any = None
+    #: For agent runs: the final workspace (``agents.workspace.Workspace``; commands run sandboxed), else None.
+    workspace: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,7 +107,14 @@ class Verifier:
 class UnknownVerifier(KeyError):
     def __init__(self, verifier_id: str, known: list[str]) -> None:
         close = [k for k in known if k.split(".")[-1] == verifier_id.split(".")[-1]]
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        prefix = verifier_id.split(".")[0]
+        if close:
+            hint = f" (did you mean {', '.join(close)}?)"
+        elif not any(k.startswith(prefix + ".") for k in known):
+            hint = (f" (no verifier of {prefix!r} is registered: is its benchmark package installed, "
+                    f"or switched off with -p no:{prefix}?)")
+        else:
+            hint = ""
         super().__init__(f"unknown verifier {verifier_id!r}{hint}")
         self.verifier_id = verifier_id
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from ._jsonl import JsonlError, iter_jsonl
 
 
 class ResponsesError(ValueError):
@@ -20,15 +21,14 @@ def load_responses(path: Path) -> dict[str, list[str]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ResponsesError(f"{path}: cannot read: {exc}") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ResponsesError(f"{path}:{number}: not JSON: {exc}") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-            raise ResponsesError(f'{path}:{number}: expected an object with a string "id"')
+    expected = 'expected an object with a string "id"'
+    try:
+        entries = list(iter_jsonl(lines, expected=expected))
+    except JsonlError as exc:
+        raise ResponsesError(f"{path}:{exc.line}: {exc.reason}") from None
+    for number, entry in entries:
+        if not isinstance(entry.get("id"), str):
+            raise ResponsesError(f"{path}:{number}: {expected}")
         if "responses" in entry:
             replies = entry["responses"]
             if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):

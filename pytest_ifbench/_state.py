@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from ._background import BackgroundGenerator
 
 STATE_KEY = pytest.StashKey["IfbenchState"]()
+#: Result records by node id, gathered from reports (on the xdist controller: from every worker).
+RECORDS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 #: The model name recorded when scoring pre-generated responses.
 RECORDED = "recorded-responses"
 
@@ -90,7 +92,7 @@ class IfbenchState:
         if data is None:
             data = self.config.hook.pytest_ifbench_suite_data(path=path, config=self.config)
         if data is not None:
-            return parse_suite(display, data, self.registry, protocols=set(self.protocols))
+            return parse_suite(display, data, self.registry, protocols=set(self.protocols), root=path.parent)
         return load_suite(path, self.registry, protocols=set(self.protocols), display=display)
 
 

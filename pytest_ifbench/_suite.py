@@ -28,6 +28,7 @@ _TOP_KEYS = {"ifbench", "benchmark", "description", "defaults", "instances", "op
 _INSTANCE_KEYS = {
     "id", "prompt", "system", "messages", "turns", "tools", "checks", "generation", "category",
     "scaffold", "tier", "markers", "protocol", "protocol_options", "response", "metadata", "description",
+    "environment",
 }
 _CHECK_KEYS = {"id", "verifier", "params", "description", "kind", "points", "turn", "scored", "category", "metadata"}
 _GENERATION_KEYS = {"temperature", "max_tokens", "top_p", "seed", "stop", "samples"}
@@ -184,7 +185,7 @@ def _messages(r: _Reader, raw: Any, field: str) -> tuple[Mapping[str, Any], ...]
 
 
 def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], benchmark: str,
-              path: Path, registry: Registry) -> Instance:
+              path: Path, registry: Registry, root: Path) -> Instance:
     merged = {k: v for k, v in defaults.items() if k not in ("generation", "markers")}
     merged.update(raw)
     gen = _generation(r, defaults.get("generation"), GenerationParams(), "defaults.generation")
@@ -248,20 +249,45 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
         raise r.fail("protocol_options.subtests", f"expected check or turn, got {options['subtests']!r}")
     if "patience" in options and (type(options["patience"]) is not int or options["patience"] < 1):
         raise r.fail("protocol_options.patience", f"expected an int >= 1, got {options['patience']!r}")
+    environment = _environment(r, merged.get("environment"), root)
+    if protocol == "agent":
+        from .agents.options import OptionError, agent_options
+
+        try:
+            agent_options(options)
+        except OptionError as exc:
+            raise r.fail(f"protocol_options.{exc.field}", str(exc)) from None
     return Instance(
         id=raw["id"], benchmark=benchmark, suite=path, protocol=protocol,
         protocol_options=options,
         system=system, prompt=prompt, messages=messages, turns=tuple(turns),
         tools=tuple(r.expect(merged.get("tools", []), list, "tools")), checks=checks,
         generation=gen, category=merged.get("category"), scaffold=merged.get("scaffold"), tier=tier,
-        markers=tuple(markers), response=response,
+        markers=tuple(markers), response=response, environment=environment,
         metadata=r.expect(merged.get("metadata", {}), dict, "metadata"),
         description=r.expect(merged.get("description", ""), str, "description"),
     )
 
 
-def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str] | None = None) -> Suite:
-    """Validate already-parsed YAML ``data`` read from ``path``."""
+def _environment(r: _Reader, value: Any, root: Path) -> Path | None:
+    """An agent instance's environment: a directory, relative to the suite file's folder."""
+    if value is None:
+        return None
+    r.expect(value, str, "environment")
+    directory = (root / value).resolve()
+    if not directory.is_dir():
+        raise r.fail("environment", f"{value!r} is not a directory (looked for {directory})")
+    return directory
+
+
+def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str] | None = None,
+                root: Path | None = None) -> Suite:
+    """Validate already-parsed YAML ``data`` read from ``path``.
+
+    ``root`` is the folder relative paths in the suite (``environment``) are resolved
+    against: the suite file's real folder (default: ``path``'s).
+    """
+    root = root if root is not None else path.parent
     r = _Reader(path)
     r.expect(data, dict, "")
     r.unknown_keys(data, _TOP_KEYS, "")
@@ -270,7 +296,7 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         raise r.fail("ifbench", f"unsupported suite format version {data.get('ifbench')!r} (supported: 1)")
     benchmark = data.get("benchmark")
     if not isinstance(benchmark, str) or not NAME.fullmatch(benchmark):
-        raise r.fail("benchmark", f"expected a name like 'vericode' ([a-z][a-z0-9_]*), got {benchmark!r}")
+        raise r.fail("benchmark", f"expected a name like 'my_bench' ([a-z][a-z0-9_]*), got {benchmark!r}")
     defaults = r.expect(data.get("defaults", {}), dict, "defaults")
     r.unknown_keys(defaults, _INSTANCE_KEYS - {"id"}, "defaults")
     raw_instances = r.expect(data.get("instances"), list, "instances")
@@ -288,7 +314,7 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         seen.add(instance_id)
         ir = _Reader(path, instance_id)
         ir.unknown_keys(raw, _INSTANCE_KEYS, "")
-        instance = _instance(ir, raw, defaults, benchmark, path, registry)
+        instance = _instance(ir, raw, defaults, benchmark, path, registry, root)
         if protocols is not None and instance.protocol not in protocols:
             raise ir.fail("protocol", f"unknown protocol {instance.protocol!r} (known: {', '.join(sorted(protocols))})")
         instances.append(instance)
@@ -312,4 +338,4 @@ def load_suite(path: Path, registry: Registry, *, protocols: set[str] | None = N
         raise SuiteError(shown, f"invalid YAML: {exc}") from None
     except OSError as exc:
         raise SuiteError(shown, f"cannot read: {exc}") from None
-    return parse_suite(shown, data, registry, protocols=protocols)
+    return parse_suite(shown, data, registry, protocols=protocols, root=path.parent)

@@ -82,7 +82,7 @@ def pytest_sessionfinish(session: pytest.Session):
     config = session.config
     if hasattr(config, "workerinput"):
         return result
-    from ._plugin import RECORDS_KEY
+    from ._state import RECORDS_KEY
 
     records = list(config.stash.get(RECORDS_KEY, {}).values())
     path = summary_path(config)
@@ -235,9 +235,9 @@ def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], p
 
 def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], base: Path,
                    plots_dir: Path) -> Document:
-    from . import __version__
     from ._state import STATE_KEY
     from ._summary import benchmark_tables
+    from ._version import __version__
 
     records = sorted(records, key=lambda r: r["nodeid"])
     state = config.stash.get(STATE_KEY, None)

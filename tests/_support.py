@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from pytest_ifbench.stub_server import StubServer
+from pytest_ifbench.testing import FAKE_API_KEY, StubServer
 
 #: A fake key: tests assert it never reaches a file on disk.
-FAKE_KEY = "sk-ifbench-test-0123456789abcdef"
+FAKE_KEY = FAKE_API_KEY
 
 #: The checkout's root.
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +28,35 @@ def shared_sample(name: str) -> Path:
     path = SHARED / "samples" / name
     assert path.is_file(), f"{path} is missing from ../shared"
     return path
+
+
+#: The two instances of the demo suite the end-to-end tests share: the stub's "hello there" passes
+#: the first, fails the second. Copy and extend them (``{**SHOUT, "tier": 12}``) rather than
+#: writing the suite again.
+HELLO_LOWER: dict[str, Any] = {
+    "id": "hello-lower", "category": "format", "prompt": "say hello in lowercase",
+    "checks": [{"id": "lower", "verifier": "ifbench.case", "params": {"mode": "lower"}},
+               {"id": "short", "verifier": "ifbench.word_count", "params": {"max": 5}}],
+}
+SHOUT: dict[str, Any] = {
+    "id": "shout", "category": "style", "prompt": "say hello in uppercase",
+    "checks": [{"id": "upper", "verifier": "ifbench.case", "params": {"mode": "upper"}}],
+}
+
+
+def demo_suite(*instances: dict[str, Any], benchmark: str = "demo", **top: Any) -> str:
+    """Suite YAML text for ``instances`` (default: HELLO_LOWER and SHOUT); ``top`` adds top-level keys."""
+    data = {"ifbench": 1, "benchmark": benchmark, **top, "instances": list(instances or (HELLO_LOWER, SHOUT))}
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def bulk_suite(n: int) -> str:
+    """``n`` instances ``q000``... of benchmark ``bulk``, each passing on any non-empty reply."""
+    lines = ["ifbench: 1", "benchmark: bulk", "instances:"]
+    for i in range(n):
+        lines += [f"  - id: q{i:03d}", f"    prompt: question {i}",
+                  "    checks: [{id: any, verifier: ifbench.word_count, params: {min: 1}}]"]
+    return "\n".join(lines) + "\n"
 
 
 def stub_args(server: StubServer, *extra: str) -> list[str]:

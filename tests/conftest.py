@@ -1,23 +1,9 @@
-"""Fixtures for the plugin's own tests: a real local OpenAI-compatible server."""
+"""Fixtures for the plugin's own tests.
 
-from __future__ import annotations
+``stub_server`` (a real local OpenAI-compatible server) and ``stub_env`` (the
+same, with a fake ``OPENAI_API_KEY``) come from the opt-in
+``pytest_ifbench.testing`` plugin, exactly as a third-party benchmark's tests
+get them.
+"""
 
-import pytest
-
-from pytest_ifbench.stub_server import StubServer
-from tests._support import FAKE_KEY
-
-pytest_plugins = ("pytester",)
-
-
-@pytest.fixture
-def stub_server():
-    with StubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def stub_env(monkeypatch: pytest.MonkeyPatch, stub_server: StubServer) -> StubServer:
-    """Point litellm's OpenAI provider at the stub with a fake key, as a user would."""
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    return stub_server
+pytest_plugins = ("pytester", "pytest_ifbench.testing")

@@ -1,4 +1,4 @@
-"""Allure reporting (``pytest_ifbench/_allure.py``): the ``*-result.json`` files a run writes.
+"""Allure reporting (``pytest_ifbench/_allure.py``, ``_allure_render.py``): the ``*-result.json`` files a run writes.
 
 One run of a suite with a passing, a failing, a judged, a per-turn and an errored
 instance, with and without xdist, read back from the alluredir.
@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_ifbench import _allure
+from pytest_ifbench import _allure, _allure_render
 from pytest_ifbench._model_types import CheckSpec, Verdict
 from pytest_ifbench._verify import CheckOutcome
-from pytest_ifbench.stub_server import Fault, Reply
+from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY, stub_args, write_suite
 
 SUITE = """
@@ -258,11 +258,11 @@ def test_failure_kinds_pick_the_category():
     assert kind(item, [_outcome("ifbench.case", error="verifier raised")]) == "verifier error"
 
 
-@pytest.mark.parametrize("tag", [c["tag"] for c in _allure.CATEGORIES])
+@pytest.mark.parametrize("tag", [c["tag"] for c in _allure_render.CATEGORIES])
 def test_categories_match_their_messages_only(tag):
     """Allure 2 matches the whole message (Java ``matches``), Allure 3 searches it: both must agree."""
-    by_tag = {c["tag"]: c for c in _allure.CATEGORIES}
-    for category in _allure.categories():
+    by_tag = {c["tag"]: c for c in _allure_render.CATEGORIES}
+    for category in _allure_render.categories():
         regex = category["messageRegex"]
         mine = category["name"] == by_tag[tag]["name"]
         message = f"[{tag}] 2 of 3 checks failed: a, b\nsecond line"
@@ -271,16 +271,16 @@ def test_categories_match_their_messages_only(tag):
 
 
 def test_environment_properties_escape_keys_and_values():
-    text = _allure.environment_properties({"suite a:b=c.yaml": "x\ny", "model": "openai/gpt-4o"})
+    text = _allure_render.environment_properties({"suite a:b=c.yaml": "x\ny", "model": "openai/gpt-4o"})
     assert text == "suite\\ a\\:b\\=c.yaml=x\\ny\nmodel=openai/gpt-4o\n"
 
 
 def test_renderers():
     messages = [{"role": "system", "content": "S"}, {"role": "user", "content": [{"type": "text", "text": "U"}]},
                 {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}]
-    text = _allure.render_messages(messages)
+    text = _allure_render.render_messages(messages)
     assert text.startswith("── system ──\nS\n\n── user ──\nU\n\n── assistant ──\n[tool calls]")
-    reply = _allure.render_response({"text": "", "reasoning": "hmm", "model": "m", "prompt_tokens": 3,
-                                     "completion_tokens": 4, "cached": True, "attempts": 2})
+    reply = _allure_render.render_response({"text": "", "reasoning": "hmm", "model": "m", "prompt_tokens": 3,
+                                            "completion_tokens": 4, "cached": True, "attempts": 2})
     assert reply.startswith("(empty reply)\n\n── reasoning (stripped before verification) ──\nhmm")
     assert reply.endswith("── model: m · tokens in/out: 3/4 · cached · attempts: 2 ──")

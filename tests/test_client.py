@@ -11,7 +11,7 @@ from pytest_ifbench._background import BackgroundGenerator
 from pytest_ifbench._cache import ResponseCache
 from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench._model_types import GenerationParams
-from pytest_ifbench.stub_server import Fault, Reply
+from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.2, max_total_wait=10, timeout=2)
@@ -116,18 +116,17 @@ def test_background_generation_is_concurrent_and_bounded(stub_env):
     try:
         c = client(stub_env)
         c.limiter = generator.limiter
-        start = time.perf_counter()
         jobs = [
             generator.submit(f"job{i}", i, lambda i=i: c.complete([{"role": "user", "content": f"n{i}"}]))
             for i in range(32)
         ]
         texts = [job.result(timeout=30).text for job in jobs]
-        elapsed = time.perf_counter() - start
     finally:
         generator.shutdown()
     assert texts[5] == "stub reply to: n5"
+    assert stub_env.calls == 32
+    # Concurrent and bounded, as the server saw it (not by wall-clock time): exactly 8 in flight at the peak.
     assert stub_env.peak_concurrency == 8
-    assert elapsed < 32 * 0.2 / 2, f"32 calls at 200 ms with 8 in flight took {elapsed:.2f}s"
 
 
 def test_priority_order_under_contention(stub_env):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pytest_ifbench.stub_server import Reply
+from pytest_ifbench.testing import Reply
 from tests._support import stub_args
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

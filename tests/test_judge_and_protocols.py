@@ -13,7 +13,7 @@ from pytest_ifbench._judge import JudgeError, judge_checks
 from pytest_ifbench._model_types import CheckSpec, Instance, Turn
 from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._protocols import PROTOCOLS, Runtime
-from pytest_ifbench.stub_server import Reply
+from pytest_ifbench.testing import Reply
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=2)
 REGISTRY = default_registry()

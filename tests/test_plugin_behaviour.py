@@ -9,16 +9,9 @@ import subprocess
 import sys
 import time
 
-from pytest_ifbench.stub_server import Reply
-from tests._support import FAKE_KEY, stub_args, write_suite
-
-
-def many_instances(n: int) -> str:
-    lines = ["ifbench: 1", "benchmark: bulk", "instances:"]
-    for i in range(n):
-        lines += [f"  - id: q{i:03d}", f"    prompt: question {i}",
-                  "    checks: [{id: any, verifier: ifbench.word_count, params: {min: 1}}]"]
-    return "\n".join(lines) + "\n"
+from pytest_ifbench._cache import ResponseCache
+from pytest_ifbench.testing import Reply
+from tests._support import FAKE_KEY, bulk_suite, stub_args, write_suite
 
 
 def test_malformed_suite_names_file_instance_and_field(pytester):
@@ -48,14 +41,14 @@ def test_other_yaml_files_are_not_collected(pytester):
 
 
 def test_collect_only_makes_no_model_calls(pytester, stub_env):
-    write_suite(pytester.path, "suites/bulk.yaml", many_instances(3))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--collect-only", "-q")
     result.stdout.fnmatch_lines(["suites/bulk.yaml::q000", "suites/bulk.yaml::q001", "suites/bulk.yaml::q002"])
     assert stub_env.calls == 0
 
 
 def test_markers_are_listed(pytester):
-    write_suite(pytester.path, "suites/bulk.yaml", many_instances(1).replace(
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1).replace(
         "    prompt: question 0", "    prompt: question 0\n    category: Skill.md\n    scaffold: Claude Code"))
     result = pytester.runpytest_subprocess("suites", "--markers")
     result.stdout.fnmatch_lines(["*@pytest.mark.bulk:*", "*@pytest.mark.category_skill_md:*",
@@ -63,7 +56,7 @@ def test_markers_are_listed(pytester):
 
 
 def test_missing_local_extra_fails_at_start_with_instructions(pytester):
-    write_suite(pytester.path, "suites/bulk.yaml", many_instances(1))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
     pytester.makeconftest("""
         import pytest_ifbench._local_model as local
         local.local_model_problem = lambda: "llama_cpp is not installed; " + local.INSTALL_HINT
@@ -78,19 +71,23 @@ def test_missing_local_extra_fails_at_start_with_instructions(pytester):
 
 def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
     stub_env.latency = 0.25
-    write_suite(pytester.path, "suites/bulk.yaml", many_instances(24))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(24))
     args = [sys.executable, "-m", "pytest", "suites", *stub_args(stub_env, "--ifbench-concurrency=2")]
     proc = subprocess.Popen(args, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     cache = pytester.path / ".ifbench-cache"
+
+    def entries() -> int:  # complete entries only: a kill may leave a half-written .tmp-*.json
+        return len([p for p in cache.rglob("*.json") if not p.name.startswith(".tmp-")])
+
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(cache.rglob("*.json"))) < 6:
+    while time.monotonic() < deadline and entries() < 6:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = len(list(cache.rglob("*.json")))
+    done = entries()
     assert 6 <= done < 24, done
-    assert not list(cache.rglob(".tmp-*")) or True  # a kill may leave a temp file; it is never read
+    assert len(ResponseCache(cache)) == done  # leftover temp files are not counted as entries
     calls_before = stub_env.calls
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-concurrency=8"))
     result.assert_outcomes(passed=24)
@@ -99,7 +96,7 @@ def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
 
 def test_no_key_in_any_written_file(pytester, stub_env):
     stub_env.add_rule("", Reply(content=f"I will repeat what I saw: {FAKE_KEY}"))
-    write_suite(pytester.path, "suites/bulk.yaml", many_instances(2))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(2))
     pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--junitxml=junit.xml",
                                   "--alluredir=allure-results")
     written = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix != ".yaml"]
@@ -109,7 +106,7 @@ def test_no_key_in_any_written_file(pytester, stub_env):
 
 
 def test_score_pre_recorded_responses(pytester, stub_env):
-    write_suite(pytester.path, "suites/bulk.yaml", many_instances(3))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
     (pytester.path / "r.jsonl").write_text(
         json.dumps({"id": "q000", "response": "an answer"}) + "\n" + json.dumps({"id": "q001", "response": ""}) + "\n")
     result = pytester.runpytest_subprocess("suites", "--ifbench-responses=r.jsonl")
@@ -119,7 +116,7 @@ def test_score_pre_recorded_responses(pytester, stub_env):
 
 
 def test_score_mode_reports_unmatched_ids_and_bad_files(pytester):
-    write_suite(pytester.path, "suites/bulk.yaml", many_instances(1))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
     (pytester.path / "r.jsonl").write_text(json.dumps({"id": "q000", "response": "x"}) + "\n"
                                            + json.dumps({"id": "q0OO", "response": "typo"}) + "\n")
     result = pytester.runpytest_subprocess("suites", "--ifbench-responses=r.jsonl")
@@ -133,7 +130,7 @@ def test_score_mode_reports_unmatched_ids_and_bad_files(pytester):
 
 
 def test_full_instances_are_left_out_of_a_plain_run(pytester, stub_env):
-    suite = many_instances(3).replace("  - id: q002\n", "  - id: q002\n    markers: [full]\n")
+    suite = bulk_suite(3).replace("  - id: q002\n", "  - id: q002\n    markers: [full]\n")
     write_suite(pytester.path, "suites/bulk.yaml", suite)
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
     result.assert_outcomes(passed=2, deselected=1)

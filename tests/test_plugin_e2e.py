@@ -6,28 +6,10 @@ import json
 
 import pytest
 
-from pytest_ifbench.stub_server import Fault, Reply
-from tests._support import FAKE_KEY, stub_args, write_suite
+from pytest_ifbench.testing import Fault, Reply
+from tests._support import FAKE_KEY, HELLO_LOWER, SHOUT, bulk_suite, demo_suite, stub_args, write_suite
 
-SUITE = """
-ifbench: 1
-benchmark: demo
-defaults:
-  generation: {max_tokens: 50}
-instances:
-  - id: hello-lower
-    category: format
-    prompt: say hello in lowercase
-    checks:
-      - {id: lower, verifier: ifbench.case, params: {mode: lower}}
-      - {id: short, verifier: ifbench.word_count, params: {max: 5}}
-  - id: shout
-    category: style
-    tier: 12
-    prompt: say hello in uppercase
-    checks:
-      - {id: upper, verifier: ifbench.case, params: {mode: upper}}
-"""
+SUITE = demo_suite(HELLO_LOWER, {**SHOUT, "tier": 12}, defaults={"generation": {"max_tokens": 50}})
 
 
 def test_items_subtests_and_summary(pytester, stub_env):
@@ -119,11 +101,7 @@ def test_litellm_env_vars_still_work(pytester, stub_env, monkeypatch):
 def test_xdist_workers_generate_in_the_background(pytester, stub_env):
     """Each worker prefetches the items queued to it instead of calling one by one."""
     stub_env.latency = 0.3
-    lines = ["ifbench: 1", "benchmark: bulk", "instances:"]
-    for i in range(24):
-        lines += [f"  - id: q{i:02d}", f"    prompt: question {i}",
-                  "    checks: [{id: any, verifier: ifbench.word_count, params: {min: 1}}]"]
-    write_suite(pytester.path, "suites/bulk.yaml", "\n".join(lines) + "\n")
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(24))
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-concurrency=8"), "-n", "2")
     result.assert_outcomes(passed=24)
     assert stub_env.calls == 24

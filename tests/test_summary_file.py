@@ -12,26 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_ifbench._summary_file import summary_path
-from pytest_ifbench.stub_server import Reply
-from tests._support import FAKE_KEY, stub_args, write_suite
+from pytest_ifbench.testing import Reply
+from tests._support import FAKE_KEY, HELLO_LOWER, SHOUT, demo_suite, stub_args, write_suite
 
-SUITE = """
-ifbench: 1
-benchmark: demo
-instances:
-  - id: hello-lower
-    category: format
-    markers: [smoke]
-    prompt: say hello in lowercase
-    checks:
-      - {id: lower, verifier: ifbench.case, params: {mode: lower}}
-      - {id: short, verifier: ifbench.word_count, params: {max: 5}}
-  - id: shout
-    category: style
-    prompt: say hello in uppercase
-    checks:
-      - {id: upper, verifier: ifbench.case, params: {mode: upper}}
-"""
+SUITE = demo_suite({**HELLO_LOWER, "markers": ["smoke"]}, SHOUT)
 
 #: A benchmark plugin as a conftest: a metric table, a plot, and a plot plugin that breaks.
 CONFTEST = '''

@@ -1,8 +1,8 @@
-"""Built-in verifiers, one module per family.
+"""The core's general-purpose verifiers (ids ``ifbench.*``), one module per family.
 
-Each module exposes ``register(registry)`` and is discovered automatically;
-benchmark-specific families are registered under their benchmark's prefix
-(``vericode.``, ``manyih.``...), general-purpose ones under ``ifbench.``.
+Each module exposes ``register(registry)`` and is discovered automatically.
+Benchmark-specific verifiers live in their benchmark's package and arrive
+through the ``pytest_ifbench_register_verifiers`` hook.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..._jsonl import JsonlError, iter_jsonl
+
 #: Defaults of imported suites (``ifbench generate evolif import`` can change them).
 PATIENCE = 3
 MAX_TOKENS = 1024
@@ -75,17 +77,12 @@ def read_turns(path: Path) -> list[dict[str, Any]]:
             raise EvolifFormatError(f"{path}: expected a list of turn objects")
         return data
     turns = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise EvolifFormatError(f"{path}: line {number}: not JSON: {exc}") from None
-        if not isinstance(record, dict):
-            raise EvolifFormatError(f"{path}: line {number}: expected a JSON object per turn")
-        record["_line"] = number
-        turns.append(record)
+    try:
+        for number, record in iter_jsonl(text.splitlines(), expected="expected a JSON object per turn"):
+            record["_line"] = number
+            turns.append(record)
+    except JsonlError as exc:
+        raise EvolifFormatError(f"{path}: {exc}") from None
     return turns
 
 
@@ -154,7 +151,7 @@ def dialogue_instance(turns: Sequence[dict[str, Any]], instance_id: str, source:
 
 def suite_from_files(paths: Sequence[Path], *, patience: int = PATIENCE, max_tokens: int | None = MAX_TOKENS,
                      system: bool = True, markers: Sequence[str] = ()) -> dict[str, Any]:
-    from .generate import suite_defaults
+    from .assemble import suite_defaults
 
     instances = []
     seen: set[str] = set()

@@ -12,7 +12,7 @@ BENCHMARK = "vericode"
 
 
 def pytest_ifbench_register_verifiers(registry: Any) -> None:
-    from .instructions import register
+    from .verifiers import register
 
     register(registry)
 

@@ -42,6 +42,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..._jsonl import JsonlError, iter_jsonl
+
 SOURCES = ("builtin", "bigcodebench", "livecodebench", "mbpp")
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -130,16 +132,10 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise TaskFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise TaskFormatError(f"{path}:{number}: not JSON: {exc}") from None
-            if not isinstance(record, dict):
-                raise TaskFormatError(f"{path}:{number}: expected a JSON object per line")
-            yield number, record
+        try:
+            yield from iter_jsonl(handle)
+        except JsonlError as exc:
+            raise TaskFormatError(f"{path}:{exc.line}: {exc.reason}") from None
 
 
 def _need(record: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:

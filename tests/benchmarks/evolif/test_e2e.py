@@ -13,7 +13,7 @@ from pytest_ifbench._client import ModelClient, RetryPolicy
 from pytest_ifbench._model_types import CheckSpec, Instance, Turn
 from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._protocols import PROTOCOLS, Runtime
-from pytest_ifbench.stub_server import Reply
+from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
 
 HELLO = "{id: startwith, verifier: evolif.startwith, params: {mode: keyword, value: hello}}"

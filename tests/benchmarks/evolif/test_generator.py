@@ -13,29 +13,33 @@ import yaml
 
 from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._suite import parse_suite
+from pytest_ifbench.benchmarks.evolif import assemble as A
 from pytest_ifbench.benchmarks.evolif import generate as G
+from pytest_ifbench.benchmarks.evolif import realise as R
+from pytest_ifbench.benchmarks.evolif import sampling as S
+from pytest_ifbench.benchmarks.evolif import tracking as T
 from pytest_ifbench.benchmarks.evolif.catalog import GROUPS, PAPER_GROUPS, group_of
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITES = ROOT / "suites" / "evolif"
-TOPICS = G.load_data("topics.yaml")
-PERSONAS = G.load_data("personas.yaml")
+TOPICS = A.load_data("topics.yaml")
+PERSONAS = A.load_data("personas.yaml")
 
 
 def scripts(seed: int = 3, dialogues: int = 12, turns: int = 50, **kw):
-    config = G.SynthConfig(seed=seed, dialogues=dialogues, turns=turns, **kw)
+    config = A.SynthConfig(seed=seed, dialogues=dialogues, turns=turns, **kw)
     for index in range(1, dialogues + 1):
-        yield G.plan_dialogue(config, index, TOPICS, PERSONAS)
+        yield A.plan_dialogue(config, index, TOPICS, PERSONAS)
 
 
 def test_same_seed_same_suite_different_seed_different_suite():
-    config = G.SynthConfig(seed=7, dialogues=3, turns=20)
-    first = G.dump_suite(G.build_suite(config))
-    assert first == G.dump_suite(G.build_suite(config))
-    assert first != G.dump_suite(G.build_suite(G.SynthConfig(seed=8, dialogues=3, turns=20)))
+    config = A.SynthConfig(seed=7, dialogues=3, turns=20)
+    first = A.dump_suite(A.build_suite(config))
+    assert first == A.dump_suite(A.build_suite(config))
+    assert first != A.dump_suite(A.build_suite(A.SynthConfig(seed=8, dialogues=3, turns=20)))
     # Dialogue k does not depend on how many dialogues come before it in the file.
-    later = G.build_suite(G.SynthConfig(seed=7, dialogues=1, start=3, turns=20))
-    assert later["instances"][0] == G.build_suite(config)["instances"][2]
+    later = A.build_suite(A.SynthConfig(seed=7, dialogues=1, start=3, turns=20))
+    assert later["instances"][0] == A.build_suite(config)["instances"][2]
 
 
 def test_groups_are_exclusive_and_combinations_satisfiable():
@@ -43,19 +47,19 @@ def test_groups_are_exclusive_and_combinations_satisfiable():
     for _, _, script in scripts():
         for turn in script:
             assert set(turn.constraints) <= set(PAPER_GROUPS)  # a dict: at most one constraint per group
-            assert G.conflict(turn.constraints) is None, turn.constraints
+            assert S.conflict(turn.constraints) is None, turn.constraints
             for name, args in turn.constraints.items():  # every constraint is valid for its checker
-                registry.get(f"evolif.{name}").validate(G._params(name, args))
+                registry.get(f"evolif.{name}").validate(A._params(name, args))
 
 
 def test_conflict_rules():
-    assert G.conflict({"format": {"mode": "json"}, "startwith": {"mode": "letter", "value": "A"}})
-    assert G.conflict({"format": {"mode": "csv"}, "punctuation": {"mode": "must_not_include", "value": ","}})
-    assert G.conflict({"forbidden": {"keywords": ["rail pass"]}, "existence": {"rail pass": 2}})
-    assert G.conflict({"forbidden": {"keywords": ["rail"]}, "startwith": {"mode": "keyword", "value": "rail pass"}})
-    assert G.conflict({"countableItems": {"num": 5}, "length": {"mode": "sentence", "relation": "less_than",
+    assert S.conflict({"format": {"mode": "json"}, "startwith": {"mode": "letter", "value": "A"}})
+    assert S.conflict({"format": {"mode": "csv"}, "punctuation": {"mode": "must_not_include", "value": ","}})
+    assert S.conflict({"forbidden": {"keywords": ["rail pass"]}, "existence": {"rail pass": 2}})
+    assert S.conflict({"forbidden": {"keywords": ["rail"]}, "startwith": {"mode": "keyword", "value": "rail pass"}})
+    assert S.conflict({"countableItems": {"num": 5}, "length": {"mode": "sentence", "relation": "less_than",
                                                                  "number": 4}})
-    assert G.conflict({"format": {"mode": "markdown"}, "startwith": {"mode": "letter", "value": "A"},
+    assert S.conflict({"format": {"mode": "markdown"}, "startwith": {"mode": "letter", "value": "A"},
                        "countableItems": {"num": 3}}) is None
 
 
@@ -101,43 +105,43 @@ def test_triviality_filter_first_20_turns_average_two_constraints():
 
 def test_template_messages_pass_the_topic_and_constraint_checkers():
     for rng, persona, script in scripts(seed=5, dialogues=8):
-        realiser = G.TemplateRealiser(rng, persona)
+        realiser = R.TemplateRealiser(rng, persona)
         for turn in script:
             text = realiser.realise(turn)
-            assert G.constraint_checker(text, turn.operations), (turn.operations, text)
+            assert R.constraint_checker(text, turn.operations), (turn.operations, text)
             if turn.move == "backtrack" or (turn.move == "new" and turn.index > 1):
-                assert G.topic_checker(text, turn.state.topic), text
+                assert R.topic_checker(text, turn.state.topic), text
 
 
 def test_checkers_reject_incomplete_messages():
     topic = TOPICS[0]
-    op = G.Operation(kind="add", name="countableItems", after={"num": 7})
-    assert G.constraint_checker("Please use exactly seven bullet points.", [op])
-    assert G.constraint_checker("Please use 7 bullet points.", [op])
-    assert not G.constraint_checker("Please use a few bullet points.", [op])
-    words = G.Operation(kind="modify", name="existence", before={"a": 1}, after={"rail pass": 2})
-    assert not G.constraint_checker("Mention rail pass a couple of times.", [words])
-    assert G.constraint_checker("Mention 'rail pass' exactly twice.", [words])
-    assert G.constraint_checker("Drop that.", [G.Operation(kind="remove", name="case", before={"mode": "all_upper"})])
-    assert G.topic_checker("Back to the rail pass question.", topic)
-    assert not G.topic_checker("Back to the earlier topic, please.", topic)
+    op = T.Operation(kind="add", name="countableItems", after={"num": 7})
+    assert R.constraint_checker("Please use exactly seven bullet points.", [op])
+    assert R.constraint_checker("Please use 7 bullet points.", [op])
+    assert not R.constraint_checker("Please use a few bullet points.", [op])
+    words = T.Operation(kind="modify", name="existence", before={"a": 1}, after={"rail pass": 2})
+    assert not R.constraint_checker("Mention rail pass a couple of times.", [words])
+    assert R.constraint_checker("Mention 'rail pass' exactly twice.", [words])
+    assert R.constraint_checker("Drop that.", [T.Operation(kind="remove", name="case", before={"mode": "all_upper"})])
+    assert R.topic_checker("Back to the rail pass question.", topic)
+    assert not R.topic_checker("Back to the earlier topic, please.", topic)
 
 
 def test_personas_colour_the_messages():
-    config = G.SynthConfig(seed=1, dialogues=24, turns=3)
-    data = G.build_suite(config)
+    config = A.SynthConfig(seed=1, dialogues=24, turns=3)
+    data = A.build_suite(config)
     assert len({i["metadata"]["persona"] for i in data["instances"]}) > 5
     openers = {o for p in PERSONAS for o in p["openers"]}
     assert any(t["user"].startswith(tuple(openers)) for i in data["instances"] for t in i["turns"])
 
 
 def test_generated_suite_is_valid_and_checks_use_official_ids():
-    data = G.build_suite(G.SynthConfig(seed=4, dialogues=2, turns=30, markers=("full",), patience=2))
-    suite = parse_suite(Path("x.yaml"), yaml.load(G.dump_suite(data), Loader=yaml.CSafeLoader), default_registry())
+    data = A.build_suite(A.SynthConfig(seed=4, dialogues=2, turns=30, markers=("full",), patience=2))
+    suite = parse_suite(Path("x.yaml"), yaml.load(A.dump_suite(data), Loader=yaml.CSafeLoader), default_registry())
     instance = suite.instances[0]
     assert instance.protocol == "multi_turn"
     assert instance.protocol_options == {"patience": 2, "subtests": "turn"}
-    assert "full" in instance.markers and instance.system == G.SYSTEM_PROMPT
+    assert "full" in instance.markers and instance.system == A.SYSTEM_PROMPT
     assert instance.metadata["patience"] == 2 and len(instance.metadata["script"]) == 30
     for turn in instance.turns:
         groups = [group_of(c.verifier) for c in turn.checks]
@@ -192,7 +196,7 @@ def test_ifbench_generate_dispatch(tmp_path):
 
 
 def _synth_reply(replies):
-    from pytest_ifbench.stub_server import Reply
+    from pytest_ifbench.testing import Reply
 
     queue = list(replies)
 
@@ -217,19 +221,19 @@ def _synthesizer(server, attempts=3, **kw):
 
     client = ModelClient(model="openai/synth", api_base=server.url,
                          retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_total_wait=1, timeout=5))
-    return G.LLMSynthesizer(client=client, attempts=attempts, **kw)
+    return R.LLMSynthesizer(client=client, attempts=attempts, **kw)
 
 
 def test_llm_synthesizer_retries_until_the_checkers_pass(stub_env):
     persona, turn = _first_turn_with("add")
     op = turn.operations[0]
-    good = f"Hmm, could you {G.request(op.name, op.after)}? {turn.state.topic['keywords'][0]}"
+    good = f"Hmm, could you {R.request(op.name, op.after)}? {turn.state.topic['keywords'][0]}"
     stub_env.add_rule("", _synth_reply(["Could you make it a different length?", good]))
     synth = _synthesizer(stub_env)
     text, info = asyncio.run(synth.realise(turn, persona, "draft", seed=1))
     assert text == good and info == {"attempts": 2}
     prompt = stub_env.requests[0].body["messages"][-1]["content"]
-    assert persona["persona"] in prompt and G.request(op.name, op.after) in prompt
+    assert persona["persona"] in prompt and R.request(op.name, op.after) in prompt
     assert stub_env.requests[0].body["response_format"]["type"] == "json_schema"
 
 

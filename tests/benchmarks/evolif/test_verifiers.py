@@ -253,7 +253,7 @@ def test_ifbench_verify_takes_official_args_unchanged(tmp_path, capsys):
 
 def test_subjective_constraint_through_ifbench_verify_passes_above_six(stub_env, tmp_path, capsys):
     from pytest_ifbench._cli import main
-    from pytest_ifbench.stub_server import Reply
+    from pytest_ifbench.testing import Reply
 
     def judge(body):
         prompt = body["messages"][-1]["content"]

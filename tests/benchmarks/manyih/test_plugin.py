@@ -7,7 +7,7 @@ import json
 from pytest_ifbench.benchmarks.manyih import generate as generator
 from pytest_ifbench.benchmarks.manyih import metrics as metrics
 from pytest_ifbench.benchmarks.manyih import plugin
-from pytest_ifbench.stub_server import Reply
+from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
 from tests.benchmarks.manyih.test_generator import _official_sample
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from pytest_ifbench.benchmarks.vericode import generate as gen
-from pytest_ifbench.stub_server import Reply
+from pytest_ifbench.testing import Reply
 from tests._support import stub_args
 
 TASKS = {t["id"]: t for t in map(json.loads, (Path(gen.__file__).parent / "data" / "tasks.jsonl").open())}

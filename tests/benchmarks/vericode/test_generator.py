@@ -298,7 +298,7 @@ def test_importer_errors_name_file_line_and_field(tmp_path, records, message):
 
 def test_llm_selector_through_the_judge_model(stub_env, tmp_path, capsys):
     from pytest_ifbench.benchmarks.vericode.augment import scan
-    from pytest_ifbench.stub_server import Reply
+    from pytest_ifbench.testing import Reply
 
     wanted = ["doc_5", "doc_4", "bogus", "style_3", "logic_3", "style_2"]
     stub_env.add_rule("Candidate instructions", Reply(content=json.dumps({"selected": wanted})))

@@ -11,12 +11,12 @@ import pytest
 from pytest_ifbench._params import ParamError
 from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._verify import verify_one
+from pytest_ifbench.benchmarks.vericode.checks import text_after_code
 from pytest_ifbench.benchmarks.vericode.instructions import (
     BY_ID,
     CATEGORIES,
     CATEGORY_COUNTS,
     INSTRUCTIONS,
-    text_after_code,
 )
 
 REGISTRY = default_registry()

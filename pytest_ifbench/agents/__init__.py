@@ -1,0 +1,1 @@
+"""Agent runs: workspaces, the tool loop, the recording proxy, real CLI runners, trajectories."""

@@ -1,0 +1,85 @@
+"""Agent-run settings: what ``protocol_options`` of an ``agent`` instance may say, and their defaults.
+
+Precedence, highest first: the command line (``--ifbench-agent-*``), the
+instance's ``protocol_options``, the suite's ``defaults.protocol_options``,
+the defaults below. Every limit is a stop condition of the run; the reason
+for stopping is recorded on the trajectory (``meta.stop_reason``) and shown
+in the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+#: ``runner`` values that are not a real agent program: our own tool-calling loop.
+BUILT_IN_RUNNER = "loop"
+
+
+class OptionError(ValueError):
+    """An invalid agent option; ``field`` is its path below ``protocol_options``."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentOptions:
+    #: ``loop`` (the built-in tool-calling loop) or the name of a real agent CLI runner.
+    runner: str = BUILT_IN_RUNNER
+    #: The tool profile the built-in loop presents (``generic`` or a scaffold's, e.g. ``claude_code``).
+    tools: str = "generic"
+    #: Model calls (steps) before the run is stopped.
+    max_steps: int = 30
+    #: Completion tokens over the whole run.
+    max_tokens: int = 60_000
+    #: Wall-clock seconds for the whole run (model calls and tools).
+    max_seconds: float = 600.0
+    #: Cost in USD over the whole run, where the provider reports cost (0 = no limit).
+    max_cost: float = 0.0
+    #: Wall-clock seconds for one tool command.
+    command_timeout: float = 60.0
+    #: The same tool call (name and arguments) this many times in a row stops the run.
+    max_repeats: int = 3
+    #: Characters of one tool result the model sees; longer ones keep head and tail.
+    max_output_chars: int = 16_000
+    #: Memory (MiB) for each sandboxed command.
+    memory_mb: int = 2048
+    #: Processes at once inside the sandbox.
+    max_processes: int = 256
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "runner": (str,), "tools": (str,), "max_steps": (int,), "max_tokens": (int,), "max_seconds": (int, float),
+    "max_cost": (int, float), "command_timeout": (int, float), "max_repeats": (int,),
+    "max_output_chars": (int,), "memory_mb": (int,), "max_processes": (int,),
+}
+#: Keys of ``protocol_options`` that belong to the core, not to agent runs.
+_CORE_KEYS = {"subtests"}
+
+
+def agent_options(options: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> AgentOptions:
+    """Validate ``options`` (an instance's ``protocol_options``) and apply ``overrides`` (the command line).
+
+    Unknown keys and wrong types raise :class:`OptionError`; numbers must be positive
+    (``max_cost`` may be 0: no limit).
+    """
+    known = {f.name for f in fields(AgentOptions)}
+    values: dict[str, Any] = {}
+    for key, value in {**options, **{k: v for k, v in (overrides or {}).items() if v is not None}}.items():
+        if key in _CORE_KEYS:
+            continue
+        if key not in known:
+            raise OptionError(key, f"unknown agent option (known: {', '.join(sorted(known))})")
+        kinds = _TYPES[key]
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise OptionError(key, f"expected {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
+        if kinds != (str,) and (value < 0 or (value == 0 and key != "max_cost")):
+            raise OptionError(key, f"must be positive, got {value!r}")
+        values[key] = value
+    return replace(AgentOptions(), **values)

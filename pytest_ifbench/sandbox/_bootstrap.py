@@ -1,0 +1,49 @@
+"""Child side, entry point: the file the sandboxed interpreter is started with.
+
+The parent (:mod:`._python`) runs, with the parent's own interpreter::
+
+    [unshare --net] python -s -P -B /path/to/sandbox/_bootstrap.py PAYLOAD_FD REPORT_FD
+
+It is started by file path -- not ``-m`` (that would import ``pytest_ifbench``
+and put the package on ``sys.path`` inside the sandbox) and not from a string
+(so the child-side code is ordinary, linted, testable source).  ``-P`` keeps
+this file's directory off ``sys.path``; the flags are discussed in the package
+docstring.  Standard library only.
+
+This module does nothing but load :mod:`._confine` and :mod:`._harness` from
+its own directory under private names (not registered in ``sys.modules``) and
+with a **private copy of the builtins**, then hand over.  Two reasons:
+
+* candidate code that monkeypatches ``builtins`` (``builtins.len = ...``)
+  must not break the harness or switch off the audit hook, whose code looks
+  builtins up in its own copy;
+* in script mode the harness empties ``__main__``'s namespace and runs the
+  candidate there, which is this file's namespace -- so nothing here may look
+  up a global after handing over (the hand-over is the last thing it does).
+"""
+
+import builtins
+import importlib.util
+import os
+import sys
+
+
+def _load(name, filename, private_builtins):
+    spec = importlib.util.spec_from_file_location(name, filename)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__["__builtins__"] = private_builtins  # exec_module keeps an existing __builtins__
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv):
+    """``argv`` = [this file, payload fd, report fd]."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    private_builtins = dict(vars(builtins))
+    confine = _load("_ifbench_confine", os.path.join(here, "_confine.py"), private_builtins)
+    harness = _load("_ifbench_harness", os.path.join(here, "_harness.py"), private_builtins)
+    harness.main(int(argv[1]), int(argv[2]), confine.confine)  # must stay the last statement
+
+
+if __name__ == "__main__":
+    main(sys.argv)

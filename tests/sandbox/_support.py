@@ -1,0 +1,33 @@
+"""Helpers shared by the sandbox tests (``from tests.sandbox._support import ...``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pytest_ifbench.sandbox import SandboxLimits
+
+#: Generous enough for a loaded machine, short enough to keep the suite quick.
+FAST = SandboxLimits(timeout=5.0, cpu_seconds=5)
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids of non-zombie processes in process group ``pgid``."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    # kill() also "finds" zombies that an init process has not reaped yet.
+    live = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state != "Z":
+            live.append(int(entry))
+    return live

@@ -1,0 +1,202 @@
+"""The package's import structure: no cycles, layers only import downwards, benchmarks stay apart.
+
+Every ``import`` statement counts -- module level, inside functions and under
+``TYPE_CHECKING`` alike -- because a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import pytest_ifbench
+
+PACKAGE = Path(pytest_ifbench.__file__).resolve().parent
+NAME = "pytest_ifbench"
+
+#: Core modules by layer; a module may import only from its own layer or lower ones.
+#: Benchmarks (layer 5) build on the engine below them and are composed by the layers above.
+LAYERS: dict[str, int] = {
+    # 0: plain data, text helpers and self-contained leaves (the sandbox imports only the stdlib)
+    "_version": 0, "_model_types": 0, "_params": 0, "_text": 0, "_redact": 0, "_jsonl": 0, "_metrics": 0,
+    "_background": 0, "_local_model": 0, "sandbox": 0,
+    # 1: the verifier registry and the response cache
+    "_registry": 1, "_cache": 1,
+    # 2: model access and the ruff runner
+    "_ruff": 2, "_client": 2, "_responses": 2,
+    # 3: checking, and agent runs (their trajectories are what trajectory verifiers check)
+    "verifiers": 3, "_judge": 3, "_verify": 3, "agents": 3,
+    # 4: suites, protocols, result records
+    "_protocols": 4, "_suite": 4, "_records": 4,
+    # 5: benchmarks
+    "benchmarks": 5,
+    # 6: hooks and the composition root
+    "_hookspecs": 6, "_plugins": 6,
+    # 7: per-session state
+    "_state": 7,
+    # 8: pytest items and the terminal summary
+    "_collect": 8, "_summary": 8,
+    # 9: reporters, entry points, the testing plugin and the public facade
+    "_baseline": 9, "_allure": 9, "_allure_render": 9, "_summary_file": 9, "_plugin": 9, "_cli": 9, "testing": 9, "": 9,
+}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = [NAME, *path.relative_to(PACKAGE).with_suffix("").parts]
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        out[".".join(parts)] = (path, is_package)
+    return out
+
+
+MODULES = _modules()
+
+
+def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names if alias.name.split(".")[0] == NAME]
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+        if target.split(".")[0] != NAME:
+            return []
+    return [f"{target}.{a.name}" if f"{target}.{a.name}" in MODULES else target for a in node.names]
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, (path, is_package) in MODULES.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                for target in _targets(module, is_package, node):
+                    while target not in MODULES and "." in target:
+                        target = target.rsplit(".", 1)[0]
+                    if target != module:
+                        deps.add(target)
+        graph[module] = deps
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in sorted(graph[node]):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _top(module: str) -> str:
+    """The layer key of a module: the longest key of LAYERS that is the module or a package holding it
+    ('' for the package itself); else the module's first component below the package."""
+    rest = module.removeprefix(NAME).lstrip(".")
+    parts = rest.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYERS:
+            return ".".join(parts[:n])
+    return parts[0]
+
+
+def _benchmark(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "benchmarks" else None
+
+
+def test_the_walker_sees_real_imports():
+    """Guards the test itself: known edges must be found, or every other assertion is vacuous."""
+    assert f"{NAME}._registry" in GRAPH[f"{NAME}._verify"]
+    assert f"{NAME}._registry" in GRAPH[f"{NAME}._plugins"]
+    assert any(dep.startswith(f"{NAME}.benchmarks.manyih.") for dep in GRAPH[f"{NAME}.benchmarks.manyih.verifiers"])
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles():
+    assert _cycles(GRAPH) == []
+
+
+def test_every_core_module_has_a_layer():
+    unknown = sorted({_top(m) for m in MODULES} - set(LAYERS))
+    assert not unknown, f"add these modules to LAYERS in {__file__}: {unknown}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_go_down_the_layers(module):
+    layer = LAYERS[_top(module)]
+    upward = sorted(dep for dep in GRAPH[module] if LAYERS[_top(dep)] > layer)
+    assert not upward, f"{module} (layer {layer}) imports from higher layers: {upward}"
+
+
+def test_benchmarks_do_not_import_each_other():
+    crossing = sorted(
+        (module, dep) for module, deps in GRAPH.items() for dep in deps
+        if _benchmark(module) and _benchmark(dep) and _benchmark(module) != _benchmark(dep)
+    )
+    assert crossing == []
+
+
+def test_the_core_never_imports_a_benchmark():
+    reaching = sorted((m, d) for m, deps in GRAPH.items() for d in deps
+                      if _benchmark(d) and not _benchmark(m) and _top(m) != "benchmarks")
+    assert reaching == []
+
+
+def test_the_core_never_names_a_benchmark():
+    """Outside ``benchmarks/`` no module mentions a shipped benchmark, not even in a docstring."""
+    names = sorted(p.name for p in (PACKAGE / "benchmarks").iterdir() if (p / "plugin.py").is_file())
+    assert names, "no benchmark found"
+    mentions = []
+    for module, (path, _) in MODULES.items():
+        if _top(module) in ("benchmarks", "testing"):
+            continue
+        text = path.read_text(encoding="utf-8").lower()
+        mentions += [(module, name) for name in names if name in text]
+    assert mentions == []
+
+
+def test_modules_stay_small():
+    """~600 lines at most, except modules that are declarative tables (listed here with the reason)."""
+    tables: dict[str, str] = {}  # "path": "why it is a table" -- none needed today
+    long = sorted(
+        (str(path.relative_to(PACKAGE)), n) for path, _ in MODULES.values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 620
+        and str(path.relative_to(PACKAGE)) not in tables
+    )
+    assert long == []
