@@ -226,6 +226,9 @@ class ModelClient:
             kwargs["api_base"] = self.api_base
         if tools:
             kwargs["tools"] = list(tools)
+            # litellm.completion() imports its MCP gateway (and the optional `mcp` package) whenever
+            # `tools` is set, unless told to skip it; it pops this flag, so no provider sees it.
+            kwargs["_skip_mcp_handler"] = True
         if response_format is not None:
             kwargs["response_format"] = dict(response_format)
         waited = 0.0
