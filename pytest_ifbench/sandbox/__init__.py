@@ -66,26 +66,27 @@ part of this package; standard library only, never ``pytest_ifbench``):
 * :mod:`._confine` -- rlimits, seccomp filter, audit hook.
 * :mod:`._harness` -- runs the script or the tests, reports over the pipe.
 
-The seam for other kinds of sandboxed work
-------------------------------------------
+OS-level containment for agent commands
+---------------------------------------
 
-Supervision takes an explicit working directory and argv and does not assume
-"one throwaway directory per call, always Python": the throwaway directory
-belongs to the Python front end.  A future front end that runs an *agent's*
-shell commands many times in one persistent workspace (a fresh copy of an
-environment directory per run, kept across commands, removed at the end)
-would create that workspace with :mod:`._workspace`, call
-:func:`~._process.run_process` once per command with ``cwd`` = the workspace
-and its own argv, and apply its containment at the OS level -- the natural
-place for a bubblewrap/namespace launcher is the prefix that
-:func:`~._process.run_process` puts in front of ``argv`` today
-(``unshare --net``).  Such commands get no audit hook or seccomp from the
-Python bootstrap, so their rlimits must then come from that launcher too
-(see :mod:`._process`).
+* :mod:`._namespaces` -- the bubblewrap command line for a contained command:
+  a read-only system view, the workspace at ``/workspace``, a private ``HOME``
+  and ``/tmp``, new user/PID/network/IPC/UTS namespaces, no capabilities, an
+  unprivileged host uid (so ``RLIMIT_NPROC`` holds), rlimits through
+  ``prlimit``, a disk watchdog; :func:`sandbox_problem` says in one line what
+  is missing when it cannot run.
+* :mod:`._forward` -- (child side) the only way out for real agent programs:
+  a relay from ``127.0.0.1:<port>`` inside the sandbox to a host Unix socket
+  (the recording proxy).
+
+``pytest_ifbench.agents.workspace.Workspace`` uses both: a persistent copy of
+an environment directory, every command run through :func:`~._process.run_process`
+under bubblewrap.
 """
 
 from __future__ import annotations
 
+from ._namespaces import sandbox_problem
 from ._process import network_namespace_available
 from ._python import run_python
 from ._tests import run_assert_tests, run_stdio_tests
@@ -100,4 +101,5 @@ __all__ = [
     "run_assert_tests",
     "run_python",
     "run_stdio_tests",
+    "sandbox_problem",
 ]

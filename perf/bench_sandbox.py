@@ -1,0 +1,125 @@
+#!/usr/bin/env python
+"""Benchmark: start-up cost of a contained command, agent workspace vs the Python sandbox.
+
+* **workspace `true`**: ``Workspace.run(["true"])`` -- the whole chain for one
+  command (root bubblewrap staging the run's directories, ``prlimit``,
+  ``setpriv``, the sandbox's bubblewrap with its namespaces, ``true``, the
+  teardown wait and the disk-budget walk), in an empty workspace.
+* **workspace `bash -c true`**: the same through a string command (bash start-up added).
+* **10-command sequence**: ten small commands of an agent-like session in one
+  workspace (write, read, list, ``git init``/``add``/``commit``...), timed as a
+  whole; reported per sequence and per command.
+* **`run_python`**: ``pytest_ifbench.sandbox.run_python("pass")`` -- the
+  existing Python sandbox (interpreter + bootstrap + harness, ``unshare --net``),
+  for comparison.
+* **`unshare --net true` floor** and **plain `true`**: what a bare process
+  start costs here.
+
+Each figure is the median and the 90th percentile of ``--repeat`` runs (20 by
+default; the sequence runs ``--repeat // 4`` times) after one warm-up run.
+Exits with status 2 when the sandbox is unavailable (printing the reason).
+Runs sequentially in this process; about 10-20 s on 2 cores.
+
+Usage (from the repository root)::
+
+    python perf/bench_sandbox.py
+    python perf/bench_sandbox.py --repeat 50 --json sandbox.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(REPO))
+
+from _common import source_revision
+
+from pytest_ifbench.agents.workspace import Limits, Workspace, sandbox_problem
+from pytest_ifbench.sandbox import run_python
+
+SEQUENCE = (
+    "echo 'print(1)' > main.py",
+    "cat main.py",
+    "ls -la",
+    "git init -q .",
+    "git add main.py",
+    "git -c user.name=a -c user.email=a@b commit -qm init",
+    "grep -n print main.py",
+    "sed -i 's/1/2/' main.py",
+    "git diff --stat",
+    "wc -l main.py",
+)
+
+
+def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return {"median_ms": round(1000 * statistics.median(times), 2),
+            "p90_ms": round(1000 * times[min(len(times) - 1, int(0.9 * len(times)))], 2), "runs": repeat}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=20, help="runs per figure (default 20)")
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    problem = sandbox_problem()
+    if problem is not None:
+        print(f"sandbox unavailable: {problem}", file=sys.stderr)
+        return 2
+
+    limits = Limits(timeout=60)
+    figures: dict[str, dict[str, float]] = {}
+
+    def check(result) -> None:
+        if not result.ok:
+            raise SystemExit(f"command failed: {result}")
+
+    with Workspace.create(None) as ws:
+        figures["workspace true"] = measure(lambda: check(ws.run(["true"], limits=limits)), args.repeat)
+        figures["workspace bash -c true"] = measure(lambda: check(ws.run("true", limits=limits)), args.repeat)
+
+    def sequence() -> None:
+        with Workspace.create(None) as ws:
+            for command in SEQUENCE:
+                check(ws.run(command, limits=limits))
+
+    figures["10-command sequence (incl. create/close)"] = measure(sequence, max(3, args.repeat // 4))
+    figures["run_python('pass')"] = measure(lambda: run_python("pass"), args.repeat)
+    figures["unshare --net true"] = measure(lambda: subprocess.run(["unshare", "--net", "true"], check=True),
+                                            args.repeat)
+    figures["plain true"] = measure(lambda: subprocess.run(["true"], check=True), args.repeat)
+
+    seq = figures["10-command sequence (incl. create/close)"]
+    print(f"Sandbox start-up, {args.repeat} runs each (load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs)")
+    print(f"  {'':<42}{'median ms':>11}{'p90 ms':>9}")
+    for name, fig in figures.items():
+        print(f"  {name:<42}{fig['median_ms']:>11.2f}{fig['p90_ms']:>9.2f}")
+    print(f"  per command in the sequence: {seq['median_ms'] / len(SEQUENCE):.2f} ms (median / {len(SEQUENCE)})")
+    if args.json:
+        result = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                  "python": platform.python_version(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+                  "loadavg": os.getloadavg(), "euid": os.geteuid(), **source_revision(), "figures": figures}
+        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

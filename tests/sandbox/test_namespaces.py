@@ -1,0 +1,181 @@
+"""The bubblewrap launcher, its probe, the disk walk and the TCP-to-Unix relay (_namespaces, _forward)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from pytest_ifbench.sandbox import _namespaces as ns
+
+PROBLEM = ns.sandbox_problem()
+needs_sandbox = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
+LIMITS = ns.Rlimits(cpu_seconds=10, memory_mb=512, processes=64, file_size_mb=16)
+
+
+@pytest.fixture
+def jail(tmp_path):
+    dirs = []
+    for name in ("ws", "home", "tmp"):
+        path = tmp_path / name
+        path.mkdir()
+        if os.geteuid() == 0:
+            os.chown(path, ns.SANDBOX_UID, ns.SANDBOX_UID)
+        dirs.append(str(path))
+    return ns.Jail(workspace=dirs[0], home=dirs[1], tmp=dirs[2])
+
+
+def test_command_line_shape(jail, tmp_path):
+    argv = ns.command_line(jail, ["echo", "hi"], env={"A": "1"}, rlimits=LIMITS, info_fd=9)
+    assert argv[-3:] == ["--", "echo", "hi"]
+    inner = argv[len(argv) - argv[::-1].index(ns._tools()["bwrap"]) - 1:]  # the last bwrap: the sandbox itself
+    for flag in ("--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+                 "--clearenv"):
+        assert flag in inner
+    assert inner[inner.index("--cap-drop") + 1] == "ALL" and inner[inner.index("--info-fd") + 1] == "9"
+    assert inner[inner.index("--setenv") + 1:inner.index("--setenv") + 3] == ["A", "1"]
+    assert inner[inner.index("--chdir") + 1] == ns.MOUNT and ["--proc", "/proc"] == inner[inner.index("--proc"):][:2]
+    assert ["--remount-ro", "/"] == inner[inner.index("--chdir") - 2:inner.index("--chdir")]
+    prlimit = argv[argv.index(ns._tools()["prlimit"]):]
+    assert "--nproc=64" in prlimit and f"--as={512 << 20}" in prlimit and "--core=0" in prlimit
+    if os.geteuid() == 0:  # staged by a root bubblewrap, then dropped to the sandbox uid
+        assert argv[0] == ns._tools()["bwrap"] and f"--reuid={ns.SANDBOX_UID}" in argv
+        assert ["--bind", jail.workspace, f"{ns.STAGE}/ws"] == argv[argv.index(jail.workspace) - 1:][:3]
+        assert ["--bind", f"{ns.STAGE}/ws", ns.MOUNT] == inner[inner.index(ns.MOUNT) - 2:][:3]
+    else:
+        assert ["--bind", jail.workspace, ns.MOUNT] == inner[inner.index(ns.MOUNT) - 2:][:3]
+
+
+def test_extra_ro_paths_are_checked(jail, tmp_path):
+    def build(*paths):
+        jailed = ns.Jail(workspace=jail.workspace, home=jail.home, tmp=jail.tmp, extra_ro=paths)
+        return ns.command_line(jailed, ["true"], env={}, rlimits=LIMITS)
+
+    for bad in ("relative/path", "/", "/tmp", ns.MOUNT, f"{ns.MOUNT}/x", ns.HOME, "/proc/1", "/dev/shm"):
+        with pytest.raises(ValueError):
+            build(bad)
+    with pytest.raises(FileNotFoundError):
+        build(str(tmp_path / "missing"))
+    assert "/usr/bin/env" not in build("/usr/bin/env")  # already visible through /usr
+    assert str(tmp_path) in build(str(tmp_path))
+    with pytest.raises(ValueError):
+        ns.command_line(jail, ["true"], env={"A=B": "1"}, rlimits=LIMITS)
+
+
+def test_probe_reports_one_line_with_the_fix(monkeypatch):
+    assert ns.sandbox_problem() is ns.sandbox_problem()  # cached
+    monkeypatch.setattr(ns, "_tool_cache", {})
+    monkeypatch.setattr(ns.shutil, "which", lambda name, path=None: None)
+    problem = ns._diagnose()
+    assert problem is not None and "\n" not in problem and "apt-get install bubblewrap" in problem
+
+
+def test_tree_usage_counts_blocks_once_and_does_not_follow_links(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_bytes(b"x" * 100_000)
+    os.link(tmp_path / "d" / "f", tmp_path / "hard")
+    (tmp_path / "link").symlink_to("/usr")
+    used = ns.tree_usage([str(tmp_path)], max_entries=100)
+    assert 100_000 <= used < 200_000
+    assert ns.tree_usage([str(tmp_path)], max_entries=2) is None
+    assert ns.tree_usage([str(tmp_path / "gone")], max_entries=10) == 0
+
+
+@needs_sandbox
+def test_a_raw_command_runs_contained_and_reports_its_pid(jail, tmp_path):
+    read, write = os.pipe()
+    argv = ns.command_line(jail, ["/bin/sh", "-c", "id -u; echo $$; ls /"], env={"PATH": "/usr/bin:/bin"},
+                           rlimits=LIMITS, info_fd=write)
+    done = subprocess.run(argv, env=ns.LAUNCHER_ENV, cwd=tmp_path, capture_output=True, text=True, pass_fds=(write,),
+                          timeout=30)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        info = json.loads(fh.read())
+    uid, pid, *listing = done.stdout.split()
+    assert done.returncode == 0 and int(uid) == (ns.SANDBOX_UID if os.geteuid() == 0 else os.getuid())
+    assert int(pid) == 2 and info["child-pid"] > 2  # the shell is pid 2 in its namespace; bwrap's init is 1
+    assert "workspace" in listing and "root" not in listing and "work" not in listing
+
+
+# --- the relay ----------------------------------------------------------------------------------------
+
+def _unix_echo_server(path):
+    """Echo each connection back, upper-cased, after the client half-closes; counts connections."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(16)
+    served = []
+
+    def handle(conn):
+        with conn:
+            data = b""
+            while chunk := conn.recv(65536):
+                data += chunk
+            conn.sendall(data.upper())
+        served.append(len(data))
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, served
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _relay(port, sock, *command):
+    return subprocess.run([sys.executable, "-I", "-S", "-B", ns.FORWARDER, str(port), str(sock), "--", *command],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_relay_forwards_concurrent_connections_with_half_close(tmp_path):
+    sock = tmp_path / "s.sock"
+    server, served = _unix_echo_server(sock)
+    port = _free_port()
+    client = (
+        "import socket, threading\n"
+        "out = {}\n"
+        "def one(i):\n"
+        f"    c = socket.create_connection(('127.0.0.1', {port}))\n"
+        "    c.sendall(b'abc%d' % i * 200000); c.shutdown(socket.SHUT_WR)\n"
+        "    data = b''\n"
+        "    while chunk := c.recv(65536): data += chunk\n"
+        "    out[i] = data == (b'ABC%d' % i * 200000)\n"
+        "ts = [threading.Thread(target=one, args=(i,)) for i in range(5)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "print(sorted(out.items()))\n"
+    )
+    try:
+        done = _relay(port, sock, sys.executable, "-c", client)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([(i, True) for i in range(5)])
+    assert sorted(served) == [800_000] * 5
+
+
+def test_relay_passes_the_exit_status_and_stdio_through(tmp_path):
+    sock = tmp_path / "s.sock"
+    server, _ = _unix_echo_server(sock)
+    try:
+        done = _relay(_free_port(), sock, "/bin/sh", "-c", "read x; echo out $x; echo err >&2; exit 7")
+        assert (done.returncode, done.stdout, done.stderr) == (7, "out\n", "err\n")
+        assert _relay(_free_port(), sock, "/bin/sh", "-c", "kill -TERM $$").returncode == 128 + 15
+        missing = _relay(_free_port(), sock, str(tmp_path / "no-such-command"))
+        assert missing.returncode == 127 and "no-such-command" in missing.stderr
+    finally:
+        server.close()
