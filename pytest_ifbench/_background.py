@@ -95,6 +95,10 @@ class BackgroundGenerator:
                 self._jobs[key] = job
             return job
 
+    def run_threadsafe(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        """Run ``coro`` on the generation loop from any other thread (e.g. a proxy's handler)."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+
     def submitted(self, key: str) -> bool:
         return key in self._jobs
 

@@ -23,6 +23,7 @@ from ._records import episode_record, error_record
 from ._state import STATE_KEY, IfbenchState
 from ._suite import SuiteError, marker_name
 from ._verify import CheckOutcome, VerifyContext, evaluate
+from .agents.session import AgentHarnessError
 
 _MARKER_HELP = {
     "ifbench": "every pytest-ifbench instance",
@@ -122,7 +123,11 @@ def combine_samples(per_sample: list[list[tuple[int, CheckOutcome]]]) -> list[tu
 
 @pytest.hookimpl(trylast=True)
 def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[CheckOutcome]) -> bool:
-    failed = [o for o in outcomes if not o.passed]
+    applicable = [o for o in outcomes if getattr(o, "applicable", True)]
+    if not applicable:  # a conditional requirement whose condition never arose: neither passed nor failed
+        reasons = "; ".join(o.verdict.evidence for o in outcomes if o.verdict is not None and o.verdict.evidence)
+        pytest.skip(f"not applicable{': ' + reasons if reasons else ''}")
+    failed = [o for o in applicable if not o.passed]
     if failed:
         if len(outcomes) > 1:
             header = f"{name}: {len(failed)} of {len(outcomes)} checks unmet: {', '.join(o.check.id for o in failed)}"
@@ -172,8 +177,9 @@ class InstanceItem(pytest.Function):
         try:
             self.episodes = job.result()
             self.episode = self.episodes[0]
-        except (ModelCallError, JudgeError, LookupError) as exc:
-            kind = "judge" if isinstance(exc, JudgeError) else "model"
+        except (ModelCallError, JudgeError, LookupError, AgentHarnessError) as exc:
+            kind = ("judge" if isinstance(exc, JudgeError) else
+                    "harness" if isinstance(exc, AgentHarnessError) else "model")
             self.ifbench_record = error_record(self.nodeid, self.spec, state.model_name,
                                                state.judge_names, str(exc), kind)
             raise InstanceError(str(exc)) from None
@@ -195,9 +201,11 @@ class InstanceItem(pytest.Function):
                 if c.turn == record.index or (c.turn is None and record.index == last)
             ]
             pending = [c for c in checks if c.id not in done]
+            agent = episode.agent
             ctx = VerifyContext(registry=state.registry, instance=instance, judged=record.judged,
                                 messages=record.messages + [{"role": "assistant", "content": record.completion.text}],
-                                sandbox=state.sandbox)
+                                sandbox=state.sandbox, trajectory=agent.trajectory if agent else None,
+                                workspace=agent.workspace if agent else None)
             fresh = {o.check.id: o for o in evaluate(pending, record.completion.text, ctx)} if pending else {}
             out.extend((record.index, done.get(c.id) or fresh[c.id]) for c in checks)
         return out
@@ -211,6 +219,8 @@ class InstanceItem(pytest.Function):
             state.registry, time.perf_counter() - start,
         )
         self.ihook.pytest_ifbench_instance_verified(item=self, record=record)
+        if self.episode is not None and self.episode.agent is not None:
+            self.add_report_section("call", "agent run", agent_summary(self.episode.agent, state.keep_workspaces))
         groups = self._subtest_groups(outcomes)
         failed: list[str] = []
         for name, group in groups:
@@ -224,6 +234,12 @@ class InstanceItem(pytest.Function):
         # and under xdist every report travels to the controller).
         self.failed_subtests, self.subtest_count = failed, len(groups)
         self.ifbench_record = record
+
+    def close_workspaces(self) -> None:
+        """Remove the agent runs' workspaces (kept with ``--ifbench-keep-workspaces``)."""
+        for episode in self.episodes:
+            if episode.agent is not None:
+                episode.agent.close(keep=self.state.keep_workspaces)
 
     def failure_summary(self) -> str:
         unit = "turns" if self.spec.protocol_options.get("subtests") == "turn" else "checks"
@@ -243,3 +259,14 @@ class InstanceItem(pytest.Function):
         if isinstance(excinfo.value, (CheckFailed, InstanceError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+def agent_summary(run: Any, kept: bool) -> str:
+    """The report section of an agent run: how it ended, where the time went, where to look."""
+    lines = [f"runner: {run.runner}    stopped: {run.stop_reason}    steps: {run.steps}",
+             f"time: {run.duration:.1f} s (model {run.model_seconds:.1f} s, tools {run.tool_seconds:.1f} s)"]
+    if kept and run.workspace is not None:
+        lines.append(f"workspace (kept): {run.workspace.path}")
+    if run.trajectory_path is not None:
+        lines.append(f"trajectory: {run.trajectory_path}")
+    return "\n".join(lines)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._metrics import MetricTable
     from ._protocols import ProtocolRegistry
     from ._registry import Registry
+    from .agents.profiles import ToolRegistry
 
 
 @pytest.hookspec(historic=True)
@@ -31,6 +32,20 @@ def pytest_ifbench_register_verifiers(registry: Registry) -> None:
 @pytest.hookspec(historic=True)
 def pytest_ifbench_register_protocols(protocols: ProtocolRegistry) -> None:
     """Add protocols: ``protocols["name"] = async def run(instance, runtime) -> Episode``."""
+
+
+@pytest.hookspec(historic=True)
+def pytest_ifbench_register_tools(tools: ToolRegistry) -> None:
+    """Add tools and tool profiles for the built-in agent loop (``runner: loop``).
+
+    ``tools.add_tool(tool)`` offers a :class:`~pytest_ifbench.agents.tools.Tool` in every
+    profile (``profiles=[...]`` to choose); ``tools.add_profile(profile)`` adds a whole
+    :class:`~pytest_ifbench.agents.profiles.Profile`, selected by ``protocol_options.tools``.
+    Profiles usually present existing capabilities under other names:
+    ``alias(tools.tool("bash"), name="Shell", ...)``. The built-in tools and profiles
+    (``generic``, ``claude_code``, ``kilo``, ``droid``) are registered first; names are unique.
+    Every tool must execute inside the run's sandboxed workspace (``ToolContext.command``).
+    """
 
 
 @pytest.hookspec(firstresult=True)

@@ -6,7 +6,13 @@ per-instance share of scored checks passed) and, when an instance carries
 bonus/penalty points, the rubric score s_i = max(0, S+ - S-) / S_max
 (AgentIF-OneDay eq. 1), averaged over instances. With a judge panel, ISR and
 CSR are also computed per judge and reported as mean and std across judges
-(OctoBench avg@k). Errored instances are counted but excluded from rates.
+(avg@k). Errored instances are counted but excluded from rates.
+
+A check that is not applicable (``"applicable": false``: a conditional
+requirement whose condition did not arise) is left out of every denominator:
+ISR and CSR are taken over the applicable scored checks, and an instance with
+none is left out of both rates. Per judge, a check counts as that judge saw
+its applicability.
 """
 
 from __future__ import annotations
@@ -36,21 +42,27 @@ def scored_checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for c in record.get("checks", []) if c.get("scored", True)]
 
 
+def applicable(check: Mapping[str, Any]) -> bool:
+    """False for a check whose condition did not arise (it counts in no denominator)."""
+    return check.get("applicable", True) is not False
+
+
 def instance_passed_share(record: Mapping[str, Any], judge: str | None = None) -> tuple[bool, float] | None:
-    """(all passed, share passed) over scored checks, optionally as one judge saw it."""
-    checks = scored_checks(record)
-    if not checks:
+    """(all passed, share passed) over the applicable scored checks, optionally as one judge saw
+    them; None when there are none."""
+    results = [r for c in scored_checks(record) if (r := _passed_by(c, judge)) is not None]
+    if not results:
         return None
-    results = [_passed_by(c, judge) for c in checks]
     return all(results), sum(results) / len(results)
 
 
-def _passed_by(check: Mapping[str, Any], judge: str | None) -> bool:
+def _passed_by(check: Mapping[str, Any], judge: str | None) -> bool | None:
+    """Whether the check passed (as ``judge`` saw it, when that judge voted on it); None when not applicable."""
     if judge is not None:
         for vote in (check.get("verdict") or {}).get("details", {}).get("judges", []) or []:
             if vote.get("judge") == judge:
-                return bool(vote.get("passed"))
-    return bool(check.get("passed"))
+                return bool(vote.get("passed")) if applicable(vote) else None
+    return bool(check.get("passed")) if applicable(check) else None
 
 
 def rubric_score(record: Mapping[str, Any]) -> float | None:
@@ -59,7 +71,7 @@ def rubric_score(record: Mapping[str, Any]) -> float | None:
     A bonus item earns its points when passed; a penalty item costs its points
     when failed (``passed`` always means "the response is fine on this item").
     """
-    checks = scored_checks(record)
+    checks = [c for c in scored_checks(record) if applicable(c)]
     bonus = [c for c in checks if c.get("kind") == "bonus"]
     penalty = [c for c in checks if c.get("kind") == "penalty"]
     if not bonus and not penalty:

@@ -18,15 +18,33 @@ CheckKind = Literal["check", "bonus", "penalty"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
-    """What a verifier says about one response for one check."""
+    """What a verifier says about one response for one check.
+
+    ``applicable`` is False when the check is conditional and its condition did not arise
+    (e.g. "after editing a file, run the tests" in a run that edited nothing): such a check
+    is neither met nor unmet, and metrics leave it out of their denominators. ``passed`` is
+    then meaningless and read as False.
+    """
 
     passed: bool
     evidence: str = ""
     #: Free-form details (judge reasoning, ruff violations...) kept in results.
     details: Mapping[str, Any] = field(default_factory=dict)
+    applicable: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"passed": self.passed, "evidence": self.evidence, "details": dict(self.details)}
+        out = {"passed": self.passed, "evidence": self.evidence, "details": dict(self.details)}
+        if not self.applicable:  # omitted when True: results of applicable checks keep their old shape
+            out["applicable"] = False
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeOmission:
+    """Stands in for a judged check's verdict when the judge produced none (e.g. it left the check
+    out of its answer); evaluation turns it into an error outcome carrying ``reason``."""
+
+    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -66,6 +66,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "naming 'full' or explicit node ids select them too)")
     group.addoption("--ifbench-sandbox-timeout", dest="ifbench_sandbox_timeout", type=float, default=10.0,
                     metavar="SECONDS", help="wall-clock limit for sandboxed code per verifier (default: 10)")
+    agents = parser.getgroup("ifbench-agents", "agent runs (pytest-ifbench): override every agent instance's options")
+    agents.addoption("--ifbench-agent-runner", dest="ifbench_agent_runner", default=None, metavar="NAME",
+                     help="run agent instances with this runner: loop (the built-in tool loop) or a real agent "
+                          "CLI (claude_code, kilo, droid; see `ifbench agents status`)")
+    agents.addoption("--ifbench-agent-tools", dest="ifbench_agent_tools", default=None, metavar="PROFILE",
+                     help="tool profile of the built-in loop (generic, claude_code, kilo, droid, ...)")
+    for name, kind, unit in (("max-steps", int, "N"), ("max-tokens", int, "N"), ("max-seconds", float, "SECONDS"),
+                             ("max-cost", float, "USD"), ("command-timeout", float, "SECONDS")):
+        agents.addoption(f"--ifbench-agent-{name}", dest=f"ifbench_agent_{name.replace('-', '_')}", type=kind,
+                         default=None, metavar=unit, help=f"agent runs stop at this {name.split('-', 1)[-1]}")
+    agents.addoption("--ifbench-agent-concurrency", dest="ifbench_agent_concurrency", type=int, default=2,
+                     metavar="N", help="agent runs in flight at once per process (default: 2)")
+    agents.addoption("--ifbench-keep-workspaces", dest="ifbench_keep_workspaces", action="store_true",
+                     help="keep each agent run's workspace (a failed item's report names its path)")
+    agents.addoption("--ifbench-workspaces", dest="ifbench_workspaces", default=None, metavar="DIR",
+                     help="create agent workspaces under DIR (default: the system's temporary directory)")
+    agents.addoption("--ifbench-trajectories", dest="ifbench_trajectories", default="ifbench-trajectories",
+                     metavar="DIR", help="write each agent run's trajectory here, step by step "
+                                         "(default: ifbench-trajectories; '' to skip)")
+    agents.addoption("--ifbench-recorded-trajectories", dest="ifbench_recorded_trajectories", action="append",
+                     default=None, metavar="PATH",
+                     help="score recorded trajectories (files or folders: ours, normalized JSONL, raw proxy "
+                          "logs) instead of running agents; repeatable")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -227,6 +250,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     if isinstance(item, InstanceItem):  # the report has the record now; free the episodes
+        item.close_workspaces()
         item.episodes, item.episode, item.ifbench_record = [], None, None
 
 

@@ -33,6 +33,8 @@ class Runtime:
     judges: Sequence[ModelClient] = ()
     responses: Mapping[str, Sequence[str]] | None = None
     sandbox: Mapping[str, Any] = field(default_factory=dict)
+    #: Settings of agent runs (``agents.session.AgentSettings``); None outside pytest.
+    agent: Any = None
 
 
 @dataclass(kw_only=True)
@@ -52,6 +54,10 @@ class Episode:
     judge_completions: list[Completion] = field(default_factory=list)
     ended: str = "completed"
     duration: float = 0.0
+    #: For agent runs: the run (``agents.session.AgentRun``: trajectory, workspace, stop reason).
+    agent: Any = None
+    #: For agent runs: every model call of the run (the turns carry only each turn's final answer).
+    step_completions: list[Completion] = field(default_factory=list)
 
     @property
     def final(self) -> TurnRecord:
@@ -182,5 +188,46 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
                 if not is_last:  # unpinned instance checks apply to the last turn that ran
                     await _judge(runtime, episode, record, [c for c in instance.checks if c.turn is None])
                 break
+    episode.duration = time.perf_counter() - start
+    return episode
+
+
+@PROTOCOLS.register("agent")
+async def agent(instance: Instance, runtime: Runtime) -> Episode:
+    """An agent works in a sandboxed copy of the instance's environment over many steps
+    (``agents.session``); each user turn's final answer is a turn, the whole trajectory and
+    the final workspace are what trajectory checks see, and judged checks read the transcript."""
+    from .agents.session import AgentSettings, run_agent
+
+    start = time.perf_counter()
+    settings = runtime.agent if runtime.agent is not None else AgentSettings()
+    run = await run_agent(instance, client=runtime.model, settings=settings, sample=SAMPLE.get())
+    try:
+        turns = []
+        history = opening_messages(instance) if not instance.turns else []
+        for index, text in enumerate(run.turn_texts, start=1):
+            if instance.turns:
+                history = history + [{"role": "user", "content": instance.turns[index - 1].user}]
+            completion = Completion(text=text, raw_text=text, model=runtime.model.model if runtime.model else "",
+                                    cached=all(c.cached for c in run.completions))
+            turns.append(TurnRecord(index=index, messages=list(history), completion=completion))
+            history = history + [{"role": "assistant", "content": text}]
+        episode = Episode(instance=instance, turns=turns, ended=run.stop_reason, agent=run,
+                          step_completions=list(run.completions))
+        judged = judged_subset(runtime.registry, instance.all_checks())
+        if judged and turns:
+            from ._judge_trajectory import judge_trajectory
+            from .agents.transcript import render_transcript
+
+            verdicts, completions = await judge_trajectory(
+                runtime.judges, runtime.registry, task_text(turns[-1].messages), render_transcript(run.trajectory),
+                judged,
+            )
+            for turn in turns:  # the transcript is judged once; turn checks read the same verdicts
+                turn.judged.update(verdicts)
+            episode.judge_completions.extend(completions)
+    except BaseException:
+        run.close()
+        raise
     episode.duration = time.perf_counter() - start
     return episode

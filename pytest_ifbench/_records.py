@@ -49,14 +49,16 @@ def episode_record(
 ) -> dict[str, Any]:
     """The record of a run instance; ``episodes`` has one entry per sample (sample 0 first)."""
     episode = episodes[0]
-    completions = [c for e in episodes for c in [t.completion for t in e.turns] + list(e.judge_completions)]
+    completions = [c for e in episodes
+                   for c in [t.completion for t in e.turns] + list(e.judge_completions) + list(e.step_completions)]
     costs = [c.cost for c in completions if c.cost is not None]
     checks = []
     for turn, outcome in outcomes:
         entry = outcome.check.to_json() | outcome.to_json() | {"turn_ran": turn}
         entry["version"] = registry.get(outcome.check.verifier).version
         checks.append(entry)
-    scored = [c for c in checks if c["scored"]]
+    # A not-applicable check (a condition that never arose) neither passes nor fails the instance.
+    scored = [c for c in checks if c["scored"] and c.get("applicable", True)]
     return _base(nodeid, instance, model, judges) | {
         "status": "passed" if all(c["passed"] for c in scored) else "failed",
         "error": None, "ended": episode.ended,
@@ -76,7 +78,7 @@ def episode_record(
         "samples": len(episodes),
         "sample_responses": [[t.completion.text for t in e.turns] for e in episodes[1:]],
         "verifier_versions": {c["verifier"]: c["version"] for c in checks},
-    }
+    } | ({"agent": episode.agent.to_json()} if episode.agent is not None else {})
 
 
 def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:

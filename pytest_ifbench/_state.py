@@ -48,6 +48,15 @@ class IfbenchState:
     imported: dict[Path, Any] = field(default_factory=dict)
     #: Recorded response ids that matched no selected instance (likely typos).
     unmatched_responses: list[str] = field(default_factory=list)
+    keep_workspaces: bool = False
+    _agent: Any = None
+
+    @property
+    def agent_settings(self) -> Any:
+        """Agent-run settings (``agents.session.AgentSettings``), built on first use."""
+        if self._agent is None:
+            self._agent = build_agent_settings(self.config, self)
+        return self._agent
 
     @property
     def model_given(self) -> bool:
@@ -66,7 +75,7 @@ class IfbenchState:
             model = self.client(self.model_name)
             judges = [model if name == self.model_name else self.client(name) for name in self.judge_names]
             self._runtime = Runtime(registry=self.registry, model=model, judges=judges,
-                                    responses=self.responses, sandbox=self.sandbox)
+                                    responses=self.responses, sandbox=self.sandbox, agent=self.agent_settings)
         return self._runtime
 
     def generation(self) -> BackgroundGenerator:
@@ -130,4 +139,36 @@ def build_state(config: pytest.Config) -> IfbenchState:
         strip_think=not config.getoption("ifbench_keep_think"),
         responses=responses,
         sandbox={"timeout": config.getoption("ifbench_sandbox_timeout")},
+        keep_workspaces=config.getoption("ifbench_keep_workspaces"),
+    )
+
+
+_AGENT_OVERRIDES = ("runner", "tools", "max_steps", "max_tokens", "max_seconds", "max_cost", "command_timeout")
+
+
+def build_agent_settings(config: pytest.Config, state: IfbenchState) -> Any:
+    """Agent settings from the command line: overrides, workspaces, trajectories, tools, recordings."""
+    from .agents.profiles import ToolRegistry
+    from .agents.session import AgentSettings, recorded_trajectories
+
+    base = Path(config.invocation_params.dir)
+
+    def path_option(name: str) -> Path | None:
+        value = config.getoption(name)
+        return (base / value) if value else None
+
+    tools = ToolRegistry()
+    config.hook.pytest_ifbench_register_tools.call_historic(kwargs={"tools": tools})
+    recorded = None
+    if config.getoption("ifbench_recorded_trajectories"):
+        recorded = recorded_trajectories([base / p for p in config.getoption("ifbench_recorded_trajectories")])
+
+    def submit(coro: Any) -> Any:
+        return state.generation().run_threadsafe(coro)
+
+    return AgentSettings(
+        overrides={key: config.getoption(f"ifbench_agent_{key}") for key in _AGENT_OVERRIDES},
+        keep_workspaces=state.keep_workspaces, workspace_root=path_option("ifbench_workspaces"),
+        trajectories_dir=path_option("ifbench_trajectories"), tools=tools, recorded=recorded, submit=submit,
+        slots=config.getoption("ifbench_agent_concurrency"),
     )

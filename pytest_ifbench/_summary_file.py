@@ -354,7 +354,7 @@ def failed_checks_table(benchmark: str, records: Sequence[Mapping[str, Any]], li
         if record.get("status") == "error":
             continue
         for check in record.get("checks", []):
-            if check.get("scored", True):
+            if check.get("scored", True) and check.get("applicable", True):
                 key = (check["id"], check.get("verifier", ""))
                 seen[key] += 1
                 failed[key] += not check.get("passed")

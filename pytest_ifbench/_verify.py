@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._model_types import CheckSpec, Verdict
+from ._model_types import CheckSpec, JudgeOmission, Verdict
 from ._registry import Registry, Verifier, VerifyContext
 from ._ruff import RuffCheck, RuffError, check_code
 from ._text import extract_code
@@ -29,12 +29,19 @@ class CheckOutcome:
 
     @property
     def passed(self) -> bool:
-        return self.verdict is not None and self.verdict.passed
+        """Met; False for an unmet, errored or not applicable check."""
+        return self.verdict is not None and self.verdict.passed and self.verdict.applicable
+
+    @property
+    def applicable(self) -> bool:
+        """False only when the verifier (or judge) said the check's condition did not arise."""
+        return self.verdict is None or self.verdict.applicable
 
     def to_json(self) -> dict[str, Any]:
         return {
             "check": self.check.id, "verifier": self.check.verifier,
             "passed": self.passed, "error": self.error, "duration": round(self.duration, 6),
+            **({} if self.applicable else {"applicable": False}),
             **({"verdict": self.verdict.to_json()} if self.verdict else {}),
         }
 
@@ -68,6 +75,9 @@ def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext) -> 
             continue
         if verifier.kind == "judge":
             verdict = ctx.judged.get(check.id)
+            if isinstance(verdict, JudgeOmission):
+                outcomes[check.id] = CheckOutcome(check=check, verdict=None, error=verdict.reason)
+                continue
             outcomes[check.id] = CheckOutcome(
                 check=check, verdict=verdict,
                 error=None if verdict else "no judge verdict was produced for this check",

@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
     # 2: model access and the ruff runner
     "_ruff": 2, "_client": 2, "_responses": 2,
     # 3: checking, and agent runs (their trajectories are what trajectory verifiers check)
-    "verifiers": 3, "_judge": 3, "_verify": 3, "agents": 3,
+    "verifiers": 3, "_judge": 3, "_judge_trajectory": 3, "_verify": 3, "agents": 3,
     # 4: suites, protocols, result records
     "_protocols": 4, "_suite": 4, "_records": 4,
     # 5: benchmarks

@@ -265,13 +265,15 @@ def _diagnose() -> str | None:
         if "bwrap" in str(exc):
             return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap (or dnf install bubblewrap)"
         return f"util-linux tools missing ({exc}): apt-get install util-linux"
+    # A uid of the probe's own: a shared one could be at its process limit because of another run.
+    probe_uid = 0x1FFF_0000 + os.getpid() % 0x10000
     with tempfile.TemporaryDirectory(prefix="ifbench-probe-") as root:
         dirs = [os.path.join(root, name) for name in ("ws", "home", "tmp")]
         for d in dirs:
             os.mkdir(d)
             if os.geteuid() == 0:
-                os.chown(d, SANDBOX_UID, SANDBOX_UID)
-        jail = Jail(workspace=dirs[0], home=dirs[1], tmp=dirs[2])
+                os.chown(d, probe_uid, probe_uid)
+        jail = Jail(workspace=dirs[0], home=dirs[1], tmp=dirs[2], uid=probe_uid, gid=probe_uid)
         argv = command_line(jail, ["/bin/sh", "-c", "exit 0"], env={"PATH": "/usr/bin:/bin"},
                             rlimits=Rlimits(cpu_seconds=10, memory_mb=1024, processes=4096, file_size_mb=16))
         try:

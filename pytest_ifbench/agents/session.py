@@ -1,0 +1,242 @@
+"""One agent instance, end to end: a fresh workspace, the runner, the trajectory.
+
+The runner is the built-in tool-calling loop (``runner: loop``, tools presented
+by a profile) or a real agent program (``runner: claude_code`` ...) driven
+through the recording proxy. Either way the result is an :class:`AgentRun`:
+the trajectory, the final workspace (kept for the workspace verifiers, closed
+by the item's teardown), the final answer of each user turn, why the run
+stopped and where its time went.
+
+With recorded trajectories (``ifbench score --trajectories``) nothing runs:
+the recorded trajectory is scored as it is, without a workspace.
+
+Failures of the harness itself — no sandbox, a runner that crashed, a proxy
+error — raise :class:`AgentHarnessError`: the item errors, and no check is
+counted as failed by the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .options import BUILT_IN_RUNNER, AgentOptions, agent_options
+
+if TYPE_CHECKING:
+    from .._client import Completion, ModelClient
+    from .._model_types import Instance
+    from .trajectory import Trajectory
+    from .workspace import Workspace
+
+
+class AgentHarnessError(RuntimeError):
+    """The harness, not the agent, failed (sandbox, runner, proxy); the item errors."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    """Run-wide agent settings from the command line."""
+
+    #: ``--ifbench-agent-*`` values that override every instance's options (None = not given).
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    keep_workspaces: bool = False
+    #: Where workspaces are created (default: the system's temporary directory).
+    workspace_root: Path | None = None
+    #: Where each run's trajectory is written step by step (None: not written).
+    trajectories_dir: Path | None = None
+    #: Tools and profiles (built-ins plus the ``pytest_ifbench_register_tools`` hook).
+    tools: Any = None
+    #: Recorded trajectories by instance id: score them instead of running anything.
+    recorded: Mapping[str, Trajectory] | None = None
+    #: Runs a coroutine on the background loop from another thread (the recording proxy needs it).
+    submit: Callable[[Any], Any] | None = None
+    #: Called with one line per agent step (progress display).
+    progress: Callable[[str], None] | None = None
+    #: Agent runs in flight at once (each holds a sandbox; model calls are limited separately).
+    slots: int = 2
+
+
+@dataclass(kw_only=True)
+class AgentRun:
+    trajectory: Trajectory
+    #: The final workspace (None for recorded trajectories); closed by the item's teardown.
+    workspace: Workspace | None
+    runner: str
+    options: AgentOptions
+    stop_reason: str
+    steps: int = 0
+    #: The final answer after each user turn.
+    turn_texts: list[str] = field(default_factory=list)
+    completions: list[Completion] = field(default_factory=list)
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    duration: float = 0.0
+    trajectory_path: Path | None = None
+
+    def close(self, *, keep: bool = False) -> None:
+        if self.workspace is not None and not keep:
+            self.workspace.close()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runner": self.runner, "stop_reason": self.stop_reason, "steps": self.steps,
+            "options": self.options.to_json(), "model_seconds": round(self.model_seconds, 4),
+            "tool_seconds": round(self.tool_seconds, 4), "duration": round(self.duration, 4),
+            "workspace": str(self.workspace.path) if self.workspace is not None else None,
+            "trajectory_file": str(self.trajectory_path) if self.trajectory_path else None,
+            "trajectory": self.trajectory.to_json(),
+        }
+
+
+def user_queries(instance: Instance) -> list[str]:
+    """The user turns of an agent instance: its prompt, or each scripted turn."""
+    if instance.turns:
+        return [turn.user for turn in instance.turns]
+    return [instance.prompt] if instance.prompt is not None else []
+
+
+def _file_name(instance: Instance, sample: int) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{instance.suite.as_posix()}--{instance.id}").strip("._")
+    return f"{base}{f'.sample{sample}' if sample else ''}.json"
+
+
+async def run_agent(instance: Instance, *, client: ModelClient | None, settings: AgentSettings,
+                    sample: int = 0) -> AgentRun:
+    """Run (or, with recorded trajectories, replay) one agent instance."""
+    options = agent_options(instance.protocol_options, settings.overrides)
+    if settings.recorded is not None:
+        return _recorded(instance, options, settings.recorded)
+    if client is None:
+        raise AgentHarnessError("no model configured for the agent run")
+    from .workspace import SandboxUnavailable, Workspace
+
+    try:
+        workspace = Workspace.create(instance.environment, parent=settings.workspace_root,
+                                     keep=settings.keep_workspaces)
+    except SandboxUnavailable as exc:
+        raise AgentHarnessError(str(exc)) from None
+    path = settings.trajectories_dir / _file_name(instance, sample) if settings.trajectories_dir else None
+    async with _slots(settings.slots):
+        start = time.perf_counter()
+        try:
+            if options.runner == BUILT_IN_RUNNER:
+                run = await _loop(instance, client, workspace, options, settings, sample, path)
+            else:
+                run = await _cli(instance, client, workspace, options, settings, path)
+        except BaseException:
+            workspace.close()
+            raise
+    run.duration = time.perf_counter() - start
+    return run
+
+
+_SEMAPHORES: dict[tuple[int, int], asyncio.Semaphore] = {}
+
+
+def _slots(n: int) -> asyncio.Semaphore:
+    """One semaphore per event loop and size: agent runs of a session share it."""
+    key = (id(asyncio.get_running_loop()), n)
+    if key not in _SEMAPHORES:
+        _SEMAPHORES[key] = asyncio.Semaphore(max(1, n))
+    return _SEMAPHORES[key]
+
+
+async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, options: AgentOptions,
+                settings: AgentSettings, sample: int, path: Path | None) -> AgentRun:
+    from .loop import run_loop
+    from .profiles import ToolRegistry
+
+    tools = settings.tools if settings.tools is not None else ToolRegistry()
+    profile = tools.profile(options.tools)
+    messages: list[dict[str, Any]] = []
+    if instance.system:
+        messages.append({"role": "system", "content": instance.system})
+    messages.extend(dict(m) for m in instance.messages)
+    run: AgentRun | None = None
+    for query in user_queries(instance):
+        messages.append({"role": "user", "content": query})
+        result = await run_loop(client=client, messages=messages, profile=profile, workspace=workspace,
+                                options=options, params=instance.generation, sample=sample,
+                                trajectory_path=path, progress=settings.progress)
+        messages = list(result.messages)
+        if run is None:
+            run = AgentRun(trajectory=result.trajectory, workspace=workspace, runner=BUILT_IN_RUNNER,
+                           options=options, stop_reason=result.stop_reason, trajectory_path=path)
+        run.trajectory, run.stop_reason = result.trajectory, result.stop_reason
+        run.steps += result.steps
+        run.turn_texts.append(result.final_text)
+        run.completions.extend(result.completions)
+        run.model_seconds += result.model_seconds
+        run.tool_seconds += result.tool_seconds
+        if result.stop_reason not in ("finished", "no_tool_call"):
+            break  # a limit ended the run: later user turns are not sent
+    if run is None:
+        raise AgentHarnessError(f"instance {instance.id!r} has no user query")
+    return run
+
+
+async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, options: AgentOptions,
+               settings: AgentSettings, path: Path | None) -> AgentRun:
+    from .cli import cli_problem, run_cli
+
+    problem = cli_problem(options.runner)
+    if problem:
+        raise AgentHarnessError(problem)
+    log = (path.with_suffix(".raw.jsonl") if path else workspace.tmp.parent / "proxy.raw.jsonl")
+    result = await run_cli(options.runner, workspace=workspace, queries=user_queries(instance),
+                           system=instance.system, model_name=client.model, client=client,
+                           submit=settings.submit, options=options, log_path=log)
+    if result.harness_error:
+        raise AgentHarnessError(f"{options.runner}: {result.harness_error}")
+    if path is not None:
+        from .trajectory import write_atomic
+
+        write_atomic(path, result.trajectory.to_json())
+    return AgentRun(trajectory=result.trajectory, workspace=workspace, runner=options.runner, options=options,
+                    stop_reason=result.stop_reason, steps=len(result.trajectory.assistant_turns()),
+                    turn_texts=[result.final_text], trajectory_path=path)
+
+
+def _recorded(instance: Instance, options: AgentOptions, recorded: Mapping[str, Trajectory]) -> AgentRun:
+    trajectory = recorded.get(instance.id)
+    if trajectory is None:
+        raise LookupError(f"no recorded trajectory for instance {instance.id!r}")
+    return AgentRun(trajectory=trajectory, workspace=None, runner=str(trajectory.meta.get("runner", "recorded")),
+                    options=options, stop_reason=str(trajectory.meta.get("stop_reason", "recorded")),
+                    steps=len(trajectory.assistant_turns()), turn_texts=[trajectory.final_text()])
+
+
+def recorded_trajectories(paths: Sequence[Path]) -> dict[str, Trajectory]:
+    """Trajectories by instance id from files: ours (``.json``), normalized JSONL (ours or the
+    authors'), or raw proxy logs (normalized here). The id is ``meta.instance_id``, else
+    ``meta.session_id``, else the file name's stem."""
+    from .normalize import load_normalized, load_raw, normalize
+    from .trajectory import Trajectory
+
+    out: dict[str, Trajectory] = {}
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
+        for file in files:
+            if file.suffix == ".json":
+                import json
+
+                found = [Trajectory.from_json(json.loads(file.read_text(encoding="utf-8")), default_id=file.stem)]
+            elif file.name.endswith(".raw.jsonl") or _looks_raw(file):
+                found = normalize(load_raw(file))[:1]
+            else:
+                found = load_normalized(file)
+            for trajectory in found:
+                key = str(trajectory.meta.get("instance_id") or trajectory.meta.get("session_id") or file.stem)
+                out.setdefault(key, trajectory)
+    return out
+
+
+def _looks_raw(path: Path) -> bool:
+    with path.open(encoding="utf-8") as handle:
+        first = handle.readline()
+    return '"request_body"' in first and '"response_body"' in first
