@@ -203,6 +203,15 @@ class AllureReporter:
             out.append(("model reply", render_response(turns[0].get("response") or {}), "txt"))
         elif turns:
             out.append(("trajectory", render_trajectory(turns), "txt"))
+        agent = record.get("agent")
+        if agent and agent.get("trajectory"):  # the agent's run, step by step, as the judge read it
+            from .agents.trajectory import Trajectory
+            from .agents.transcript import render_transcript
+
+            header = (f"runner: {agent.get('runner')}  stopped: {agent.get('stop_reason')}  "
+                      f"steps: {agent.get('steps')}\n\n")
+            transcript = render_transcript(Trajectory.from_json(agent["trajectory"]))
+            out.append(("agent transcript", header + transcript, "txt"))
         others = record.get("sample_responses") or []
         if others:
             text = "\n\n".join(f"══ sample {i} ══\n" + "\n\n".join(f"── turn {t} ──\n{reply}"

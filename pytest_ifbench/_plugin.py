@@ -173,6 +173,30 @@ def _check_models_available(names: list[str]) -> None:
             )
 
 
+def _check_agents_available(instances: list[InstanceItem], config: pytest.Config) -> None:
+    """Agent instances need the OS sandbox, and a real agent CLI needs its program: say so at start-up,
+    in one line, rather than erroring every item (and never run them unsandboxed)."""
+    agents = [i.spec for i in instances if i.spec.protocol == "agent"]
+    if not agents or config.getoption("ifbench_recorded_trajectories"):
+        return
+    from .sandbox import sandbox_problem
+
+    problem = sandbox_problem()
+    if problem:
+        raise pytest.UsageError(f"pytest-ifbench: {len(agents)} agent instance(s) selected, but {problem}")
+    from .agents.options import agent_options
+
+    overrides = {"runner": config.getoption("ifbench_agent_runner")}
+    runners = {agent_options(i.protocol_options, overrides).runner for i in agents} - {"loop"}
+    if runners:
+        from .agents.cli import cli_problem
+
+        for runner in sorted(runners):
+            problem = cli_problem(runner)
+            if problem:
+                raise pytest.UsageError(f"pytest-ifbench: agent runner {runner!r}: {problem}")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if config.pluginmanager.hasplugin("dsession") and not config.getoption("collectonly"):
@@ -203,6 +227,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not instances or config.getoption("collectonly"):
         return
     _check_models_available(_models_needed(instances, config))
+    _check_agents_available(instances, config)
     state = config.stash[STATE_KEY]
     if state.responses is not None and not _is_worker(config):
         state.unmatched_responses = sorted(set(state.responses) - {i.spec.id for i in instances})

@@ -220,16 +220,17 @@ async def _execute(call: Mapping[str, Any], profile: Profile, ctx: ToolContext, 
 async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]], profile: Profile,
                    workspace: Workspace, options: AgentOptions, params: GenerationParams, sample: int = 0,
                    trajectory_path: Path | None = None, progress: Callable[[str], None] | None = None,
-                   trajectory_id: str | None = None) -> LoopResult:
-    """Run the loop for one user turn (module docstring); ``messages`` are the opening messages."""
+                   trajectory_id: str | None = None, meta: Mapping[str, Any] | None = None) -> LoopResult:
+    """Run the loop for one user turn (module docstring); ``messages`` are the opening messages;
+    ``meta`` is added to the trajectory's (e.g. the instance id)."""
     specs = profile.specs()
     history: list[Mapping[str, Any]] = list(messages)
     run = _Run(options)
     ctx = ToolContext(workspace=workspace, options=options, deadline=run.start + options.max_seconds)
     meta = {"runner": BUILT_IN_RUNNER, "profile": profile.name, "model": client.model, "sample": sample,
-            "stop_reason": None, "steps": 0, "limits": options.to_json()}
+            "stop_reason": None, "steps": 0, "limits": options.to_json(), **(meta or {})}
     builder = TrajectoryBuilder(id=trajectory_id or (trajectory_path.stem if trajectory_path else "loop"),
-                                meta=meta, tools=specs, path=trajectory_path)
+                                meta=meta, tools=specs, path=trajectory_path, autosave=False)
     _replay(builder, history)
     try:
         while not run.stop_reason:
@@ -299,6 +300,7 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
         builder.tool(call["id"], content, is_error=result.is_error)
         history.append(HistoryMessage({"role": "tool", "tool_call_id": call["id"], "content": content},
                                       is_error=result.is_error))
+    builder.checkpoint()  # one write per step: the reply and its tool results
     if progress is not None:
         progress(f"step {run.steps}/{run.options.max_steps}: {'; '.join(summaries)}")
     run.timings.append(StepTiming(model=model_time, tools=run.tool_seconds - tools_before,

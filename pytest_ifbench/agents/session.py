@@ -162,7 +162,8 @@ async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, o
         messages.append({"role": "user", "content": query})
         result = await run_loop(client=client, messages=messages, profile=profile, workspace=workspace,
                                 options=options, params=instance.generation, sample=sample,
-                                trajectory_path=path, progress=settings.progress)
+                                trajectory_path=path, progress=settings.progress, trajectory_id=instance.id,
+                                meta={"instance_id": instance.id, "benchmark": instance.benchmark})
         messages = list(result.messages)
         if run is None:
             run = AgentRun(trajectory=result.trajectory, workspace=workspace, runner=BUILT_IN_RUNNER,
@@ -194,9 +195,11 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
     if result.harness_error:
         raise AgentHarnessError(f"{options.runner}: {result.harness_error}")
     if path is not None:
+        import json
+
         from .trajectory import write_atomic
 
-        write_atomic(path, result.trajectory.to_json())
+        write_atomic(path, json.dumps(result.trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
     return AgentRun(trajectory=result.trajectory, workspace=workspace, runner=options.runner, options=options,
                     stop_reason=result.stop_reason, steps=len(result.trajectory.assistant_turns()),
                     turn_texts=[result.final_text], trajectory_path=path)

@@ -327,7 +327,10 @@ class TrajectoryBuilder:
 
     def __init__(self, *, id: str, meta: Mapping[str, Any] | None = None, tools: Iterable[Mapping[str, Any]] = (),
                  path: str | os.PathLike[str] | None = None, parent: str | None = None,
-                 parent_call_id: str | None = None) -> None:
+                 parent_call_id: str | None = None, autosave: bool = True) -> None:
+        #: Rewrite the file after every message; with False the caller calls :meth:`checkpoint`
+        #: once per step (a step is a reply and its tool results: one write instead of several).
+        self.autosave = autosave
         self.id, self.parent, self.parent_call_id = id, parent, parent_call_id
         self.meta: dict[str, Any] = dict(meta or {})
         self.tools = [openai_tool(t) for t in tools]
@@ -387,8 +390,13 @@ class TrajectoryBuilder:
 
     def _add(self, message: Message) -> Message:
         self._messages.append(message)
-        self._save()
+        if self.autosave:
+            self._save()
         return message
+
+    def checkpoint(self) -> None:
+        """Write the trajectory so far (when built with a ``path``)."""
+        self._save()
 
     def _save(self) -> None:
         if self.path is not None:

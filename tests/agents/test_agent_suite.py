@@ -1,0 +1,162 @@
+"""Agent instances end to end through pytest: the built-in loop against the stub server, tool calls
+really executed in the sandbox, trajectory/workspace/judged checks, the results file, Allure,
+recorded trajectories, start-up errors, and a killed run that resumes from the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ifbench.sandbox import sandbox_problem
+from pytest_ifbench.testing import Reply, StubServer
+from tests._support import stub_args, write_suite
+
+pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
+
+SUITE = """
+ifbench: 1
+benchmark: agentdemo
+defaults:
+  protocol: agent
+  protocol_options: {max_steps: 8, command_timeout: 20}
+instances:
+  - id: greet
+    environment: env
+    prompt: Create hello.txt containing hello, check it, then finish.
+    checks:
+      - {id: file, verifier: ifbench.file_contains, params: {path: hello.txt, text: hello}}
+      - {id: wrote, verifier: ifbench.tool_called, params: {tool: write_file}}
+      - {id: ran, verifier: ifbench.tool_called, params: {tool: bash, arguments: cat}}
+      - {id: no-reset, verifier: ifbench.tool_not_called, params: {arguments: 'reset --hard'}}
+      - {id: tests, verifier: ifbench.workspace_command, params: {command: 'grep -q hello hello.txt'}}
+      - {id: summary, verifier: ifbench.judge, params: {criterion: The final answer says what was done.}}
+      - {id: asked-about-docs, verifier: ifbench.judge, params: {criterion: 'If asked about docs: answered.'}}
+"""
+
+
+def call(name: str, arguments: dict[str, Any], n: int) -> dict[str, Any]:
+    return {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+STEPS = [
+    [call("write_file", {"path": "hello.txt", "content": "hello\n"}, 1)],
+    [call("bash", {"command": "cat hello.txt"}, 2)],
+    [call("finish", {"answer": "I wrote hello.txt and checked it."}, 3)],
+]
+
+
+def scripted(stub: StubServer, steps: list[list[dict[str, Any]]] = STEPS) -> None:
+    """Agent requests: the next scripted step (by how many assistant turns the request holds).
+    Judge requests (a JSON schema answer): success, and not_applicable for the conditional check."""
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if body.get("response_format"):
+            schema = body["response_format"]["json_schema"]["schema"]
+            ids = schema["properties"]["checks"]["items"]["properties"]["id"]["enum"]
+            checks = [{"id": i, "reasoning": "seen in the transcript",
+                       "result": "not_applicable" if i == "asked-about-docs" else "success"} for i in ids]
+            return Reply(content=json.dumps({"checks": checks}))
+        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return Reply(tool_calls=steps[min(done, len(steps) - 1)])
+
+    stub.default = answer
+
+
+@pytest.fixture
+def agent_suite(pytester: pytest.Pytester) -> Path:
+    (pytester.path / "suites" / "env").mkdir(parents=True)
+    (pytester.path / "suites" / "env" / "README.md").write_text("a workspace\n")
+    return write_suite(pytester.path, "suites/agents.yaml", SUITE)
+
+
+def test_agent_instance_end_to_end(pytester, stub_env, agent_suite):
+    scripted(stub_env)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v", "--alluredir=allure",
+                                           "--ifbench-trajectories=traj")
+    result.stdout.fnmatch_lines(["*agents.yaml::greet PASSED*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 1 and "failed" not in outcomes and "error" not in outcomes, outcomes
+    assert outcomes.get("skipped") == 1  # the not-applicable judged check
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["status"] == "passed"
+    agent = record["agent"]
+    assert agent["stop_reason"] == "finished" and agent["steps"] == 3 and agent["runner"] == "loop"
+    names = [c["function"]["name"] for m in agent["trajectory"]["messages"] for c in m.get("tool_calls") or []]
+    assert names == ["write_file", "bash", "finish"]
+    tool_results = [m["content"] for m in agent["trajectory"]["messages"] if m["role"] == "tool"]
+    assert "hello" in tool_results[1]  # `cat hello.txt` really ran in the workspace
+    checks = {c["id"]: c for c in record["checks"]}
+    assert checks["asked-about-docs"]["applicable"] is False
+    assert all(c["passed"] for i, c in checks.items() if i != "asked-about-docs")
+    # The trajectory file was written, the workspace is gone, Allure has the transcript.
+    (written,) = (pytester.path / "traj").glob("*.json")
+    assert json.loads(written.read_text())["meta"]["instance_id"] == "greet"
+    assert not Path(agent["workspace"]).exists()
+    attachments = [p.read_text(errors="replace") for p in (pytester.path / "allure").glob("*-attachment.txt")]
+    assert any("[assistant turn 2]" in text and "cat hello.txt" in text for text in attachments)
+
+
+def test_recorded_trajectory_is_scored_without_a_model(pytester, stub_env, agent_suite):
+    scripted(stub_env)
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-trajectories=traj")
+    calls = stub_env.calls
+    (written,) = (pytester.path / "traj").glob("*.json")
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-no-cache",
+                                           f"--ifbench-recorded-trajectories={written}", "-v")
+    # Trajectory checks pass from the recording; workspace checks have no workspace to look at.
+    result.stdout.fnmatch_lines(["*SUBPASS*[[]wrote[]]*", "*SUBFAIL*[[]file[]]*"])
+    assert stub_env.calls - calls == 1  # only the judge: no agent step was run
+
+
+def test_missing_sandbox_stops_at_start_up(pytester, stub_env, agent_suite):
+    pytester.makeconftest("""
+        import pytest_ifbench.sandbox._namespaces as ns
+        ns._probe_cache[:] = ["bubblewrap (bwrap) is not installed: apt-get install bubblewrap"]
+    """)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result.stderr.fnmatch_lines(["*1 agent instance(s) selected, but bubblewrap (bwrap) is not installed*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert stub_env.calls == 0
+
+
+def test_harness_failure_is_an_error_not_a_failed_check(pytester, stub_env, agent_suite):
+    scripted(stub_env)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-agent-runner=nosuchcli")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent runner 'nosuchcli': unknown agent CLI*"])
+
+
+def test_killed_agent_run_resumes_paying_only_for_missing_calls(pytester, stub_env, agent_suite):
+    steps = [[call("bash", {"command": f"echo step {i}"}, i)] for i in range(1, 7)]
+    steps.append([call("finish", {"answer": "done"}, 7)])
+    scripted(stub_env, steps)
+    stub_env.latency = 0.4
+    args = [sys.executable, "-m", "pytest", "suites", *stub_args(stub_env, "--ifbench-concurrency=1")]
+    proc = subprocess.Popen(args, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and stub_env.calls < 3:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    cache = pytester.path / ".ifbench-cache"
+    paid = len([p for p in cache.rglob("*.json") if not p.name.startswith(".tmp-")])
+    assert 2 <= paid < 7, paid
+    stub_env.latency = 0.0
+    before = stub_env.calls
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    agent_calls = stub_env.calls - before - 1  # one judge call
+    assert agent_calls == 7 - paid, (agent_calls, paid)
+    # A third run is served entirely from the cache (judge included).
+    before = stub_env.calls
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    assert stub_env.calls == before
+    assert "agents.yaml::greet" in result.stdout.str()
