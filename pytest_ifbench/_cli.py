@@ -8,6 +8,8 @@ Subcommands:
   responses by running pytest in-process (same items, metrics and results
   file as a normal run) without calling the model under test.
 * ``ifbench verifiers [--json]``: list every registered verifier.
+* ``ifbench agents install [NAME ...] [--dir DIR]`` / ``ifbench agents status [--dir DIR]``: install
+  the pinned real agent CLIs with npm, or show whether each one is installed.
 
 Imports stay lazy: litellm is imported only when a judged case is verified.
 """
@@ -129,7 +131,24 @@ def _parser(generator_names: Sequence[str]) -> argparse.ArgumentParser:
     )
     generate.add_argument("benchmark", choices=list(generator_names), metavar="BENCHMARK")
     generate.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark generator's own arguments")
+    _agents_parser(commands)
     return parser
+
+
+def _agents_parser(commands: Any) -> None:
+    agents = commands.add_parser(
+        "agents", help="install or check the real agent CLIs (ifbench agents install|status)",
+        description="Install the pinned agent CLIs that agent runners drive (npm install into one directory: "
+                    "$IFBENCH_AGENTS_DIR, else .ifbench-agents in the current directory), or show their state.",
+    )
+    actions = agents.add_subparsers(dest="action", title="actions", metavar="ACTION", required=True)
+    install = actions.add_parser("install", help="npm install the pinned versions (all when no NAME is given)",
+                                 epilog="exit status: npm's (127 when npm is missing).")
+    install.add_argument("names", nargs="*", metavar="NAME", help="claude_code, kilo or droid")
+    status = actions.add_parser("status", help="show each CLI's pinned version and whether it is installed",
+                                epilog="exit status: 0 when every CLI is installed at its pinned version, else 1.")
+    for action in (install, status):
+        action.add_argument("--dir", default=None, metavar="DIR", help="the install directory")
 
 
 def _generators() -> dict[str, Any]:
@@ -165,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _score(args, extra)
         if args.command == "generate":
             return int(generators[args.benchmark](args.args) or 0)
+        if args.command == "agents":
+            return _agents(args)
         return _list_verifiers(args)
     except _Usage as exc:
         print(f"ifbench {args.command}: error: {exc}", file=sys.stderr)
@@ -401,3 +422,25 @@ def _list_verifiers(args: argparse.Namespace) -> int:
         if not entry["params"]:
             print("    (no parameters)")
     return 0
+
+
+# --------------------------------------------------------------------------- agents
+
+
+def _agents(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .agents.cli import AGENT_CLIS, agents_dir, cli_problem, install
+
+    directory = Path(args.dir).absolute() if args.dir else agents_dir()
+    if args.action == "install":
+        unknown = [name for name in args.names if name not in AGENT_CLIS]
+        if unknown:
+            raise _Usage(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(AGENT_CLIS)})")
+        return install(args.names, directory)
+    problems = 0
+    for name, (package, version, _binary) in AGENT_CLIS.items():
+        problem = cli_problem(name, directory)
+        problems += problem is not None
+        print(f"{name}: {package}@{version}: {'installed' if problem is None else problem}")
+    return 1 if problems else 0

@@ -36,6 +36,11 @@ def import_litellm() -> Any:
             warnings.simplefilter("ignore")
             import litellm
 
+        import logging
+
+        # litellm logs every call at INFO; with `--log-cli-level=INFO` (agent step progress) that is noise.
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         litellm.telemetry = False
         litellm.drop_params = True
         litellm.suppress_debug_info = True

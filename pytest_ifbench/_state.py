@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -170,5 +171,7 @@ def build_agent_settings(config: pytest.Config, state: IfbenchState) -> Any:
         overrides={key: config.getoption(f"ifbench_agent_{key}") for key in _AGENT_OVERRIDES},
         keep_workspaces=state.keep_workspaces, workspace_root=path_option("ifbench_workspaces"),
         trajectories_dir=path_option("ifbench_trajectories"), tools=tools, recorded=recorded, submit=submit,
+        # One log line per agent step: `pytest --log-cli-level=INFO` shows them live.
+        progress=logging.getLogger("pytest_ifbench.agents").info,
         slots=config.getoption("ifbench_agent_concurrency"),
     )

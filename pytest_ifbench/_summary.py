@@ -36,6 +36,7 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
         for table in tables:
             lines.append("")
             lines.extend(render_table(table))
+    lines.extend(time_lines(records))
     errors = [r for r in records if r.get("status") == "error"]
     if errors:
         lines.append("")
@@ -51,4 +52,26 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
     if target:
         lines.append("")
         lines.append(f"results: {target}")
+    return lines
+
+
+def time_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Where the time went: generation vs verification, and for agent runs model vs tools."""
+    generation = sum((r.get("durations") or {}).get("generation", 0.0) for r in records)
+    verification = sum((r.get("durations") or {}).get("verification", 0.0) for r in records)
+    if not generation and not verification:
+        return []
+    lines = ["", f"time: generation {generation:.1f} s (summed over instances; they overlap), "
+                 f"verification {verification:.1f} s"]
+    agents = [r["agent"] for r in records if r.get("agent")]
+    if agents:
+        steps = sum(a.get("steps") or 0 for a in agents)
+        model = sum(a.get("model_seconds") or 0.0 for a in agents)
+        tools = sum(a.get("tool_seconds") or 0.0 for a in agents)
+        stops: dict[str, int] = defaultdict(int)
+        for a in agents:
+            stops[str(a.get("stop_reason"))] += 1
+        ended = ", ".join(f"{reason} {n}" for reason, n in sorted(stops.items()))
+        lines.append(f"agent runs: {len(agents)} ({steps} steps; model {model:.1f} s, tools {tools:.1f} s; "
+                     f"stopped: {ended})")
     return lines

@@ -162,7 +162,8 @@ async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, o
         messages.append({"role": "user", "content": query})
         result = await run_loop(client=client, messages=messages, profile=profile, workspace=workspace,
                                 options=options, params=instance.generation, sample=sample,
-                                trajectory_path=path, progress=settings.progress, trajectory_id=instance.id,
+                                trajectory_path=path, progress=_progress(settings, instance),
+                                trajectory_id=instance.id,
                                 meta={"instance_id": instance.id, "benchmark": instance.benchmark})
         messages = list(result.messages)
         if run is None:
@@ -179,6 +180,13 @@ async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, o
     if run is None:
         raise AgentHarnessError(f"instance {instance.id!r} has no user query")
     return run
+
+
+def _progress(settings: AgentSettings, instance: Instance) -> Callable[[str], None] | None:
+    report = settings.progress
+    if report is None:
+        return None
+    return lambda line: report(f"{instance.id}: {line}")
 
 
 async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, options: AgentOptions,

@@ -1,4 +1,4 @@
-"""Test support for pytest-ifbench: a local OpenAI-compatible stub server, opt-in.
+"""Test support for pytest-ifbench: a local OpenAI- and Anthropic-compatible stub server, opt-in.
 
 Like pytest's own ``pytester``, this plugin is not loaded by default.  A
 benchmark's test suite enables it in its top-level ``conftest.py``::
@@ -25,9 +25,10 @@ Every request is recorded (:attr:`StubServer.requests`, :class:`RecordedRequest`
 The server also runs on its own: ``python -m pytest_ifbench.testing --script
 script.json`` (see :mod:`pytest_ifbench.testing.cli`).
 
-Modules: :mod:`.wire` (the format-neutral seam) and :mod:`.openai_wire` (the
-OpenAI dialect), :mod:`.script` (replies, faults, rules), :mod:`.handler` (the
-HTTP layer), :mod:`.server` (:class:`StubServer`), :mod:`.plugin` (fixtures),
+Modules: :mod:`.wire` (the format-neutral seam), :mod:`.openai_wire` and
+:mod:`.anthropic_wire` (the OpenAI and Anthropic Messages dialects),
+:mod:`.script` (replies, faults, rules), :mod:`.handler` (the HTTP layer),
+:mod:`.server` (:class:`StubServer`), :mod:`.plugin` (fixtures),
 :mod:`.cli`.  Importing this package imports neither pytest, ``http.server``
 nor ``litellm``.
 

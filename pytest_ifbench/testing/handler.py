@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 from .script import Script
-from .wire import CHAT, ENDPOINT_METHODS, MODELS, Payload, WireFormat
+from .wire import CHAT, ENDPOINT_METHODS, MODELS, TOKENS, Payload, WireFormat
 
 __all__ = ["Backend", "StubHTTPServer", "StubHTTPServer6", "StubHandler", "server_class"]
 
@@ -239,9 +239,16 @@ class StubHandler(BaseHTTPRequestHandler):
         if kind == CHAT and method == ENDPOINT_METHODS[CHAT]:
             self._chat(stub, fmt, path, raw)
             return
-        self._record(stub, path, method, raw, _try_json_object(raw), chat=False)
+        body = _try_json_object(raw)
+        self._record(stub, path, method, raw, body, chat=False)
         if kind == MODELS and method == ENDPOINT_METHODS[MODELS]:
             self._send(200, fmt.models_response())
+            return
+        if kind == TOKENS and method == ENDPOINT_METHODS[TOKENS]:
+            if body is None:
+                self._send(400, fmt.error(400, _BAD_JSON))
+            else:
+                self._send(200, fmt.tokens_response(body))
             return
         self._send(404, fmt.error(404, f"Unknown request URL: {method} {self.path}"))
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from .anthropic_wire import AnthropicWire
 from .openai_wire import OpenAIWire
 from .script import Fault, Reply, ReplySpec, Script, load_script, reply_from_dict
 from .wire import WireFormat, last_user_text
@@ -76,7 +77,12 @@ class _Counters:
 
 
 class StubServer:
-    """OpenAI-compatible stub server running in a background daemon thread.
+    """OpenAI- and Anthropic-compatible stub server running in a background daemon thread.
+
+    Both dialects share the script: ``/v1/chat/completions`` answers in the
+    OpenAI format (:mod:`.openai_wire`), ``/v1/messages`` in the Anthropic
+    Messages format (:mod:`.anthropic_wire`; litellm's ``anthropic/<model>``
+    and the ``anthropic`` SDK take ``server.url`` without its ``/v1``).
 
     Usage::
 
@@ -107,7 +113,7 @@ class StubServer:
 
     #: The API dialects served; a path is routed to the first one that claims
     #: it, and the first one also answers unknown paths.
-    wire_formats: ClassVar[tuple[WireFormat, ...]] = (OpenAIWire(),)
+    wire_formats: ClassVar[tuple[WireFormat, ...]] = (OpenAIWire(), AnthropicWire())
 
     def __init__(self, *, latency: float = 0.0, host: str = "127.0.0.1", port: int = 0,
                  default: ReplySpec | None = None) -> None:

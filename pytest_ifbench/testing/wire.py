@@ -24,6 +24,7 @@ __all__ = [
     "CHAT",
     "ENDPOINT_METHODS",
     "MODELS",
+    "TOKENS",
     "Payload",
     "WireFormat",
     "content_text",
@@ -36,7 +37,8 @@ __all__ = [
 #: path gets a 404.
 CHAT = "chat"
 MODELS = "models"
-ENDPOINT_METHODS = {CHAT: "POST", MODELS: "GET"}
+TOKENS = "count_tokens"
+ENDPOINT_METHODS = {CHAT: "POST", MODELS: "GET", TOKENS: "POST"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,7 @@ class WireFormat(Protocol):
     name: str
 
     def endpoint(self, path: str, headers: Mapping[str, str]) -> str | None:
-        """:data:`CHAT`, :data:`MODELS` or ``None`` for a normalised ``path``.
+        """:data:`CHAT`, :data:`MODELS`, :data:`TOKENS` or ``None`` for a normalised ``path``.
 
         ``headers`` (lower-cased keys) lets two formats that share a path tell
         their clients apart (Anthropic clients send ``anthropic-version``).
@@ -79,6 +81,11 @@ class WireFormat(Protocol):
 
     def models_response(self) -> Payload:
         """The answer to a model-list request."""
+        ...
+
+    def tokens_response(self, body: dict) -> Payload:
+        """The answer to a token-count request for a chat ``body``; only called
+        for formats whose :meth:`endpoint` returns :data:`TOKENS`."""
         ...
 
     def error(self, status: int, message: str) -> Payload:

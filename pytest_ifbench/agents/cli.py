@@ -1,0 +1,226 @@
+"""Real agent CLIs as runners: install them, check them, run one in a workspace behind the proxy.
+
+Each supported CLI is an npm package pinned to one version (:data:`AGENT_CLIS`), installed by
+``ifbench agents install`` into one directory (:func:`agents_dir`) that every sandboxed run sees
+read-only. A run (:func:`run_cli`):
+
+1. starts the :class:`~pytest_ifbench.agents.proxy.RecordingProxy` on a Unix socket in the run's
+   private directory (``workspace.root``, never visible inside the sandbox), recording to ``log_path``;
+2. writes the CLI's own configuration into the run's private ``HOME`` (see :mod:`.scaffolds`), so the
+   workspace the agent sees is exactly the environment it was copied from;
+3. runs each query as one sandboxed command (:meth:`Workspace.arun`) whose only way out is the proxy
+   (``127.0.0.1:<PROXY_PORT>`` inside), later queries continuing the same conversation;
+4. stops the proxy and normalizes the raw log into trajectories (the main one, sub-agents as children).
+
+Failures of the harness are not the model's: a failed model call (the proxy's failures), the sandbox
+being unavailable or a sandbox limit hit, the run's time running out, or the CLI exiting non-zero
+without a final answer (or making no model call at all) set :attr:`CliResult.harness_error` -- the
+caller reports the instance as an error, never as failed checks. Each command is judged as it ends
+and the run stops at the first harness error. (A failed model call reaches the CLI as a non-retryable
+error; Claude Code, Kilo and Droid then give up within seconds.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .._client import ModelClient
+from .._model_types import GenerationParams
+from .normalize import load_raw, normalize
+from .options import AgentOptions
+from .proxy import RecordingProxy, Submit
+from .scaffolds import SCAFFOLDS
+from .trajectory import Trajectory
+from .workspace import CommandResult, Limits, ProxyRoute, SandboxUnavailable, Workspace
+
+__all__ = ["AGENT_CLIS", "PROXY_PORT", "CliResult", "agents_dir", "cli_problem", "install", "installed_version",
+           "run_cli"]
+
+#: name -> (npm package, pinned version, executable in ``node_modules/.bin``).
+AGENT_CLIS: dict[str, tuple[str, str, str]] = {
+    "claude_code": ("@anthropic-ai/claude-code", "2.1.330", "claude"),
+    "kilo": ("@kilocode/cli", "7.7.7", "kilo"),
+    "droid": ("droid", "0.215.0", "droid"),
+}
+#: The port the CLI reaches the proxy on, inside the sandbox (its own network namespace).
+PROXY_PORT = 41777
+#: Address space for each process of a CLI run: Node and Bun reserve far more than they use.
+CLI_MEMORY_MB = 32768
+#: Processes and threads of a CLI run (``RLIMIT_NPROC``): runtimes start dozens of threads each.
+CLI_PROCESSES = 1024
+
+
+def agents_dir() -> Path:
+    """Where the CLIs are installed: ``$IFBENCH_AGENTS_DIR``, else ``.ifbench-agents`` in the current directory."""
+    return Path(os.environ.get("IFBENCH_AGENTS_DIR") or Path.cwd() / ".ifbench-agents").absolute()
+
+
+def installed_version(name: str, directory: Path | None = None) -> str | None:
+    """The version of ``name`` installed in ``directory`` (default :func:`agents_dir`), or None."""
+    package, _version, binary = AGENT_CLIS[name]
+    root = (directory or agents_dir()) / "node_modules"
+    if not (root / ".bin" / binary).exists():
+        return None
+    try:
+        return str(json.loads((root / package / "package.json").read_text(encoding="utf-8"))["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def cli_problem(name: str, directory: Path | None = None) -> str | None:
+    """None when ``name`` is installed at its pinned version, else one line saying how to install it."""
+    if name not in AGENT_CLIS:
+        return f"unknown agent CLI {name!r} (known: {', '.join(AGENT_CLIS)})"
+    directory = directory or agents_dir()
+    pinned = AGENT_CLIS[name][1]
+    found = installed_version(name, directory)
+    if found == pinned:
+        return None
+    state = "is not installed" if found is None else f"{found} is installed, {pinned} is pinned"
+    return f"agent CLI {name} {state} in {directory}: run `ifbench agents install {name}`"
+
+
+def install(names: Sequence[str], directory: Path) -> int:
+    """``npm install`` the pinned versions of ``names`` (all when empty) into ``directory``; npm's exit
+    status (127 without npm, 2 for an unknown name), its output going to ours."""
+    unknown = [n for n in names if n not in AGENT_CLIS]
+    if unknown:
+        print(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(AGENT_CLIS)})", file=sys.stderr)
+        return 2
+    npm = shutil.which("npm")
+    if npm is None:
+        print("npm is not on PATH: install Node.js (which ships npm) first", file=sys.stderr)
+        return 127
+    specs = [f"{AGENT_CLIS[n][0]}@{AGENT_CLIS[n][1]}" for n in (names or AGENT_CLIS)]
+    directory.mkdir(parents=True, exist_ok=True)
+    return subprocess.run([npm, "install", "--prefix", str(directory), "--no-audit", "--no-fund", *specs],
+                          check=False).returncode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CliResult:
+    """What one CLI run did. ``trajectory`` is the main conversation (sub-agents as children; empty when
+    no call was recorded), ``final_text`` its last assistant text, ``stop_reason`` why the run ended
+    (the last reply's stop reason, ``"timeout"``, ``"error"``), ``returncode``/``stdout``/``stderr`` those
+    of the last command, ``raw_log`` the proxy's JSONL, ``harness_error`` a one-line reason when the
+    run failed for reasons that are not the model's (see the module doc)."""
+
+    trajectory: Trajectory
+    final_text: str
+    stop_reason: str
+    returncode: int | None
+    stdout: str
+    stderr: str
+    raw_log: Path
+    harness_error: str | None = None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], system: str | None, model_name: str,
+                  client: ModelClient, submit: Submit | None, options: AgentOptions, log_path: Path,
+                  session_id: str | None = None, params: GenerationParams = GenerationParams(),
+                  max_tokens_cap: int | None = None) -> CliResult:
+    """Run the CLI ``name`` on ``queries`` (one user turn each) in ``workspace`` (see the module doc).
+
+    ``system`` is appended to the CLI's own system prompt; ``model_name`` is the model id the CLI is
+    told (every call goes to ``client`` whatever it is); ``submit`` runs model calls (None: the proxy's
+    own loop); ``options.max_seconds`` bounds the whole run. ``log_path`` is truncated first; its
+    records carry ``session_id`` (default: ``name``), which becomes the trajectory's id. ``params``
+    supply what the CLI's requests leave out (temperature, top_p, seed); ``max_tokens_cap`` bounds
+    the ``max_tokens`` they ask for (a small local model's context cannot hold 32,000 more)."""
+    if not queries:
+        raise ValueError("run_cli needs at least one query")
+    directory = agents_dir()
+    log_path.unlink(missing_ok=True)
+    session = session_id or name
+    problem = cli_problem(name, directory)
+    scaffold = SCAFFOLDS[name] if problem is None else None
+    if scaffold is not None and len(queries) > 1 and not scaffold.multi_turn:
+        problem = f"agent CLI {name} cannot continue a conversation offline: it runs single-turn instances only"
+    if scaffold is None or problem is not None:
+        return _result(name, session, log_path, None, problem, ())
+    binary = str(directory / "node_modules" / ".bin" / AGENT_CLIS[name][2])
+    route = ProxyRoute(socket=workspace.root / "proxy.sock", port=PROXY_PORT)
+    proxy = RecordingProxy(client, log_path=log_path, session_id=session, socket_path=route.socket, submit=submit,
+                           defaults=params, max_tokens_cap=max_tokens_cap)
+    deadline = time.monotonic() + options.max_seconds
+    done: CommandResult | None = None
+    error: str | None = None
+    with proxy:
+        try:
+            env = scaffold.configure(workspace, url=route.url, model=model_name, system=system)
+            for turn, query in enumerate(queries):
+                left = deadline - time.monotonic()
+                if left < 1:
+                    error = f"the run's {options.max_seconds:g}s ran out before query {turn + 1}"
+                    break
+                call = scaffold.invocation(binary, query, turn=turn, model=model_name, system=system)
+                limits = Limits(timeout=left, memory_mb=max(options.memory_mb, CLI_MEMORY_MB),
+                                max_processes=max(options.max_processes, CLI_PROCESSES))
+                before = proxy.calls
+                done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
+                                            route=route, extra_ro=[directory])
+                error = _classify(name, done, proxy, before, options)
+                if error is not None:
+                    break
+        except SandboxUnavailable as exc:
+            error = f"sandbox unavailable: {exc}"
+    return _result(name, session, log_path, done, error, proxy.notes)
+
+
+_DENIED = ("EACCES", "EPERM", "Permission denied", "Operation not permitted", "ECONNREFUSED")
+
+
+def _classify(name: str, done: CommandResult, proxy: RecordingProxy, before: int,
+              options: AgentOptions) -> str | None:
+    """The harness error one command shows, or None."""
+    if proxy.failures:
+        return f"model call through the proxy failed: {proxy.failures[0]}"
+    if done.limit == "timeout":
+        return f"{name} did not finish within the run's {options.max_seconds:g}s"
+    if done.limit is not None:
+        return f"{name} hit the sandbox's {done.limit} limit: {_last_line(done.stderr)}"
+    said = _last_line(done.stderr) or _last_line(done.stdout) or "no output"
+    denied = "sandbox denied access? " if any(word in done.stderr for word in _DENIED) else ""
+    if proxy.calls == before:
+        return f"{denied}{name} made no model call (exit {done.returncode}): {said}"
+    last = proxy.last_response
+    answered = last.get("stop_reason") != "tool_use" and any(
+        block.get("type") == "text" and block.get("text") for block in last.get("content") or ())
+    if done.returncode != 0 and not answered:
+        return f"{denied}{name} exited with {done.returncode} without a final answer: {said}"
+    return None
+
+
+def _result(name: str, session: str, log_path: Path, done: CommandResult | None, error: str | None,
+            notes: Sequence[str]) -> CliResult:
+    records = load_raw(log_path) if log_path.exists() else []
+    try:
+        trajectories = normalize(records)
+    except ValueError as exc:
+        trajectories, error = [], error or f"the raw log {log_path} cannot be normalized: {exc}"
+    main = trajectories[0] if trajectories else Trajectory(id=session)
+    if done is not None and done.limit == "timeout":
+        stop = "timeout"
+    elif error is not None:
+        stop = "error"
+    else:
+        stop = str((records[-1].get("response_body") or {}).get("stop_reason") or "end_turn")
+    version = installed_version(name) if name in AGENT_CLIS else None
+    main = replace(main, meta={**main.meta, "runner": name, "runner_version": version, "stop_reason": stop,
+                               "harness_error": error, "proxy_notes": list(notes)})
+    return CliResult(trajectory=main, final_text=main.final_text(), stop_reason=stop,
+                     returncode=None if done is None else done.returncode, stdout="" if done is None else done.stdout,
+                     stderr="" if done is None else done.stderr, raw_log=log_path, harness_error=error)

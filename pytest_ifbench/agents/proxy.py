@@ -1,0 +1,379 @@
+"""The recording proxy: a local Anthropic Messages endpoint in front of any litellm model.
+
+A real agent CLI is pointed at this server (inside the sandbox through a
+:class:`~pytest_ifbench.agents.workspace.ProxyRoute`, which relays ``127.0.0.1:<port>`` to the
+proxy's host Unix socket). Every ``POST /v1/messages`` is translated (:mod:`.messages_api`) into one
+:meth:`ModelClient.complete` call -- so the run uses our cache, retries and accounting -- and answered
+in the Messages format, as an event stream when the request says ``"stream": true``.
+
+Recording. Each model call appends one JSON line to ``log_path`` and flushes it::
+
+    {"session_id": ..., "biz_id": "", "request_time": <ms since the epoch>,
+     "request_body": <the CLI's request, unchanged>, "response_body": <the Messages answer>}
+
+the raw-trajectory format :func:`~pytest_ifbench.agents.normalize.normalize` reads. Request headers
+(the CLI's API key among them) are never read into the log, and each line passes through
+:func:`~pytest_ifbench._redact.redact`.
+
+Other endpoints: ``POST /v1/messages/count_tokens`` answers an estimate
+(:func:`~pytest_ifbench.agents.messages_api.estimate_tokens`, no model call, not recorded);
+``HEAD /`` and ``GET /`` answer 200 (clients probe reachability); anything else is a 404 in the
+Messages error format, remembered in :attr:`RecordingProxy.notes`.
+
+Failures are the harness's, not the agent's. When the model call fails (after the client's own
+retries) or a request cannot be translated, the CLI gets a Messages error carrying the provider's
+message (redacted): HTTP 413 ``request_too_large`` when the provider said 413, else HTTP 400
+``invalid_request_error``, with ``x-should-retry: false`` -- the CLIs retry any 5xx (some whatever
+the header says), repeating what the client already retried. The call is recorded with the error as
+its ``response_body`` and listed in :attr:`RecordingProxy.failures`, which the runner reports as a
+harness error.
+
+Model calls are coroutines run by ``submit(coro) -> concurrent.futures.Future`` -- the plugin's
+background loop; without one the proxy starts its own (:class:`LoopThread`). Each HTTP request has
+its own thread, so concurrent CLI requests (sub-agents) are concurrent model calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Self
+
+from .._client import Completion, ModelClient
+from .._model_types import GenerationParams
+from .._redact import redact
+from .messages_api import (
+    RequestError,
+    error_body,
+    estimate_tokens,
+    message_from_completion,
+    sse_stream,
+    translate_request,
+)
+
+__all__ = ["LoopThread", "RecordingProxy", "Submit"]
+
+#: Runs a model-call coroutine somewhere and returns a future for its result.
+Submit = Callable[[Coroutine[Any, Any, Completion]], "concurrent.futures.Future[Completion]"]
+#: Longest Unix socket path ``bind`` accepts (``sun_path`` is 108 bytes with its NUL).
+_MAX_SOCKET_PATH = 107
+
+
+class LoopThread:
+    """An asyncio event loop in a daemon thread; :meth:`submit` runs a coroutine on it."""
+
+    def __init__(self, name: str = "ifbench-proxy-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, Completion]) -> concurrent.futures.Future[Completion]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def close(self) -> None:
+        """Cancel what still runs on the loop (litellm leaves a logging task there), stop and close it."""
+        if self.loop.is_closed():
+            return
+        if self.loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_tasks(), self.loop).result(5)
+            except (concurrent.futures.TimeoutError, RuntimeError):
+                pass
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+async def _cancel_tasks() -> None:
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class RecordingProxy:
+    """A Messages endpoint on a Unix socket and/or ``127.0.0.1`` that calls ``client`` and records.
+
+    ``socket_path``: where to listen (a fresh socket file; its directory must exist). ``tcp``: also
+    listen on a free local port (:attr:`url`), for debugging and tests. ``defaults``: the generation
+    parameters a request does not set (temperature, top_p, seed); ``max_tokens_cap`` bounds the
+    ``max_tokens`` a CLI asks for. Use as a context manager, or :meth:`start` and :meth:`stop`.
+    """
+
+    def __init__(self, client: ModelClient, *, log_path: Path, session_id: str = "session",
+                 socket_path: Path | None = None, tcp: bool = False, submit: Submit | None = None,
+                 defaults: GenerationParams = GenerationParams(), max_tokens_cap: int | None = None) -> None:
+        if socket_path is None and not tcp:
+            raise ValueError("the proxy needs a socket_path, tcp=True or both")
+        self.client = client
+        self.log_path = Path(log_path)
+        self.session_id = session_id
+        self.socket_path = None if socket_path is None else Path(socket_path)
+        self.defaults = defaults
+        self.max_tokens_cap = max_tokens_cap
+        self._tcp = tcp
+        self._given_submit = submit
+        self._loop: LoopThread | None = None
+        self._submit: Submit | None = submit
+        self._lock = threading.Lock()
+        self._log: Any = None
+        self._servers: list[socketserver.BaseServer] = []
+        self._threads: list[threading.Thread] = []
+        self._pending: set[concurrent.futures.Future[Completion]] = set()
+        self._notes: dict[str, None] = {}
+        self._dir_fd: int | None = None
+        self.failures: list[str] = []
+        self.calls = 0
+        #: The ``response_body`` of the latest recorded call ({} before the first).
+        self.last_response: dict[str, Any] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> Self:
+        """Open the log (appending) and start listening; returns self."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by stop()
+        if self._given_submit is None:
+            self._loop = LoopThread()
+            self._submit = self._loop.submit
+        try:
+            if self.socket_path is not None:
+                address, self._dir_fd = _bind_path(self.socket_path)
+                self._serve(_UnixServer(address, _Handler))
+            if self._tcp:
+                self._serve(_TCPServer(("127.0.0.1", 0), _Handler))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _serve(self, server: socketserver.BaseServer) -> None:
+        server.proxy = self  # type: ignore[attr-defined]
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                  name="ifbench-proxy", daemon=True)
+        self._servers.append(server)
+        self._threads.append(thread)
+        thread.start()
+
+    def stop(self) -> None:
+        """Stop listening, cancel model calls still running, close the log; idempotent."""
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        for thread in self._threads:
+            thread.join(5)
+        self._threads = []
+        with self._lock:
+            pending = list(self._pending)
+        for future in pending:
+            future.cancel()
+        if self.socket_path is not None and servers:
+            self.socket_path.unlink(missing_ok=True)
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
+        if self._loop is not None:
+            self._loop.close()
+            self._loop, self._submit = None, None
+        with self._lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` of the TCP listener (RuntimeError without one)."""
+        for server in self._servers:
+            if isinstance(server, _TCPServer):
+                return f"http://127.0.0.1:{server.server_address[1]}"
+        raise RuntimeError("the proxy is not listening on TCP (start it with tcp=True)")
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the translation left out or changed, and unknown endpoints asked for; each once."""
+        with self._lock:
+            return tuple(self._notes)
+
+    def _note(self, *notes: str) -> None:
+        with self._lock:
+            self._notes.update(dict.fromkeys(notes))
+
+    # -- calls ---------------------------------------------------------------------------------
+    def answer_messages(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body answering one Messages request (the handler's one job)."""
+        request_time = int(time.time() * 1000)
+        try:
+            translated = translate_request(body, defaults=self.defaults, max_tokens_cap=self.max_tokens_cap)
+        except RequestError as exc:
+            return self._fail(400, f"the proxy cannot translate this request: {exc}", body, request_time)
+        self._note(*translated.notes)
+        call = self.client.complete(translated.messages, translated.params, tools=translated.tools)
+        try:
+            if self._submit is None:
+                raise RuntimeError("the proxy is not running")
+            future = self._submit(call)
+        except RuntimeError as exc:  # the loop is closed: the proxy is stopping
+            call.close()
+            return self._fail(400, f"the proxy cannot call the model: {exc}", body, request_time)
+        with self._lock:
+            self._pending.add(future)
+        try:
+            completion = future.result()
+        except concurrent.futures.CancelledError:
+            return self._fail(400, "the proxy stopped before the model answered", body, request_time)
+        except Exception as exc:  # noqa: BLE001 - any failure of the model call is reported, not raised
+            status = 413 if getattr(exc, "status", None) == 413 else 400
+            return self._fail(status, f"model call failed: {exc}", body, request_time)
+        finally:
+            with self._lock:
+                self._pending.discard(future)
+        message = message_from_completion(completion, translated)
+        self._record(body, message, request_time)
+        if translated.stream:
+            return 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, sse_stream(message)
+        return 200, {"Content-Type": "application/json"}, json.dumps(message, ensure_ascii=False).encode()
+
+    def _fail(self, status: int, message: str, body: dict[str, Any],
+              request_time: int) -> tuple[int, dict[str, str], bytes]:
+        message = redact(message)
+        error = error_body(status, message)
+        with self._lock:
+            self.failures.append(message)
+        self._record(body, error, request_time)
+        return status, {"Content-Type": "application/json", "x-should-retry": "false"}, json.dumps(error).encode()
+
+    def _record(self, request: dict[str, Any], response: dict[str, Any], request_time: int) -> None:
+        line = json.dumps({"session_id": self.session_id, "biz_id": "", "request_time": request_time,
+                           "request_body": request, "response_body": response}, ensure_ascii=False)
+        with self._lock:
+            self.calls += 1
+            self.last_response = response
+            if self._log is not None:
+                self._log.write(redact(line) + "\n")
+                self._log.flush()
+
+
+def _bind_path(path: Path) -> tuple[str, int | None]:
+    """The address to ``bind`` for ``path`` and a directory fd to close after the server: a path too
+    long for ``sun_path`` is reached through ``/proc/self/fd/<fd of its directory>/<name>``."""
+    path.unlink(missing_ok=True)
+    if len(os.fsencode(path)) <= _MAX_SOCKET_PATH:
+        return str(path), None
+    if len(os.fsencode(path.name)) > _MAX_SOCKET_PATH - 30:
+        raise ValueError(f"socket file name too long: {path.name!r}")
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    return f"/proc/self/fd/{fd}/{path.name}", fd
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 64
+
+
+class _TCPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def server_bind(self) -> None:  # no reverse DNS (HTTPServer.server_bind calls getfqdn)
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "pytest-ifbench-proxy/1"
+    sys_version = ""
+    timeout = 900  # an idle keep-alive connection is dropped after this
+
+    def setup(self) -> None:
+        super().setup()
+        if self.connection.family != socket.AF_UNIX:  # one write per answer; no Nagle delay
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    @property
+    def proxy(self) -> RecordingProxy:
+        return self.server.proxy  # type: ignore[attr-defined]
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        try:
+            self.send_response(status)
+            for key, value in {**headers, "Content-Length": str(len(body))}.items():
+                self.send_header(key, value)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            self.wfile.flush()
+        except OSError:  # the CLI hung up (it was killed, or timed out)
+            self.close_connection = True
+
+    def _error(self, status: int, message: str) -> None:
+        self._send(status, {"Content-Type": "application/json"}, json.dumps(error_body(status, message)).encode())
+
+    def _body(self) -> dict[str, Any] | None:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks = []
+            while (size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)) > 0:
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass
+            raw = b"".join(chunks)
+        else:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def _path(self) -> str:
+        path = self.path.split("?", 1)[0]
+        return path.rstrip("/") or "/"
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        if self._path() == "/":
+            self._send(200, {"Content-Type": "text/plain"}, b"ok\n")
+            return
+        self.proxy._note(f"unknown endpoint asked for: {self.command} {self._path()}")
+        self._error(404, f"not found: {self.command} {self._path()}")
+
+    def do_POST(self) -> None:
+        path = self._path()
+        try:
+            body = self._body()
+        except ValueError:
+            body = None
+        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            self.proxy._note(f"unknown endpoint asked for: POST {path}")
+            self._error(404, f"not found: POST {path}")
+        elif body is None:
+            self.close_connection = True
+            self._error(400, "the request body is not a JSON object")
+        elif path.endswith("/count_tokens"):
+            self._send(200, {"Content-Type": "application/json"},
+                       json.dumps({"input_tokens": estimate_tokens(body)}).encode())
+        else:
+            self._send(*self.proxy.answer_messages(body))
