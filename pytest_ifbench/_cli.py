@@ -105,15 +105,18 @@ def _parser(generator_names: Sequence[str]) -> argparse.ArgumentParser:
 
     score = commands.add_parser(
         "score", help="score pre-generated responses against suites (runs pytest)",
-        usage="ifbench score [-h] --suite FILE [--suite FILE ...] --responses JSONL\n"
+        usage="ifbench score [-h] --suite FILE [--suite FILE ...] (--responses JSONL | --trajectories PATH ...)\n"
               "                     [--results FILE] [-- PYTEST_ARGS ...]",
         description=_SCORE_DESCRIPTION, epilog=_SCORE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     score.add_argument("--suite", dest="suites", action="append", required=True, metavar="FILE",
                        help="suite file (or directory of suites); repeatable")
-    score.add_argument("--responses", required=True, metavar="JSONL",
+    score.add_argument("--responses", default=None, metavar="JSONL",
                        help="pre-generated responses, one JSON object per line")
+    score.add_argument("--trajectories", action="append", default=[], metavar="PATH",
+                       help="recorded agent trajectories for agent instances (files or folders: ours, normalized "
+                            "JSONL, or raw proxy logs, the authors' included); repeatable; no agent is run")
     score.add_argument("--results", default="ifbench-results.json", metavar="FILE",
                        help="results JSON file (default: ifbench-results.json; '' to skip)")
 
@@ -376,15 +379,23 @@ def _score(args: argparse.Namespace, extra: list[str]) -> int:
 
     from ._responses import ResponsesError, load_responses
 
-    try:  # fail early with one clear line rather than inside pytest's configure
-        load_responses(Path(args.responses))
-    except ResponsesError as exc:
-        print(f"ifbench score: error: {exc}", file=sys.stderr)
+    if args.responses is None and not args.trajectories:
+        print("ifbench score: error: give --responses, --trajectories or both", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
-    code = pytest.main([
-        *args.suites, "--ifbench-responses", args.responses, "--ifbench-results", args.results,
-        "-p", "no:cacheprovider", *extra,
-    ])
+    recorded: list[str] = []
+    if args.responses is not None:
+        try:  # fail early with one clear line rather than inside pytest's configure
+            load_responses(Path(args.responses))
+        except ResponsesError as exc:
+            print(f"ifbench score: error: {exc}", file=sys.stderr)
+            return int(pytest.ExitCode.USAGE_ERROR)
+        recorded += ["--ifbench-responses", args.responses]
+    for path in args.trajectories:
+        if not Path(path).exists():
+            print(f"ifbench score: error: --trajectories {path}: no such file or folder", file=sys.stderr)
+            return int(pytest.ExitCode.USAGE_ERROR)
+        recorded += ["--ifbench-recorded-trajectories", path]
+    code = pytest.main([*args.suites, *recorded, "--ifbench-results", args.results, "-p", "no:cacheprovider", *extra])
     return int(code)
 
 

@@ -225,7 +225,8 @@ def _recorded(instance: Instance, options: AgentOptions, recorded: Mapping[str, 
 def recorded_trajectories(paths: Sequence[Path]) -> dict[str, Trajectory]:
     """Trajectories by instance id from files: ours (``.json``), normalized JSONL (ours or the
     authors'), or raw proxy logs (normalized here). The id is ``meta.instance_id``, else
-    ``meta.session_id``, else the file name's stem."""
+    ``meta.session_id``, else the file name's stem; of several with one id, the one with the
+    most assistant turns."""
     from .normalize import load_normalized, load_raw, normalize
     from .trajectory import Trajectory
 
@@ -243,7 +244,9 @@ def recorded_trajectories(paths: Sequence[Path]) -> dict[str, Trajectory]:
                 found = load_normalized(file)
             for trajectory in found:
                 key = str(trajectory.meta.get("instance_id") or trajectory.meta.get("session_id") or file.stem)
-                out.setdefault(key, trajectory)
+                # Files with several records of one session (a warm-up call beside the run): keep the run.
+                if key not in out or len(trajectory.assistant_turns()) > len(out[key].assistant_turns()):
+                    out[key] = trajectory
     return out
 
 

@@ -160,3 +160,86 @@ def test_killed_agent_run_resumes_paying_only_for_missing_calls(pytester, stub_e
     pytester.runpytest_subprocess("suites", *stub_args(stub_env))
     assert stub_env.calls == before
     assert "agents.yaml::greet" in result.stdout.str()
+
+
+# --------------------------------------------------------------------------- real agent CLIs through pytest
+
+CLI_SUITE = """
+ifbench: 1
+benchmark: clidemo
+instances:
+  - id: write-hello
+    protocol: agent
+    scaffold: {scaffold}
+    protocol_options: {{runner: {runner}, max_seconds: 120}}
+    prompt: Create hello.txt in the workspace.
+    checks:
+      - {{id: file, verifier: ifbench.file_contains, params: {{path: hello.txt, text: hello}}}}
+      - {{id: used-write, verifier: ifbench.tool_called, params: {{tool: {tool}}}}}
+      - {{id: no-reset, verifier: ifbench.tool_not_called, params: {{arguments: 'reset --hard'}}}}
+      - {{id: reports, verifier: ifbench.judge, params: {{criterion: The final answer says the file was written.}}}}
+"""
+
+#: Each scaffold's own file-writing tool, as the scripted model calls it.
+CLI_WRITE = {
+    "claude_code": ("Write", {"file_path": "/workspace/hello.txt", "content": "hello from the stub\n"}),
+    "kilo": ("write", {"filePath": "/workspace/hello.txt", "content": "hello from the stub\n"}),
+    "droid": ("Create", {"file_path": "/workspace/hello.txt", "content": "hello from the stub\n"}),
+}
+
+
+def cli_script(name: str):
+    def reply(body: dict[str, Any]) -> Reply:
+        if body.get("response_format"):  # the judge
+            schema = body["response_format"]["json_schema"]["schema"]
+            ids = schema["properties"]["checks"]["items"]["properties"]["id"]["enum"]
+            return Reply(content=json.dumps({"checks": [{"id": i, "reasoning": "ok", "result": "success"}
+                                                         for i in ids]}))
+        messages = body.get("messages") or []
+        if not body.get("tools") or any(m.get("role") == "tool" for m in messages[-2:]):
+            return Reply(content="I wrote hello.txt.")
+        tool, arguments = CLI_WRITE[name]
+        return Reply(tool_calls=[{"function": {"name": tool, "arguments": arguments}}])
+    return reply
+
+
+@pytest.mark.parametrize("name", ["claude_code", "kilo", "droid"])
+def test_a_real_agent_cli_runs_as_a_suite_item(name, agents, pytester, stub_env):
+    stub_env.default = cli_script(name)
+    write_suite(pytester.path, "suites/cli.yaml",
+                CLI_SUITE.format(scaffold=name, runner=name, tool=CLI_WRITE[name][0]))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-timeout=60", "-v",
+                                           "--alluredir=allure")
+    result.stdout.fnmatch_lines(["*cli.yaml::write-hello PASSED*"])
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["agent"]["runner"] == name and record["status"] == "passed", record.get("error")
+    assert all(c["passed"] for c in record["checks"])
+    raw = record["agent"]["trajectory"]
+    assert any(c["function"]["name"] == CLI_WRITE[name][0] for m in raw["messages"] for c in m.get("tool_calls") or [])
+    attachments = [p.read_text(errors="replace") for p in (pytester.path / "allure").glob("*-attachment.txt")]
+    assert any(f"runner: {name}" in text for text in attachments)
+
+
+def test_the_authors_normalized_trajectory_scores_offline(pytester, stub_env):
+    """`ifbench score --trajectories` on the authors' released trajectory: no agent, no model."""
+    from tests._support import shared_sample
+
+    sample = shared_sample("octobench-normalized-trajectory-sample.jsonl")
+    write_suite(pytester.path, "suites/recorded.yaml", """
+        ifbench: 1
+        benchmark: recorded
+        instances:
+          - id: benchmark-md-emoji-test-001
+            protocol: agent
+            prompt: (recorded)
+            checks:
+              - {id: read-a-file, verifier: ifbench.tool_called, params: {tool: Read}}
+              - {id: no-reset, verifier: ifbench.tool_not_called, params: {arguments: 'reset --hard'}}
+              - {id: no-emoji, verifier: ifbench.no_emoji, params: {scope: final}}
+    """)
+    result = pytester.run("ifbench", "score", "--suite", "suites", "--trajectories", str(sample), "--",
+                          *stub_args(stub_env), "-v")
+    result.stdout.fnmatch_lines(["*SUBPASS*[[]read-a-file[]]*", "*SUBPASS*[[]no-reset[]]*"])
+    assert stub_env.calls == 0
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["agent"]["runner"] == "recorded" and record["agent"]["trajectory"]["messages"]

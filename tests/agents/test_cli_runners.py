@@ -9,10 +9,8 @@ when the sandbox cannot run here (with its one-line reason).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
-import shutil
 import stat
 from pathlib import Path
 from types import SimpleNamespace
@@ -189,31 +187,6 @@ TOOLS = {
     "kilo": {"write", "edit", "read", "bash", "glob", "grep", "task", "todowrite"},
     "droid": {"Create", "Edit", "Read", "Execute", "LS", "Glob", "Grep", "Task"},
 }
-
-
-@pytest.fixture(scope="session")
-def installed_agents() -> Path:
-    """The pinned CLIs, installed once (``install()``) into a cache shared between test runs."""
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not available: the real agent CLIs cannot be installed")
-    problem = sandbox_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    directory = Path(os.environ.get("IFBENCH_TEST_AGENTS_DIR") or Path.home() / ".cache" / "ifbench-agents")
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".install.lock", "w") as lock:  # one installer at a time (xdist workers)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        missing = [name for name in AGENT_CLIS if cli_problem(name, directory) is not None]
-        if missing:
-            status = install(missing, directory)
-            assert status == 0, f"npm install of {missing} into {directory} failed with exit status {status}"
-    return directory
-
-
-@pytest.fixture
-def agents(installed_agents, monkeypatch) -> Path:
-    monkeypatch.setenv("IFBENCH_AGENTS_DIR", str(installed_agents))
-    return installed_agents
 
 
 def scripted(name: str, requests: list[dict]):

@@ -1,0 +1,38 @@
+"""Fixtures of the agent tests: the pinned real agent CLIs, installed once per machine."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_ifbench.agents.cli import AGENT_CLIS, cli_problem, install
+from pytest_ifbench.agents.workspace import sandbox_problem
+
+
+@pytest.fixture(scope="session")
+def installed_agents() -> Path:
+    """The pinned CLIs, installed once (``install()``) into a cache shared between test runs."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not available: the real agent CLIs cannot be installed")
+    problem = sandbox_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    directory = Path(os.environ.get("IFBENCH_TEST_AGENTS_DIR") or Path.home() / ".cache" / "ifbench-agents")
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".install.lock", "w") as lock:  # one installer at a time (xdist workers)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = [name for name in AGENT_CLIS if cli_problem(name, directory) is not None]
+        if missing:
+            status = install(missing, directory)
+            assert status == 0, f"npm install of {missing} into {directory} failed with exit status {status}"
+    return directory
+
+
+@pytest.fixture
+def agents(installed_agents, monkeypatch) -> Path:
+    monkeypatch.setenv("IFBENCH_AGENTS_DIR", str(installed_agents))
+    return installed_agents
