@@ -35,13 +35,31 @@ def benchmark_entry_points() -> list[EntryPoint]:
     return [seen[name] for name in sorted(seen)]
 
 
+class BenchmarkLoadWarning(UserWarning):
+    """An installed benchmark plugin could not be imported; the others still run."""
+
+
 def register_benchmarks(manager: pluggy.PluginManager) -> list[str]:
-    """Register every installed benchmark plugin that is not blocked; the names registered."""
+    """Register every installed benchmark plugin that is not blocked; the names registered.
+
+    A plugin that fails to import is reported with a :class:`BenchmarkLoadWarning` naming it and
+    the error (its suites then fail to collect with "unknown verifier"), so one broken package
+    does not take every other benchmark down.
+    """
+    import warnings
+
     registered = []
     for point in benchmark_entry_points():
         if manager.is_blocked(point.name) or manager.has_plugin(point.name):
             continue
-        manager.register(point.load(), point.name)
+        try:
+            plugin = point.load()
+        except Exception as exc:  # noqa: BLE001 - any import failure of a third-party package
+            warnings.warn(BenchmarkLoadWarning(
+                f"pytest-ifbench: benchmark plugin {point.name!r} ({point.value}) could not be loaded: "
+                f"{type(exc).__name__}: {exc}"), stacklevel=2)
+            continue
+        manager.register(plugin, point.name)
         registered.append(point.name)
     return registered
 
