@@ -17,13 +17,8 @@ import pytest
 from pytest_ifbench import _local_model
 from pytest_ifbench._cache import cache_key
 from pytest_ifbench._client import ModelClient, RetryPolicy, import_litellm
-from pytest_ifbench._local_model import (
-    grammar_schema,
-    local_model_problem,
-    render_tool_messages,
-    tool_call_schema,
-    tool_response,
-)
+from pytest_ifbench._local_model import local_model_problem
+from pytest_ifbench._local_tools import grammar_schema, render_tool_messages, tool_call_schema, tool_response
 from pytest_ifbench._model_types import GenerationParams
 from pytest_ifbench.testing import Reply
 
