@@ -1,0 +1,1 @@
+"""OctoBench: instruction following of coding agents under their real scaffolds (see docs/octobench.md)."""

@@ -1,0 +1,240 @@
+"""OctoBench's official instance file, read unchanged, and the run-wide settings of OctoBench suites.
+
+An official row (JSONL, or a JSON list) ``{instance_id, user_query, system_prompt, category,
+scaffold {name, version}, checklist {Category: {description, checks: [{check_id, description,
+check_type}]}}, expected_skill, image, workspace_abs_path}`` becomes one ``agent`` instance:
+``turns`` from ``user_query``, ``system`` from ``system_prompt``, the scaffold's runner and tool
+profile, and one ``ifbench.judge`` check per checklist item (criterion = its description, category =
+the source slug, ``metadata: {check_type, source}``). A row may carry our extension
+``conflict: {pair, scenario, sources: {A, B}}`` (appendix E), which adds the attribution checks.
+
+The official environments are Docker images on private registries. An instance runs when
+``--octobench-workspaces DIR`` names a folder holding ``DIR/<instance_id>/``; without it, it can only be
+scored from recorded trajectories (``--ifbench-recorded-trajectories`` / ``ifbench score
+--trajectories``). With neither, collection stops with one line saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .taxonomy import CONFLICT_SCENARIOS, SCAFFOLDS, conflict_pair, scaffold, source
+
+BENCHMARK = "octobench"
+COMPAT = ("paper", "reference")
+REFLECT_PROTOCOL = "octobench_reflect"
+_SNIFF_BYTES = 1 << 16
+OFFLINE = ("the official OctoBench environments are Docker images on private registries: pass "
+           "--octobench-workspaces DIR (DIR/<instance_id>/ is each environment) or score recorded "
+           "trajectories (--ifbench-recorded-trajectories PATH, or `ifbench score --trajectories PATH`)")
+
+
+class OfficialFormatError(ValueError):
+    """An official row that cannot be read; the message names the row and the field."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """What the command line says about OctoBench suites."""
+
+    workspaces: Path | None = None
+    recorded: bool = False
+    compat: str | None = None
+    reflect: bool = False
+
+
+def sniff(head: bytes) -> bool:
+    """Whether the start of a file looks like OctoBench's instance file."""
+    return b'"checklist"' in head and (b'"user_query"' in head or b'"instance_id"' in head)
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of an official file: JSONL (one object a line) or a JSON list."""
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        rows = json.loads(stripped)
+    elif stripped.startswith("{") and "\n{" not in stripped.strip() and isinstance(json.loads(stripped), dict):
+        data = json.loads(stripped)
+        rows = data.get("instances", [data]) if isinstance(data, dict) else data
+    else:
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise OfficialFormatError("expected JSON objects, one per instance")
+    return rows
+
+
+def _checks(row: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    checklist = row.get("checklist")
+    if not isinstance(checklist, dict) or not checklist:
+        raise OfficialFormatError(f"{where}: checklist: expected {{Category: {{description, checks}}}}")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for label, block in checklist.items():
+        slug = source(str(label)) or re.sub(r"\W+", "_", str(label).lower()).strip("_")
+        if not isinstance(block, dict) or not isinstance(block.get("checks"), list):
+            raise OfficialFormatError(f"{where}: checklist.{label}: expected {{description, checks: [...]}}")
+        for index, item in enumerate(block["checks"]):
+            if not isinstance(item, dict) or not isinstance(item.get("description"), str):
+                raise OfficialFormatError(f"{where}: checklist.{label}.checks[{index}]: expected a description")
+            ident = str(item.get("check_id") or f"{slug}_{index + 1}")
+            if ident in seen:  # the same check_id under two categories: keep both, told apart
+                ident = f"{slug}.{ident}"
+            seen.add(ident)
+            out.append({
+                "id": ident, "verifier": "ifbench.judge", "params": {"criterion": item["description"]},
+                "category": slug,
+                "metadata": {"check_type": str(item.get("check_type") or "compliance"), "source": str(label)},
+            })
+    return out
+
+
+def conflict_checks(conflict: Mapping[str, Any], where: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Validated ``metadata.conflict`` and its two unscored attribution checks (one per side)."""
+    pair = conflict_pair(str(conflict.get("pair", "")))
+    scenario = str(conflict.get("scenario", "")).lower()
+    sides = conflict.get("sources")
+    if pair is None:
+        raise OfficialFormatError(f"{where}: conflict.pair: expected UQ vs SP, SP vs MD or UQ vs MD, "
+                                  f"got {conflict.get('pair')!r}")
+    if scenario not in CONFLICT_SCENARIOS:
+        raise OfficialFormatError(f"{where}: conflict.scenario: expected one of {', '.join(CONFLICT_SCENARIOS)}, "
+                                  f"got {conflict.get('scenario')!r}")
+    if not isinstance(sides, dict) or not all(isinstance(sides.get(k), str) and sides[k] for k in "AB"):
+        raise OfficialFormatError(f"{where}: conflict.sources: expected {{A: text, B: text}}")
+    meta = {"pair": pair, "scenario": scenario, "sources": {"A": sides["A"], "B": sides["B"]}}
+    checks = [{"id": f"conflict_follows_{side}", "verifier": "octobench.conflict_attribution",
+               "params": {"side": side, "pair": pair, "a": sides["A"], "b": sides["B"]},
+               "scored": False, "metadata": {"check_type": "compliance", "source": "conflict"}}
+              for side in ("A", "B")]
+    return meta, checks
+
+
+def instance(row: Mapping[str, Any], index: int, settings: Settings) -> dict[str, Any]:
+    """One official row as a suite instance (raises :class:`OfficialFormatError`)."""
+    ident = row.get("instance_id")
+    where = f"row {index + 1}" + (f" ({ident})" if ident else "")
+    if not isinstance(ident, str) or not ident:
+        raise OfficialFormatError(f"{where}: instance_id: expected a string")
+    queries = row.get("user_query")
+    queries = [queries] if isinstance(queries, str) else queries
+    if not isinstance(queries, list) or not queries or not all(isinstance(q, str) for q in queries):
+        raise OfficialFormatError(f"{where}: user_query: expected a list of strings")
+    spec = row.get("scaffold") if isinstance(row.get("scaffold"), dict) else {"name": row.get("scaffold")}
+    slug = scaffold(spec.get("name"))
+    if slug is None:
+        raise OfficialFormatError(f"{where}: scaffold.name: unknown scaffold {spec.get('name')!r} "
+                                  f"(known: {', '.join(SCAFFOLDS)}, claudecode, kilo-dev)")
+    runner, tools = SCAFFOLDS[slug]
+    category = str(row.get("category") or "")
+    official = {k: row[k] for k in ("image", "workspace_abs_path", "expected_skill", "category") if row.get(k)}
+    official["scaffold"] = dict(spec)
+    out: dict[str, Any] = {
+        "id": ident, "protocol": "agent", "turns": [{"user": q} for q in queries],
+        "scaffold": slug, "protocol_options": {"runner": runner, "tools": tools},
+        "checks": _checks(row, where), "metadata": {"official": official},
+    }
+    if category:
+        out["category"] = source(category) or re.sub(r"\W+", "_", category.lower()).strip("_")
+    if isinstance(row.get("system_prompt"), str) and row["system_prompt"]:
+        out["system"] = row["system_prompt"]
+    if isinstance(row.get("conflict"), dict):
+        meta, checks = conflict_checks(row["conflict"], where)
+        out["metadata"]["conflict"] = meta
+        out["checks"] += checks
+        out["markers"] = ["conflict"]
+    return out
+
+
+def official_suite(rows: Iterable[Mapping[str, Any]], settings: Settings, *, name: str = "") -> dict[str, Any]:
+    """Suite data for official rows."""
+    instances = [instance(row, i, settings) for i, row in enumerate(rows)]
+    data = {"ifbench": 1, "benchmark": BENCHMARK,
+            "description": f"OctoBench official instances{f' from {name}' if name else ''}",
+            "instances": instances}
+    if settings.compat:
+        data["options"] = {"compat": settings.compat}
+    return data
+
+
+def apply_settings(data: dict[str, Any], settings: Settings) -> None:
+    """Environments from ``--octobench-workspaces``, ``metadata.compat`` and the reflection protocol.
+
+    An instance with an official image and no environment needs a workspace folder or recorded
+    trajectories; raises :class:`OfficialFormatError` (one line) when it has neither.
+    """
+    options = data.get("options") if isinstance(data.get("options"), dict) else {}
+    compat = settings.compat or options.get("compat") or "paper"
+    if compat not in COMPAT:
+        raise OfficialFormatError(f"options.compat: expected paper or reference, got {compat!r}")
+    defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
+    for inst in data.get("instances") or []:
+        if not isinstance(inst, dict):
+            continue
+        metadata = inst.setdefault("metadata", {})
+        if isinstance(metadata, dict):
+            metadata["compat"] = compat
+        protocol = inst.get("protocol", defaults.get("protocol"))
+        if settings.reflect and protocol == "agent":
+            inst["protocol"] = REFLECT_PROTOCOL
+        official = metadata.get("official") if isinstance(metadata, dict) else None
+        if isinstance(official, dict) and official.get("image") and not inst.get("environment"):
+            if settings.workspaces is not None:
+                inst["environment"] = str(settings.workspaces / str(inst.get("id")))
+            elif not settings.recorded:
+                raise OfficialFormatError(f"instance {inst.get('id')!r}: {OFFLINE}")
+
+
+_cache: dict[tuple[Any, ...], Any] = {}
+
+
+def suite_data(path: Path, settings: Settings) -> Any:
+    """Suite data for an official OctoBench file or an OctoBench suite YAML; None for other files."""
+    from ..._suite import SuiteError
+
+    try:
+        stat = path.stat()
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return None
+    if path.suffix in (".json", ".jsonl"):
+        if not sniff(head):
+            return None
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, settings)
+        if key not in _cache:
+            try:
+                data = official_suite(load_rows(path), settings, name=path.name)
+                apply_settings(data, settings)
+            except (OfficialFormatError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise SuiteError(path, f"cannot read the official OctoBench file: {exc}") from None
+            _cache[key] = data
+        return _cache[key]
+    if path.suffix not in (".yaml", ".yml") or b"octobench" not in head:
+        return None
+    return _octobench_yaml(path, settings)
+
+
+def _octobench_yaml(path: Path, settings: Settings) -> Any:
+    from ..._suite import SuiteError, is_suite_file
+
+    if not is_suite_file(path):
+        return None
+    import yaml
+
+    try:
+        data = yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)
+    except (OSError, yaml.YAMLError):
+        return None  # the core reports it
+    if not isinstance(data, dict) or data.get("benchmark") != BENCHMARK:
+        return None
+    try:
+        apply_settings(data, settings)
+    except OfficialFormatError as exc:
+        raise SuiteError(path, str(exc)) from None
+    return data

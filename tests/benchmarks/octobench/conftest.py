@@ -1,0 +1,3 @@
+"""The fixture files under data/ are inputs of the tests, not suites to collect."""
+
+collect_ignore = ["data"]
