@@ -192,6 +192,12 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
     return episode
 
 
+def runs_agents(protocol: Protocol) -> bool:
+    """Whether ``protocol`` runs agents (needs the sandbox, maybe an agent CLI): the ``agent``
+    protocol and protocols built on it, which say so with ``protocol.runs_agents = True``."""
+    return bool(getattr(protocol, "runs_agents", False))
+
+
 @PROTOCOLS.register("agent")
 async def agent(instance: Instance, runtime: Runtime) -> Episode:
     """An agent works in a sandboxed copy of the instance's environment over many steps
@@ -231,3 +237,6 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
         raise
     episode.duration = time.perf_counter() - start
     return episode
+
+
+agent.runs_agents = True  # type: ignore[attr-defined]

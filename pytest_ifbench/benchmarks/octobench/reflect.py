@@ -125,4 +125,5 @@ async def reflect(instance: Instance, runtime: Runtime) -> Episode:
 
 
 def register(protocols: Any) -> None:
+    reflect.runs_agents = True  # type: ignore[attr-defined] - the core checks the sandbox at start-up
     protocols["octobench_reflect"] = reflect
