@@ -4,7 +4,7 @@ The core metrics are the ones every checklist benchmark shares:
 ISR (share of instances whose scored checks all passed), CSR (mean
 per-instance share of scored checks passed) and, when an instance carries
 bonus/penalty points, the rubric score s_i = max(0, S+ - S-) / S_max
-(AgentIF-OneDay eq. 1), averaged over instances. With a judge panel, ISR and
+(S+: bonus points earned, S-: penalty points incurred), averaged over instances. With a judge panel, ISR and
 CSR are also computed per judge and reported as mean and std across judges
 (avg@k). Errored instances are counted but excluded from rates.
 
@@ -66,7 +66,7 @@ def _passed_by(check: Mapping[str, Any], judge: str | None) -> bool | None:
 
 
 def rubric_score(record: Mapping[str, Any]) -> float | None:
-    """AgentIF-OneDay s_i; None if the instance has no bonus/penalty items.
+    """The rubric score s_i; None if the instance has no bonus/penalty items.
 
     A bonus item earns its points when passed; a penalty item costs its points
     when failed (``passed`` always means "the response is fine on this item").

@@ -1,0 +1,220 @@
+"""AgentIF-OneDay files as suites.
+
+* The official release: ``pytest path/to/data.jsonl`` (recognised by content: a JSON-lines file whose first row
+  has ``question_id`` and ``score_criteria``) runs every row unchanged as one ``agentif`` instance. A row's
+  attachments (``Attachments/Questions/<name>`` beside the file) are copied into an environment directory of
+  its own, built once per content in a cache directory (``$IFBENCH_AGENTIF_CACHE``, else
+  ``~/.cache/pytest-ifbench/agentif``), so the agent's workspace holds exactly the attachments.
+* Our YAML suites (``benchmark: agentif``): validated against docs/agentif.md, and given the markers
+  ``domain_<x>``, ``with_attachments`` and ``needs_web`` and ``metadata.attachments``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..._suite import SuiteError
+
+BENCHMARK = "agentif"
+CATEGORIES = ("open_workflow", "latent_inference", "iterative_refinement")
+DOMAINS = ("work", "study", "life")
+DIMENSIONS = ("instruction_following", "factuality", "logic", "negative_constraint")
+ASPECTS = ("content", "form", "execution")
+RUBRIC = "agentif.rubric"
+_SNIFF = 1 << 16
+
+
+def suite_data(path: Path) -> Any:
+    """Suite data for an official ``data.jsonl`` or an AgentIF YAML suite; None for anything else."""
+    if path.suffix == ".jsonl":
+        return _official(path)
+    if path.suffix in (".yaml", ".yml"):
+        return _yaml(path)
+    return None
+
+
+def _first_row(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF)
+    except OSError:
+        return None
+    if b'"question_id"' not in head or b'"score_criteria"' not in head:
+        return None
+    try:
+        row = json.loads(head.split(b"\n", 1)[0])
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return row if isinstance(row, dict) and "question_id" in row and "score_criteria" in row else None
+
+
+def cache_root() -> Path:
+    override = os.environ.get("IFBENCH_AGENTIF_CACHE")
+    if override:
+        return Path(override)
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return home / "pytest-ifbench" / "agentif"
+
+
+def environment_for(question_id: str, files: list[Path]) -> Path:
+    """A directory holding exactly ``files`` (by name), keyed by their content; built once, atomically."""
+    digest = hashlib.sha256()
+    for file in sorted(files, key=lambda p: p.name):
+        digest.update(file.name.encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    root = cache_root() / "environments"
+    target = root / f"{question_id}-{digest.hexdigest()[:16]}"
+    if target.is_dir():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    try:
+        for file in files:
+            shutil.copyfile(file, building / file.name)
+        try:
+            building.rename(target)
+        except OSError:  # another process built it first
+            shutil.rmtree(building, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return target
+
+
+def _row_instance(path: Path, number: int, row: Any) -> dict[str, Any]:
+    where = f"line {number}"
+    if not isinstance(row, dict):
+        raise SuiteError(path, f"{where}: expected a JSON object")
+    qid = str(row.get("question_id") or "")
+    if not qid:
+        raise SuiteError(path, f"{where}: no question_id")
+    criteria = row.get("score_criteria")
+    if not isinstance(criteria, list) or not criteria:
+        raise SuiteError(path, "expected a non-empty list of {content, score}", instance=qid, field="score_criteria")
+    checks, dropped = [], []
+    for index, item in enumerate(criteria, start=1):
+        score = item.get("score") if isinstance(item, dict) else None
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not str(item.get("content", "")).strip():
+            raise SuiteError(path, f"expected {{content, score}}, got {item!r}", instance=qid,
+                             field=f"score_criteria[{index - 1}]")
+        if score == 0:
+            dropped.append(item["content"])
+            continue
+        checks.append({"id": f"c{index}", "verifier": RUBRIC, "params": {"criterion": str(item["content"])},
+                       "kind": "bonus" if score > 0 else "penalty", "points": abs(float(score)),
+                       "metadata": {"score": score}})
+    if not any(c["kind"] == "bonus" for c in checks):
+        raise SuiteError(path, "no positive item: S_max would be 0", instance=qid, field="score_criteria")
+    names = [str(n) for n in row.get("attachment_filenames") or []]
+    folder = path.parent / "Attachments" / "Questions"
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise SuiteError(path, f"missing under {folder}: {', '.join(missing)}", instance=qid,
+                         field="attachment_filenames")
+    reference = [str(n) for n in row.get("reference_answer_attachment_filenames") or []]
+    instance: dict[str, Any] = {
+        "id": qid, "prompt": str(row.get("description") or ""), "checks": checks,
+        "markers": ["with_attachments"] if names else [],
+        "metadata": {"title": row.get("title", ""), "question_id": qid, "attachments": names,
+                     "reference_answer": str(row.get("reference_answer_description") or ""),
+                     "reference_attachments": [f"Attachments/Reference_answer/{n}" for n in reference]}
+                    | ({"dropped_zero_score_criteria": dropped} if dropped else {}),
+    }
+    if names:
+        instance["environment"] = str(environment_for(qid, [folder / n for n in names]))
+    return instance
+
+
+def _official(path: Path) -> Any:
+    if _first_row(path) is None:
+        return None
+    instances = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise SuiteError(path, f"line {number}: not JSON ({exc})") from None
+                instances.append(_row_instance(path, number, row))
+    return {"ifbench": 1, "benchmark": BENCHMARK, "description": f"AgentIF-OneDay official file {path.name}",
+            "defaults": {"protocol": "agentif"}, "instances": instances}
+
+
+def _one_of(path: Path, value: Any, allowed: tuple[str, ...], instance: str, field: str) -> str:
+    if value not in allowed:
+        raise SuiteError(path, f"expected one of {', '.join(allowed)}, got {value!r}", instance=instance, field=field)
+    return value
+
+
+def _yaml(path: Path) -> Any:
+    from ..._suite import is_suite_file
+
+    if not is_suite_file(path):
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if b"agentif" not in raw[:_SNIFF]:
+        return None
+    import yaml
+
+    try:
+        data = yaml.load(raw, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return None  # the core reports it
+    if not isinstance(data, dict) or data.get("benchmark") != BENCHMARK:
+        return None
+    defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
+    for index, instance in enumerate(data.get("instances") or []):
+        if isinstance(instance, dict):
+            _annotate(path, instance, defaults, index)
+    return data
+
+
+def _annotate(path: Path, instance: dict[str, Any], defaults: dict[str, Any], index: int) -> None:
+    """Validate one YAML instance against the AgentIF conventions and add its markers."""
+    iid = str(instance.get("id", f"#{index}"))
+    merged = defaults | instance
+    if merged.get("protocol") != "agentif":
+        raise SuiteError(path, f"AgentIF tasks run with protocol agentif, got {merged.get('protocol')!r}",
+                         instance=iid, field="protocol")
+    _one_of(path, merged.get("category"), CATEGORIES, iid, "category")
+    metadata = instance.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        raise SuiteError(path, "expected a mapping", instance=iid, field="metadata")
+    domain = _one_of(path, metadata.get("domain"), DOMAINS, iid, "metadata.domain")
+    markers = list(instance.get("markers") or [])
+    extra = [f"domain_{domain}"]
+    environment = merged.get("environment")
+    attachments = []
+    if isinstance(environment, str) and (path.parent / environment).is_dir():
+        base = path.parent / environment
+        attachments = sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file())
+    if attachments:
+        extra.append("with_attachments")
+    metadata.setdefault("attachments", attachments)
+    if metadata.get("needs_web"):
+        extra.append("needs_web")
+    instance["markers"] = markers + [m for m in extra if m not in markers]
+    for number, check in enumerate(instance.get("checks") or []):
+        if not isinstance(check, dict) or check.get("verifier") != RUBRIC:
+            continue
+        field = f"checks[{number}]"
+        if check.get("kind") not in ("bonus", "penalty"):
+            raise SuiteError(path, f"expected bonus or penalty, got {check.get('kind')!r}", instance=iid,
+                             field=f"{field}.kind")
+        _one_of(path, check.get("category"), DIMENSIONS, iid, f"{field}.category")
+        aspect = (check.get("metadata") or {}).get("aspect")
+        _one_of(path, aspect, ASPECTS, iid, f"{field}.metadata.aspect")
+    if not any(isinstance(c, dict) and c.get("kind") == "bonus" for c in instance.get("checks") or []):
+        raise SuiteError(path, "at least one bonus item is needed (S_max > 0)", instance=iid, field="checks")
