@@ -9,6 +9,7 @@ imported on the first call only, with its network-at-import behaviour off.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -18,6 +19,7 @@ from typing import Any
 
 from ._cache import ResponseCache, cache_key
 from ._model_types import GenerationParams
+from ._redact import redact
 from ._text import strip_reasoning
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
@@ -89,7 +91,7 @@ class Completion:
 
 
 class ModelCallError(Exception):
-    """A model call failed for good (after retries, or not retryable)."""
+    """A model call failed for good (after retries, or not retryable); the message is redacted."""
 
     def __init__(self, model: str, message: str, *, attempts: int, status: int | None = None) -> None:
         self.model = model
@@ -97,6 +99,69 @@ class ModelCallError(Exception):
         self.attempts = attempts
         status_text = f" (HTTP {status})" if status else ""
         super().__init__(f"model {model!r} failed after {attempts} attempt(s){status_text}: {message}")
+
+
+class MalformedReply(Exception):
+    """The provider answered, but with no usable completion; retried like a 5xx.
+
+    The message names what was wrong ("the provider returned no choices"), never the body.
+    """
+
+
+def _checked_reply(response: Any) -> tuple[Any, str, list[dict[str, Any]], Any]:
+    """(choice, text, tool calls, usage) of a reply, or :class:`MalformedReply`.
+
+    A message with null content is valid with tool calls (a tool-call answer) or reasoning
+    (the model thought until ``max_tokens``); without either it is no answer at all.
+    """
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise MalformedReply("the provider returned no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise MalformedReply("the provider returned a choice without a message")
+    raw, calls = _message_text(message)
+    if getattr(message, "content", None) is None and not calls and not getattr(message, "reasoning_content", None):
+        finish = getattr(choice, "finish_reason", None)
+        raise MalformedReply(f"the provider returned null content and no tool calls (finish_reason: {finish})")
+    # A reply without token usage is still a reply: some self-hosted servers never report usage, and
+    # failing every call of theirs would lose good answers. Its tokens are recorded as 0.
+    usage = getattr(response, "usage", None)
+    return choice, raw, calls, usage
+
+
+def _as_malformed(exc: BaseException) -> BaseException:
+    """litellm's errors for replies it could not read, as named :class:`MalformedReply` errors
+    (litellm reports them as HTTP 500; a provider's own 4xx stays what it is)."""
+    if _status_of(exc) not in (None, 200, 500):
+        return exc
+    causes = []
+    cause: BaseException | None = exc
+    while cause is not None and len(causes) < 10:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(c, json.JSONDecodeError) for c in causes):
+        return MalformedReply("the provider returned a body that is not JSON")
+    text = str(exc)
+    if "provider returned 'choices' that is not a list" in text:
+        return MalformedReply("the provider returned no choices ('choices' is not a list)")
+    if "Invalid response object" in text:  # its text ends with the reply it received, as a Python repr
+        if "'message': None" in text:
+            return MalformedReply("the provider returned a choice without a message")
+        inner = causes[-1]
+        detail = (str(inner).strip().splitlines() or [""])[0][:200]
+        return MalformedReply(f"the provider returned a reply litellm cannot read ({type(inner).__name__}: {detail})")
+    return exc
+
+
+def _error_message(exc: BaseException) -> str:
+    """The one line a failed call is reported with; redacted before it is cut, so no key survives in part."""
+    text = redact(str(exc)).strip()
+    if isinstance(exc, MalformedReply):
+        return text
+    message = text.splitlines()[0][:500] if text else type(exc).__name__
+    return message if type(exc).__name__ in message else f"{type(exc).__name__}: {message}"
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -130,6 +195,8 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, MalformedReply):
+        return True
     name = type(exc).__name__
     if name in {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
                 "ContextWindowExceededError", "ContentPolicyViolationError", "UnsupportedParamsError"}:
@@ -254,9 +321,7 @@ class ModelClient:
                 else:
                     response = await asyncio.wait_for(call, timeout=self.retry.timeout + 5)
                 latency = time.perf_counter() - start
-                choice = response.choices[0]
-                raw, calls = _message_text(choice.message)
-                usage = getattr(response, "usage", None)
+                choice, raw, calls, usage = _checked_reply(response)
                 try:
                     cost = float(litellm.completion_cost(completion_response=response))
                 except Exception:
@@ -270,10 +335,9 @@ class ModelClient:
                 }
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                message = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
-                if type(exc).__name__ not in message:
-                    message = f"{type(exc).__name__}: {message}"
+            except Exception as error:
+                exc = _as_malformed(error)
+                message = _error_message(exc)
                 if not _is_retryable(exc) or attempt >= self.retry.max_attempts:
                     self.stats.failures += 1
                     raise ModelCallError(self.model, message,

@@ -176,7 +176,10 @@ def _check_models_available(names: list[str]) -> None:
 def _check_agents_available(instances: list[InstanceItem], config: pytest.Config) -> None:
     """Agent instances need the OS sandbox, and a real agent CLI needs its program: say so at start-up,
     in one line, rather than erroring every item (and never run them unsandboxed)."""
-    agents = [i.spec for i in instances if i.spec.protocol == "agent"]
+    from ._protocols import runs_agents
+
+    protocols = config.stash[STATE_KEY].protocols
+    agents = [i.spec for i in instances if runs_agents(protocols[i.spec.protocol])]
     if not agents or config.getoption("ifbench_recorded_trajectories"):
         return
     from .sandbox import sandbox_problem
@@ -269,7 +272,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     if item.ifbench_record is not None:
         if call.when == "call" or (call.when == "setup" and report.failed):
             report.ifbench_record = item.ifbench_record
+    _redact_report(report)
     return report
+
+
+def _redact_report(report: pytest.TestReport) -> None:
+    """The last guard before a report's text reaches the terminal, JUnit XML or another process: errors
+    are redacted where they arise, but captured output and logs (litellm's included) are not."""
+    from ._redact import redact
+
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        report.longrepr = (longrepr[0], longrepr[1], redact(str(longrepr[2])))
+    elif longrepr is not None:
+        text = str(longrepr)
+        clean = redact(text)
+        if clean != text:  # keep pytest's rendering unless there is something to hide
+            report.longrepr = clean
+    report.sections = [(title, redact(content)) for title, content in report.sections]
 
 
 @pytest.hookimpl(trylast=True)
@@ -284,11 +304,45 @@ class ResultsCollector:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        #: node id -> the first failure of a test that reported no record (a crashed xdist worker's item).
+        self.unrecorded: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if hasattr(report, "context"):  # a subtest's report
+            return
         record = getattr(report, "ifbench_record", None)
-        if record is not None and not hasattr(report, "context"):  # skip subtest reports
+        if record is not None:
             self.config.stash[RECORDS_KEY][record["nodeid"]] = record
+        elif report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            text = crash.message if crash is not None else str(report.longrepr).strip()
+            self.unrecorded.setdefault(report.nodeid, (text.splitlines() or ["failed"])[0])
+
+    def crash_records(self) -> list[dict[str, Any]]:
+        """An error record (``error_kind: crashed``) for every instance that failed without a record:
+        its worker died (xdist reports that item as failed, ``worker 'gw0' crashed while running ...``),
+        or the plugin failed before the record was made. Non-instance tests are left out."""
+        from ._records import error_record
+        from ._redact import redact
+
+        records = self.config.stash[RECORDS_KEY]
+        state = self.config.stash[STATE_KEY]
+        suites: dict[str, dict[str, Any]] = {}
+        out = []
+        for nodeid, text in self.unrecorded.items():
+            file, _, name = nodeid.partition("::")
+            if nodeid in records or not name or Path(file).suffix not in (".json", ".jsonl", ".yaml", ".yml"):
+                continue
+            if file not in suites:
+                try:
+                    suites[file] = {i.id: i for i in state.load(Path(self.config.rootpath) / file).instances}
+                except Exception:  # not a suite after all
+                    suites[file] = {}
+            instance = suites[file].get(name)
+            if instance is not None:
+                out.append(error_record(nodeid, instance, state.model_name, state.judge_names, redact(text),
+                                        "crashed"))
+        return out
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -302,6 +356,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if _is_worker(config):
         return
+    collector = config.pluginmanager.get_plugin("ifbench-results")
+    if collector is not None:
+        for record in collector.crash_records():
+            config.stash[RECORDS_KEY][record["nodeid"]] = record
     records = list(config.stash[RECORDS_KEY].values())
     target = config.getoption("ifbench_results")
     if records and target:

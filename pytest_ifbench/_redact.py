@@ -2,29 +2,69 @@
 
 We never put headers or keys into records in the first place; this is the
 second line of defence: any value of a secret-looking environment variable
-is replaced before text reaches the disk.
+is replaced before text reaches the disk or the terminal, in the forms a
+provider's error message may echo it in: as is (quoted or not), reversed,
+broken up by whitespace, and escaped for JSON or a URL.
+
+Secret-looking means a name ending in ``KEY``, ``TOKEN``, ``SECRET``,
+``PASSWORD`` or ``CREDENTIAL(S)`` (any value of 8 characters or more), or a
+name containing ``API``, ``KEY``, ``TOKEN`` or ``SECRET`` whose value looks like
+a key: one word of 16 characters or more with letters, digits and a run of 12
+alphanumerics, neither a URL nor a path (``OPENAI_API_BASE`` and
+``AZURE_API_VERSION`` are no secrets).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
+from urllib.parse import quote, quote_plus
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+_MAYBE_SECRET_NAME = re.compile(r"API|KEY|TOKEN|SECRET", re.IGNORECASE)
+_KEY_LIKE = re.compile(r"[A-Za-z0-9_\-.+/=:~]{16,}")
+_KEY_RUN = re.compile(r"[A-Za-z0-9]{12,}")  # a version ("2024-02-01-preview") has none
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", re.IGNORECASE)
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 REDACTED = "[REDACTED]"
 
 
+def _looks_like_key(value: str) -> bool:
+    return (_KEY_LIKE.fullmatch(value) is not None and _KEY_RUN.search(value) is not None
+            and "://" not in value and not value.startswith(("/", ".", "~"))
+            and any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
+
+
 def secret_values() -> list[str]:
-    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+    """Values of the secret-looking environment variables, longest first (read at call time)."""
+    values = {v for k, v in os.environ.items()
+              if (_SECRET_NAME.search(k) and len(v) >= 8) or (_MAYBE_SECRET_NAME.search(k) and _looks_like_key(v))}
     return sorted(values, key=len, reverse=True)
 
 
+@functools.lru_cache(maxsize=8)
+def _forms(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
+    """(escaped forms, patterns of the forms as is or broken up by whitespace), longest first."""
+    plain = sorted({form for secret in secrets for form in (secret, secret[::-1])}, key=len, reverse=True)
+    escaped = {e for form in plain for e in (json.dumps(form)[1:-1], quote(form, safe=""), quote_plus(form))}
+    escaped -= set(plain)
+    # One pattern per form: a literal first character lets the regex engine skip ahead fast.
+    patterns = tuple(re.compile(r"\s*".join(map(re.escape, form))) for form in plain)
+    return tuple(sorted(escaped, key=len, reverse=True)), patterns
+
+
 def redact(text: str) -> str:
-    for value in secret_values():
-        if value in text:
-            text = text.replace(value, REDACTED)
+    secrets = tuple(secret_values())
+    if secrets:
+        escaped, patterns = _forms(secrets)
+        for value in escaped:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        for pattern in patterns:
+            if pattern.search(text):
+                text = pattern.sub(REDACTED, text)
     # The regexes are slow on megabytes of results; a substring test first skips them.
     if "bearer" in text.lower():
         text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)

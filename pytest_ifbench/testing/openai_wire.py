@@ -111,6 +111,8 @@ class OpenAIWire:
         )
 
     def chat_response(self, request: ChatRequest, reply: Reply, seq: int) -> Payload:
+        if reply.raw_body is not None:
+            return Payload(reply.raw_body.encode())
         tool_calls = normalise_tool_calls(reply.tool_calls)
         ident = f"chatcmpl-stub-{seq}"
         if request.stream:

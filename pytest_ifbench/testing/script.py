@@ -37,12 +37,17 @@ class Reply:
     * ``latency`` (seconds) overrides the server-wide latency for this reply.
     * ``finish_reason`` defaults to ``"tool_calls"`` when ``tool_calls`` is
       non-empty and ``"stop"`` otherwise.
+    * ``raw_body``, when set, is the whole HTTP 200 body, sent as is instead of
+      the completion the other fields make: a reply no provider should send
+      (``'{"choices": []}'``, a body without ``usage``, ``"<html>"``). The
+      OpenAI format honours it; streamed or not, it is sent unframed.
     """
 
     content: str | None = None
     tool_calls: list[dict] | None = None
     latency: float | None = None
     finish_reason: str | None = None
+    raw_body: str | None = None
 
     def __post_init__(self) -> None:
         if self.content is not None and not isinstance(self.content, str):
@@ -51,6 +56,8 @@ class Reply:
             raise TypeError("Reply.tool_calls must be a list of OpenAI tool-call dicts or None")
         if self.latency is not None and self.latency < 0:
             raise ValueError(f"Reply.latency must be >= 0, got {self.latency!r}")
+        if self.raw_body is not None and not isinstance(self.raw_body, str):
+            raise TypeError(f"Reply.raw_body must be a str or None, got {type(self.raw_body).__name__}")
 
     @property
     def effective_finish_reason(self) -> str:
