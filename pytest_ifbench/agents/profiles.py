@@ -68,6 +68,16 @@ class Profile:
     name: str
     tools: tuple[Tool, ...]
     description: str = ""
+    #: The scaffold's own system prompt (written for this project in that scaffold's spirit), put
+    #: before the instance's system prompt.
+    system_prompt: str = ""
+    #: Project instruction files the scaffold loads by itself, first found wins (``CLAUDE.md``...).
+    instruction_files: tuple[str, ...] = ()
+    #: How they reach the model: ``reminder`` (a ``<system-reminder>`` block at the start of the first
+    #: user message, as Claude Code does) or ``system`` (appended to the system prompt).
+    instructions_as: str = "system"
+    #: Folders whose Markdown files the scaffold loads as memory at start (Kilo's memory bank).
+    memory_dirs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [tool.name for tool in self.tools]
@@ -172,6 +182,14 @@ def _claude_grep(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+
+def _prompt(role: str) -> str:
+    """A short system prompt for a scaffold profile, written for this project (not a vendor's)."""
+    return (f"You are {role}. You work in /workspace through the tools you are given: read before you "
+            "change, keep changes minimal, run what you change when you can, and follow the project's "
+            "instruction files. When the task is done, say briefly what you did.")
+
+
 CC_TODOS = {"type": "array", "description": "The whole updated todo list.", "items": _obj({
     "content": {"type": "string", "minLength": 1},
     "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
@@ -212,7 +230,9 @@ CC_GREP = alias(GREP, name="Grep", description="Search file contents with a regu
                         "head_limit": "limit"}, convert=_claude_grep)
 CC_TODO = capability("TodoWrite", "Replace the session's todo list (track multi-step work).",
                      _obj({"todos": CC_TODOS}, "todos"), run_todo)
-CLAUDE_CODE = Profile(name="claude_code", description="Claude Code's tool names, parameters and behaviours", tools=(
+CLAUDE_CODE = Profile(name="claude_code", description="Claude Code's tool names, parameters and behaviours",
+                      system_prompt=_prompt("a command-line coding assistant working in the user's repository"),
+                      instruction_files=("CLAUDE.md",), instructions_as="reminder", tools=(
     alias(BASH, name="Bash", description="Run a bash command in the workspace; output and exit code come back.",
           parameters=_obj({"command": _str("The command to run."),
                            "timeout": _num("Timeout in milliseconds."),
@@ -266,7 +286,9 @@ async def _nobody(arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(content="No user is available to answer during this run: decide yourself and continue.")
 
 
-KILO = Profile(name="kilo", description="Kilo Code's tool names and parameters", tools=(
+KILO = Profile(name="kilo", description="Kilo Code's tool names and parameters",
+               system_prompt=_prompt("a software engineering agent that finishes with attempt_completion"),
+               instruction_files=("AGENTS.md",), memory_dirs=("memory-bank", ".kilocode/memory-bank"), tools=(
     alias(READ_FILE, name="read_file", description="Read a file; lines come numbered `1 | text`.",
           parameters=_obj({"path": _str("File path relative to the workspace."),
                            "start_line": {"type": "integer", "description": "First line (1-based)."},
@@ -308,7 +330,9 @@ KILO = Profile(name="kilo", description="Kilo Code's tool names and parameters",
 
 # --- Droid (parameters assumed, see the module docstring) -----------------------------------------
 
-DROID = Profile(name="droid", description="Factory Droid's tool names (parameters assumed)", tools=(
+DROID = Profile(name="droid", description="Factory Droid's tool names (parameters assumed)",
+                system_prompt=_prompt("an autonomous software development agent"),
+                instruction_files=("AGENTS.md",), tools=(
     alias(READ_FILE, name="Read", description="Read a file; lines come numbered.", parameters=CC_READ.parameters,
           rename={"file_path": "path"}),
     alias(LIST_FILES, name="LS", description="List a directory.",

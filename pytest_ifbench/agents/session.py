@@ -153,12 +153,18 @@ async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, o
 
     tools = settings.tools if settings.tools is not None else ToolRegistry()
     profile = tools.profile(options.tools)
+    instructions, memory = _project_instructions(profile, workspace)
+    system = "\n\n".join(part for part in (
+        profile.system_prompt, instance.system,
+        instructions if profile.instructions_as == "system" else "", memory) if part)
     messages: list[dict[str, Any]] = []
-    if instance.system:
-        messages.append({"role": "system", "content": instance.system})
+    if system:
+        messages.append({"role": "system", "content": system})
     messages.extend(dict(m) for m in instance.messages)
     run: AgentRun | None = None
-    for query in user_queries(instance):
+    for index, query in enumerate(user_queries(instance)):
+        if index == 0 and instructions and profile.instructions_as == "reminder":
+            query = f"<system-reminder>\n{instructions}\n</system-reminder>\n\n{query}"
         messages.append({"role": "user", "content": query})
         result = await run_loop(client=client, messages=messages, profile=profile, workspace=workspace,
                                 options=options, params=instance.generation, sample=sample,
@@ -180,6 +186,34 @@ async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, o
     if run is None:
         raise AgentHarnessError(f"instance {instance.id!r} has no user query")
     return run
+
+
+def _project_instructions(profile: Any, workspace: Workspace) -> tuple[str, str]:
+    """What the scaffold would load by itself from the workspace: its instruction file (the first of
+    ``profile.instruction_files`` that exists) and its memory files, each labelled with its path.
+    Read without following links (``Workspace.read_bytes``), so a planted link cannot pull host files in."""
+
+    def read(relative: str) -> str | None:
+        try:
+            return workspace.read_bytes(relative, max_bytes=64_000).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return None
+
+    instructions = ""
+    for name in profile.instruction_files:
+        text = read(name)
+        if text is not None:
+            instructions = f"Contents of {name} (project instructions):\n\n{text.strip()}"
+            break
+    memory = []
+    for folder in profile.memory_dirs:
+        directory = workspace.path / folder
+        if directory.is_dir() and not directory.is_symlink():
+            for path in sorted(directory.glob("*.md"))[:20]:
+                text = read(f"{folder}/{path.name}")
+                if text is not None:
+                    memory.append(f"Memory bank file {folder}/{path.name}:\n\n{text.strip()}")
+    return instructions, "\n\n".join(memory)
 
 
 def _progress(settings: AgentSettings, instance: Instance) -> Callable[[str], None] | None:
