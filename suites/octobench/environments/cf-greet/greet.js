@@ -1,0 +1,7 @@
+'use strict';
+
+function greet(name) {
+  return 'Hello, ' + name + '!';
+}
+
+module.exports = { greet };

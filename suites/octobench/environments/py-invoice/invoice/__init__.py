@@ -1,0 +1,1 @@
+"""Tiny invoicing library: money is always integer cents."""
