@@ -12,12 +12,13 @@ the strict majority of the judges; the mean and the spread are recorded.
 from __future__ import annotations
 
 import json
+import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from ._client import ModelClient
+from ._client import Completion, ModelCallError, ModelClient
 from ._model_types import CheckSpec, GenerationParams, Verdict
 from ._registry import Registry
 from ._text import first_json_object
@@ -115,26 +116,60 @@ def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | 
     return out
 
 
+#: Provider messages that mean "the prompt does not fit": an error to report, never a zero.
+CONTEXT_OVERFLOW = re.compile(r"context[ _-]?(?:length|window)|maximum context|too many tokens|prompt is too long|"
+                      r"ContextWindowExceeded", re.IGNORECASE)
+
+Parsed = TypeVar("Parsed")
+
+
+async def call_judge(client: ModelClient, messages: list[dict[str, Any]], params: GenerationParams,
+                     fmt: Mapping[str, Any] | None, *, material: str = "the prompt", advice: str = "") -> Completion:
+    """One judge call; a failed call is a :class:`JudgeError` (the item errors), and a prompt that does not
+    fit the judge's context window says so, with its size and ``advice``."""
+    try:
+        return await client.complete(messages, params, response_format=fmt)
+    except ModelCallError as exc:
+        if CONTEXT_OVERFLOW.search(str(exc)):
+            size = sum(len(m["content"]) if isinstance(m["content"], str) else len(json.dumps(m["content"]))
+                       for m in messages)
+            raise JudgeError(f"judge {client.model!r} cannot take {material} ({size:,} characters): its context "
+                             f"window is too small ({exc}){'; ' + advice if advice else ''}") from None
+        raise JudgeError(f"judge {client.model!r} failed: {exc}") from None
+
+
+async def ask_with_repair(call: Callable[[list[dict[str, Any]]], Awaitable[Completion]],
+                          messages: list[dict[str, Any]], parse: Callable[[Completion], Parsed], *, model: str,
+                          hint: str = "") -> tuple[Parsed, list[Completion]]:
+    """``parse`` (raising ValueError when the reply is malformed) of one judge answer; a malformed reply gets
+    ONE repair turn naming what was wrong, then :class:`JudgeError`. Returns every completion made."""
+    reply = await call(messages)
+    try:
+        return parse(reply), [reply]
+    except (ValueError, json.JSONDecodeError) as exc:
+        messages = [*messages, {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": f"Your reply was not valid: {exc}. Reply again with only the JSON "
+                                                f"object{', ' + hint if hint else ''}."}]
+    repaired = await call(messages)
+    try:
+        return parse(repaired), [reply, repaired]
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise JudgeError(f"judge {model!r} returned malformed JSON twice ({exc}); "
+                         f"reply: {repaired.text[:300]!r}") from None
+
+
 async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Mapping[str, float],
                scale: int | None) -> tuple[dict[str, tuple[bool, str]], Any]:
     system = _SYSTEM + (_SYSTEM_SCORED.format(scale=scale) if scale else "")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
     fmt = response_format(ids, scale)
-    reply = await client.complete(messages, JUDGE_PARAMS, response_format=fmt)
-    try:
-        return parse_verdicts(reply.text, ids, scored), reply
-    except (ValueError, json.JSONDecodeError) as exc:
-        messages += [
-            {"role": "assistant", "content": reply.text},
-            {"role": "user", "content": f"Your reply was not valid: {exc}. Reply again with only the JSON object."},
-        ]
-        repaired = await client.complete(messages, JUDGE_PARAMS, response_format=fmt)
-        try:
-            return parse_verdicts(repaired.text, ids, scored), repaired
-        except (ValueError, json.JSONDecodeError) as exc2:
-            raise JudgeError(
-                f"judge {client.model!r} returned malformed JSON twice ({exc2}); reply: {repaired.text[:300]!r}"
-            ) from None
+
+    async def call(sent: list[dict[str, Any]]) -> Completion:  # a failed call stays a ModelCallError here
+        return await client.complete(sent, JUDGE_PARAMS, response_format=fmt)
+
+    verdicts, completions = await ask_with_repair(call, messages, lambda c: parse_verdicts(c.text, ids, scored),
+                                                  model=client.model)
+    return verdicts, completions[-1]
 
 
 async def judge_checks(

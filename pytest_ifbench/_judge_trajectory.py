@@ -39,8 +39,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._client import Completion, ModelCallError, ModelClient
-from ._judge import JUDGE_PARAMS, JudgeError
+from ._client import Completion, ModelClient
+from ._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge
 from ._model_types import CheckSpec, JudgeOmission, Verdict
 from ._registry import Registry
 from ._text import first_json_object
@@ -50,8 +50,6 @@ _ALIASES = {"pass": "success", "passed": "success", "failed": "fail", "failure":
             "n/a": "not_applicable", "na": "not_applicable", "not applicable": "not_applicable"}
 _BRACKETS = re.compile(r"<{3,}|>{3,}")
 _SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")
-_CONTEXT = re.compile(r"context[ _-]?(?:length|window)|maximum context|too many tokens|prompt is too long|"
-                      r"ContextWindowExceeded", re.IGNORECASE)
 
 _SYSTEM = (
     "You are a strict evaluator of an AI coding agent's run. For each checklist item, decide from the "
@@ -148,37 +146,18 @@ def parse_results(completion: Completion, ids: Sequence[str]) -> dict[str, tuple
     return out
 
 
-async def _call(client: ModelClient, messages: list[dict[str, str]], ids: Sequence[str]) -> Completion:
+async def _call(client: ModelClient, messages: list[dict[str, Any]], ids: Sequence[str]) -> Completion:
     params = dataclasses.replace(JUDGE_PARAMS, max_tokens=min(32_768, 1_024 + 200 * len(ids)))
-    try:
-        return await client.complete(messages, params, response_format=response_format(ids))
-    except ModelCallError as exc:
-        size = sum(len(m["content"]) for m in messages)
-        if _CONTEXT.search(str(exc)):
-            raise JudgeError(f"judge {client.model!r} cannot take the transcript ({size:,} characters of prompt): "
-                             f"its context window is too small ({exc}); render the transcript with a lower "
-                             "max_chars or use a judge with a longer context") from None
-        raise JudgeError(f"judge {client.model!r} failed: {exc}") from None
+    return await call_judge(client, messages, params, response_format(ids), material="the transcript",
+                            advice="render the transcript with a lower max_chars or use a judge with a longer context")
 
 
 async def _ask(client: ModelClient, system: str, user: str, ids: Sequence[str],
                ) -> tuple[dict[str, tuple[str, str]], list[Completion]]:
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    reply = await _call(client, messages, ids)
-    try:
-        return parse_results(reply, ids), [reply]
-    except ValueError as exc:
-        messages += [
-            {"role": "assistant", "content": reply.text},
-            {"role": "user", "content": f"Your reply was not valid: {exc}. Reply again with only the JSON object, "
-                                        "one entry per checklist id."},
-        ]
-    repaired = await _call(client, messages, ids)
-    try:
-        return parse_results(repaired, ids), [reply, repaired]
-    except ValueError as exc:
-        raise JudgeError(f"judge {client.model!r} returned malformed JSON twice ({exc}); "
-                         f"reply: {repaired.text[:300]!r}") from None
+    return await ask_with_repair(lambda sent: _call(client, sent, ids), messages,
+                                 lambda reply: parse_results(reply, ids), model=client.model,
+                                 hint="one entry per checklist id")
 
 
 def _combine(votes: list[dict[str, Any]]) -> Verdict:

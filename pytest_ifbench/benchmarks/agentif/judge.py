@@ -31,14 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._client import Completion, ModelCallError
-from ..._judge import JUDGE_PARAMS, JudgeError
+from ..._client import Completion
+from ..._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge
 from ..._model_types import CheckSpec, JudgeOmission, Verdict
 from ..._text import first_json_object
 from .materials import Material
 
-_CONTEXT = re.compile(r"context[ _-]?(?:length|window)|maximum context|too many tokens|prompt is too long|"
-                      r"ContextWindowExceeded", re.IGNORECASE)
 _SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")
 
 SYSTEM = (
@@ -164,14 +162,7 @@ def supports_vision(model: str) -> bool:
 
 async def _call(client: Any, messages: list[dict[str, Any]], ids: Sequence[str]) -> Completion:
     params = dataclasses.replace(JUDGE_PARAMS, max_tokens=min(32_768, 1_024 + 250 * len(ids)))
-    try:
-        return await client.complete(messages, params, response_format=response_format(ids))
-    except ModelCallError as exc:
-        if _CONTEXT.search(str(exc)):
-            size = sum(len(json.dumps(m["content"])) for m in messages)
-            raise JudgeError(f"judge {client.model!r} cannot take this task's material ({size:,} characters): its "
-                             f"context window is too small ({exc})") from None
-        raise JudgeError(f"judge {client.model!r} failed: {exc}") from None
+    return await call_judge(client, messages, params, response_format(ids), material="this task's material")
 
 
 async def ask(client: Any, data: JudgeInput, checks: Sequence[CheckSpec],
@@ -179,20 +170,8 @@ async def ask(client: Any, data: JudgeInput, checks: Sequence[CheckSpec],
     """One judge's entries by id, after at most one repair turn."""
     ids = [c.id for c in checks]
     messages = build_messages(data, checks, vision=supports_vision(client.model))
-    reply = await _call(client, messages, ids)
-    try:
-        return parse(reply, ids), [reply]
-    except ValueError as exc:
-        messages = messages + [
-            {"role": "assistant", "content": reply.text},
-            {"role": "user", "content": f"Your reply was not valid: {exc}. Reply again with only the JSON object, "
-                                        "one entry per criterion id."}]
-    repaired = await _call(client, messages, ids)
-    try:
-        return parse(repaired, ids), [reply, repaired]
-    except ValueError as exc:
-        raise JudgeError(f"judge {client.model!r} returned malformed JSON twice ({exc}); "
-                         f"reply: {repaired.text[:300]!r}") from None
+    return await ask_with_repair(lambda sent: _call(client, sent, ids), messages, lambda reply: parse(reply, ids),
+                                 model=client.model, hint="one entry per criterion id")
 
 
 def vote(judge: str, check: CheckSpec, entry: Mapping[str, Any] | None) -> dict[str, Any] | str:
