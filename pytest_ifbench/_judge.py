@@ -83,6 +83,21 @@ def judge_prompt(task: str, response: str, items: Sequence[tuple[str, str]]) -> 
     return f"TASK GIVEN TO THE MODEL:\n{task}\n\nRESPONSE:\n{response}\n\nREQUIREMENTS:\n{requirements}\n"
 
 
+def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> list[Any]:
+    """The ``key`` list of the first JSON object in a judge's reply; ValueError naming what is wrong
+    (cut off at the token limit, no JSON object, no such list), which earns the reply its repair turn."""
+    if finish_reason == "length":
+        raise ValueError("the reply was cut off at the token limit (finish_reason=length)")
+    blob = first_json_object(text)
+    if blob is None:
+        raise ValueError("no JSON object in the reply")
+    data = json.loads(blob)
+    entries = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f'the JSON has no "{key}" list')
+    return entries
+
+
 def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | None = None,
                    ) -> dict[str, tuple[bool, str]]:
     """Parse the judge's JSON; raise ValueError with a reason when it is malformed.
@@ -91,13 +106,7 @@ def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | 
     pass when their integer ``score`` exceeds it (the reasoning is prefixed with it).
     """
     scored = scored or {}
-    blob = first_json_object(text)
-    if blob is None:
-        raise ValueError("no JSON object in the reply")
-    data = json.loads(blob)
-    checks = data.get("checks") if isinstance(data, dict) else None
-    if not isinstance(checks, list):
-        raise ValueError('the JSON has no "checks" list')
+    checks = reply_entries(text, "checks")
     out: dict[str, tuple[bool, str]] = {}
     for entry in checks:
         if not isinstance(entry, dict) or entry.get("id") not in ids:

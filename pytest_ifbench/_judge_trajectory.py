@@ -33,17 +33,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import json
 import re
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._client import Completion, ModelClient
-from ._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge
+from ._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
 from ._model_types import CheckSpec, JudgeOmission, Verdict
 from ._registry import Registry
-from ._text import first_json_object
 
 RESULTS = ("success", "fail", "not_applicable")
 _ALIASES = {"pass": "success", "passed": "success", "failed": "fail", "failure": "fail",
@@ -124,15 +122,7 @@ def judge_prompt(task: str, transcript: str, items: Sequence[Mapping[str, str]])
 def parse_results(completion: Completion, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
     """(result, reasoning) by id from the judge's reply; ValueError with the reason when it is malformed.
     Unknown ids are ignored, and the first entry of a repeated id wins."""
-    if completion.finish_reason == "length":
-        raise ValueError("the reply was cut off at the token limit (finish_reason=length)")
-    blob = first_json_object(completion.text)
-    if blob is None:
-        raise ValueError("no JSON object in the reply")
-    data = json.loads(blob)
-    checks = data.get("checks") if isinstance(data, dict) else None
-    if not isinstance(checks, list):
-        raise ValueError('the JSON has no "checks" list')
+    checks = reply_entries(completion.text, "checks", finish_reason=completion.finish_reason)
     out: dict[str, tuple[str, str]] = {}
     for entry in checks:
         if not isinstance(entry, dict) or entry.get("id") not in ids:

@@ -33,8 +33,14 @@ class Runtime:
     judges: Sequence[ModelClient] = ()
     responses: Mapping[str, Sequence[str]] | None = None
     sandbox: Mapping[str, Any] = field(default_factory=dict)
-    #: Settings of agent runs (``agents.session.AgentSettings``); None outside pytest.
-    agent: Any = None
+    #: Returns the settings of agent runs (``agents.session.AgentSettings``), built on first use so a run
+    #: without agents never imports the agent modules; None outside pytest (the defaults apply).
+    agent_settings: Callable[[], Any] | None = None
+
+    @property
+    def agent(self) -> Any:
+        """The settings of agent runs, or None."""
+        return self.agent_settings() if self.agent_settings is not None else None
 
 
 @dataclass(kw_only=True)

@@ -76,7 +76,8 @@ class IfbenchState:
             model = self.client(self.model_name)
             judges = [model if name == self.model_name else self.client(name) for name in self.judge_names]
             self._runtime = Runtime(registry=self.registry, model=model, judges=judges,
-                                    responses=self.responses, sandbox=self.sandbox, agent=self.agent_settings)
+                                    responses=self.responses, sandbox=self.sandbox,
+                                    agent_settings=lambda: self.agent_settings)
         return self._runtime
 
     def generation(self) -> BackgroundGenerator:

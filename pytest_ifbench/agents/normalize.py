@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from .._jsonl import JsonlError, iter_jsonl
-from .trajectory import Message, Trajectory, blocks_of, openai_tool
+from .trajectory import Message, Trajectory, blocks_of, openai_tool, strings_in
 
 #: A tool-call argument that is only contained in (not equal to) a sub-agent's first message must be this long.
 SPAWN_MIN_CHARS = 40
@@ -267,23 +267,12 @@ def _thread(session: str, end: _Call, members: list[_Call], abandoned: list[_Cal
                    messages=tuple(messages), uses=uses)
 
 
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value.strip()
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def _spawn_score(use: Mapping[str, Any], result: str, child: _Thread) -> int:
     """2: an argument is a text block of the child's first user message; 1: contained in it, or the child's
     final text is in the call's result; 0: no evidence."""
     first = next((m for m in child.messages if m.role == "user"), None)
     texts = [b["text"].strip() for b in (first.blocks if first else ()) if b.get("type") == "text"]
-    arguments = [s for s in _strings(use.get("input")) if s]
+    arguments = [s.strip() for s in strings_in(use.get("input")) if s.strip()]
     if any(s in texts for s in arguments):
         return 2
     joined = "\n\n".join(texts)

@@ -304,6 +304,18 @@ class Trajectory:
                    parent=data.get("parent"), parent_call_id=data.get("parent_call_id"))
 
 
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value (tool-call arguments), depth first, as written."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_in(item)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so a reader never sees a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from typing import Any
 from .._model_types import Verdict
 from .._params import Param, ParamError
 from .._registry import Verifier
+from ..agents.trajectory import strings_in
 from ._unicode import LANGUAGES, LATIN_LANGUAGES, SCRIPT_LANGUAGES, find_emoji, language_shares
 
 SCOPES = ("final", "assistant", "all")
@@ -47,17 +48,6 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def _arguments_text(call: Any) -> str:
     return str(call.call["function"].get("arguments") or "")
 
@@ -73,7 +63,7 @@ def _matches(pattern: re.Pattern[str] | None, call: Any) -> bool:
         decoded = json.loads(raw or "{}")
     except ValueError:
         return False
-    return any(pattern.search(text) for text in _strings(decoded))
+    return any(pattern.search(text) for text in strings_in(decoded))
 
 
 def _calls(trajectory: Any, subagents: bool) -> Iterator[tuple[Any, Any]]:
@@ -230,7 +220,7 @@ def _scope_texts(root: Any, scope: str, *, tool_arguments: bool) -> list[tuple[s
             out += [(f"turn {m.turn}{label}", m.content), (f"turn {m.turn}{label} reasoning", m.reasoning_content)]
             if tool_arguments:
                 out += [(f"turn {m.turn}{label} {c['function']['name']} call", s)
-                        for c in m.tool_calls for s in _strings(_decoded(c["function"].get("arguments")))]
+                        for c in m.tool_calls for s in strings_in(_decoded(c["function"].get("arguments")))]
     return [(where, text) for where, text in out if text]
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -32,9 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._client import Completion
-from ..._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge
+from ..._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
 from ..._model_types import CheckSpec, JudgeOmission, Verdict
-from ..._text import first_json_object
 from .materials import Material
 
 _SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")
@@ -135,15 +133,7 @@ def build_messages(data: JudgeInput, checks: Sequence[CheckSpec], *, vision: boo
 
 def parse(completion: Completion, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The entries by id (first wins; unknown ids ignored); ValueError when the reply is not the JSON asked."""
-    if completion.finish_reason == "length":
-        raise ValueError("the reply was cut off at the token limit (finish_reason=length)")
-    blob = first_json_object(completion.text)
-    if blob is None:
-        raise ValueError("no JSON object in the reply")
-    data = json.loads(blob)
-    results = data.get("criteria_results") if isinstance(data, dict) else None
-    if not isinstance(results, list):
-        raise ValueError('the JSON has no "criteria_results" list')
+    results = reply_entries(completion.text, "criteria_results", finish_reason=completion.finish_reason)
     out: dict[str, dict[str, Any]] = {}
     for entry in results:
         if isinstance(entry, dict) and str(entry.get("id")) in ids:
