@@ -57,10 +57,12 @@ class GenerationParams:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     samples: int = 1
+    #: ``none|minimal|low|medium|high`` for reasoning models; None leaves the provider's default.
+    reasoning_effort: str | None = None
 
     def litellm_kwargs(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in ("temperature", "max_tokens", "top_p", "seed"):
+        for name in ("temperature", "max_tokens", "top_p", "seed", "reasoning_effort"):
             value = getattr(self, name)
             if value is not None:
                 # 0 and 0.0 are the same request: normalise so the cache key agrees.

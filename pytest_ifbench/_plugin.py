@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from ._collect import InstanceError, InstanceItem, SuiteFile
+from ._run_settings import add_options as add_run_settings_options
+from ._run_settings import settings_by_benchmark
 from ._state import RECORDS_KEY, STATE_KEY, build_state
 from ._suite import is_suite_file
 
@@ -64,6 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ifbench-full", dest="ifbench_full", action="store_true",
                     help="also run instances marked 'full' (left out unless asked for; a -m expression "
                          "naming 'full' or explicit node ids select them too)")
+    add_run_settings_options(group)
     group.addoption("--ifbench-sandbox-timeout", dest="ifbench_sandbox_timeout", type=float, default=10.0,
                     metavar="SECONDS", help="wall-clock limit for sandboxed code per verifier (default: 10)")
     agents = parser.getgroup("ifbench-agents", "agent runs (pytest-ifbench): override every agent instance's options")
@@ -212,13 +215,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Instances marked ``full`` (the long tail of the shipped suites) run only when asked for:
-    ``--ifbench-full``, a ``-m`` expression that names ``full``, or explicit node ids."""
+    ``--ifbench-full``, a ``-m`` expression that names ``full``, explicit node ids, or naming their
+    file itself (``pytest coding.json`` runs the whole official file; ``pytest suites/`` does not)."""
     names_full = "full" in re.findall(r"\w+", config.getoption("markexpr") or "")
     if config.getoption("ifbench_full") or names_full or any("::" in a for a in config.args):
         return
+    named_files = {path.resolve() for path in map(Path, config.args) if path.is_file()}
     kept, dropped = [], []
     for item in items:
-        (dropped if isinstance(item, InstanceItem) and "full" in item.spec.markers else kept).append(item)
+        left_out = (isinstance(item, InstanceItem) and "full" in item.spec.markers
+                    and item.path.resolve() not in named_files)
+        (dropped if left_out else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -369,7 +376,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         if not path.is_absolute():
             path = Path(config.invocation_params.dir) / path
         state = config.stash[STATE_KEY]
-        write_results(path, records, {"model": state.model_name, "judges": state.judge_names})
+        write_results(path, records, {"model": state.model_name, "judges": state.judge_names,
+                                      "generation": settings_by_benchmark(records)})
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -32,6 +32,7 @@ def _base(nodeid: str, instance: Instance, model: str | None, judges: Sequence[s
         "protocol_options": dict(instance.protocol_options),
         "category": instance.category, "scaffold": instance.scaffold, "tier": instance.tier,
         "markers": list(instance.markers), "metadata": dict(instance.metadata),
+        "generation": instance.generation.to_json(),
     }
 
 

@@ -16,6 +16,7 @@ from ._client import ModelClient, RetryPolicy
 from ._local_model import DEFAULT_LOCAL_MODEL
 from ._protocols import PROTOCOLS, ProtocolRegistry, Runtime
 from ._registry import Registry
+from ._run_settings import apply_overrides, generation_overrides
 from ._suite import Suite, load_suite, parse_suite
 
 if TYPE_CHECKING:
@@ -103,8 +104,10 @@ class IfbenchState:
         if data is None:
             data = self.config.hook.pytest_ifbench_suite_data(path=path, config=self.config)
         if data is not None:
-            return parse_suite(display, data, self.registry, protocols=set(self.protocols), root=path.parent)
-        return load_suite(path, self.registry, protocols=set(self.protocols), display=display)
+            suite = parse_suite(display, data, self.registry, protocols=set(self.protocols), root=path.parent)
+        else:
+            suite = load_suite(path, self.registry, protocols=set(self.protocols), display=display)
+        return apply_overrides(suite, generation_overrides(self.config))
 
 
 def build_state(config: pytest.Config) -> IfbenchState:

@@ -31,7 +31,9 @@ _INSTANCE_KEYS = {
     "environment",
 }
 _CHECK_KEYS = {"id", "verifier", "params", "description", "kind", "points", "turn", "scored", "category", "metadata"}
-_GENERATION_KEYS = {"temperature", "max_tokens", "top_p", "seed", "stop", "samples"}
+_GENERATION_KEYS = {"temperature", "max_tokens", "top_p", "seed", "stop", "samples", "reasoning_effort"}
+#: Values of ``generation.reasoning_effort`` (litellm passes them on to reasoning models).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 _ROLES = {"system", "user", "assistant", "tool"}
 
 
@@ -111,7 +113,7 @@ def _generation(r: _Reader, raw: Any, base: GenerationParams, field: str) -> Gen
     r.unknown_keys(raw, _GENERATION_KEYS, field)
     values: dict[str, Any] = {
         "temperature": base.temperature, "max_tokens": base.max_tokens, "top_p": base.top_p,
-        "seed": base.seed, "stop": base.stop, "samples": base.samples,
+        "seed": base.seed, "stop": base.stop, "samples": base.samples, "reasoning_effort": base.reasoning_effort,
     }
     for key, value in raw.items():
         sub = f"{field}.{key}"
@@ -125,6 +127,8 @@ def _generation(r: _Reader, raw: Any, base: GenerationParams, field: str) -> Gen
                 raise r.fail(sub, f"must be >= 1, got {value}")
         elif key == "stop":
             value = (value,) if isinstance(value, str) else tuple(r.expect(value, list, sub))
+        elif key == "reasoning_effort" and value is not None and value not in REASONING_EFFORTS:
+            raise r.fail(sub, f"must be one of {', '.join(REASONING_EFFORTS)} or null, got {str(value)[:40]!r}")
         values[key] = value
     return GenerationParams(**values)
 

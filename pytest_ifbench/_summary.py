@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ._metrics import MetricTable, core_tables, render_table
+from ._run_settings import judge_warning, settings_lines
 
 
 def benchmark_tables(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> dict[str, list[MetricTable]]:
@@ -32,6 +33,11 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
     lines = [f"model: {state.model_name}    judges: {', '.join(state.judge_names)}"]
     if state.responses is not None:
         lines[0] = f"model: (pre-recorded responses)    judges: {', '.join(state.judge_names)}"
+    else:
+        lines.extend(settings_lines(records))
+    warning = judge_warning(config, records)
+    if warning:
+        lines.append(warning)
     for tables in benchmark_tables(config, records).values():
         for table in tables:
             lines.append("")

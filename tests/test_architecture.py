@@ -29,7 +29,7 @@ LAYERS: dict[str, int] = {
     # 3: checking, and agent runs (their trajectories are what trajectory verifiers check)
     "verifiers": 3, "_judge": 3, "_judge_trajectory": 3, "_verify": 3, "agents": 3,
     # 4: suites, protocols, result records
-    "_protocols": 4, "_suite": 4, "_records": 4,
+    "_protocols": 4, "_suite": 4, "_records": 4, "_run_settings": 4,
     # 5: benchmarks
     "benchmarks": 5,
     # 6: hooks and the composition root

@@ -140,5 +140,7 @@ def test_full_instances_are_left_out_of_a_plain_run(pytester, stub_env):
     result.assert_outcomes(passed=1, deselected=2)
     result = pytester.runpytest_subprocess("suites/bulk.yaml::q002", *stub_args(stub_env))
     result.assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("suites/bulk.yaml", *stub_args(stub_env))  # naming the file runs it all
+    result.assert_outcomes(passed=3)
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-m", "bulk")
     result.assert_outcomes(passed=2, deselected=1)
