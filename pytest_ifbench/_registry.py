@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ._model_types import Instance, Verdict
@@ -82,6 +82,10 @@ class Verifier:
     #: For judged verifiers that score instead of pass/fail: the top of the 1..N scale.
     #: The check passes when the score exceeds ``params["threshold"]``.
     judge_scale: int | None = None
+    #: For judged verifiers whose requirement holds only under a condition: the condition's
+    #: text for these params, or None. The judge may then answer ``not_applicable``, and a
+    #: check the judges find not applicable is left out of every rate (``Verdict.applicable``).
+    condition: Callable[[Mapping[str, Any]], str | None] | None = None
     #: Extra validation beyond the schema (raise ParamError), run at collection.
     check_params: Callable[[Mapping[str, Any]], None] | None = None
     #: Turns other accepted shapes into the params mapping before validation (e.g. an
@@ -135,6 +139,29 @@ class Registry:
             raise ValueError(f"verifier {verifier.id!r} is already registered")
         self._verifiers[verifier.id] = verifier
         return verifier
+
+    def alias(self, name: str, target: str, params: Mapping[str, Any] | None = None) -> Verifier:
+        """Register ``name`` as a second id of the already registered ``target``.
+
+        For ids an official data format spells differently from the registered one. The
+        alias is a full registry entry (listed, validated, recorded under its own id) that
+        runs ``target``'s function; ``params`` are defaults the caller's params override.
+        """
+        base = self.get(target)
+        defaults = dict(params or {})
+        coerce = base.coerce_params
+
+        def with_defaults(given: Any) -> Any:
+            if coerce is not None:
+                given = coerce(given)
+            if given is None:
+                given = {}
+            return {**defaults, **given} if isinstance(given, Mapping) else given
+
+        return self.add(replace(
+            base, id=name, description=f"{base.description} (alias of {target})".strip(),
+            coerce_params=with_defaults if defaults or coerce is not None else None,
+        ))
 
     def verifier(
         self,

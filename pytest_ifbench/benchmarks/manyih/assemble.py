@@ -28,6 +28,9 @@ from .ppi import (
 from .styles import STYLES, canonical
 
 DEFAULT_GENERATION = {"temperature": 0.0, "max_tokens": 1024}
+#: Run settings of an official file: the paper's "max generation length 40K, temperature 0,
+#: reasoning effort high" (§6.1), with 40960 tokens, the authors' evaluators' --max_tokens default.
+AUTHORS_GENERATION = {"temperature": 0.0, "max_tokens": 40960, "reasoning_effort": "high"}
 
 
 class ImportError_(ValueError):
@@ -35,10 +38,11 @@ class ImportError_(ValueError):
 
 
 def suite(description: str, instances: list[dict[str, Any]], *, max_tokens: int = 1024,
-          options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          options: Mapping[str, Any] | None = None, generation: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A ManyIH suite; ``generation`` (default: temperature 0 and ``max_tokens``) is its defaults."""
     data: dict[str, Any] = {
         "ifbench": 1, "benchmark": "manyih", "description": description,
-        "defaults": {"generation": dict(DEFAULT_GENERATION, max_tokens=max_tokens)},
+        "defaults": {"generation": dict(generation or dict(DEFAULT_GENERATION, max_tokens=max_tokens))},
     }
     if options:
         data["options"] = dict(options)
@@ -354,9 +358,10 @@ def sniff(data: Any) -> str | None:
 
 def official_suite(data: Any, *, interfaces: Sequence[str] = ("keep",), compat: str = "paper",
                    perturb_scalar: bool = False, seed: int = 0, limit: int | None = None, quick: int = 0,
-                   quick_max_tokens: int | None = None, max_tokens: int = 1024,
+                   quick_max_tokens: int | None = None, max_tokens: int | None = None,
                    description: str = "") -> dict[str, Any]:
-    """Suite data for an official coding.json or instruction-following file."""
+    """Suite data for an official coding.json or instruction-following file; its generation
+    defaults are :data:`AUTHORS_GENERATION` (``max_tokens`` replaces theirs when given)."""
     kind = sniff(data)
     samples = data.get("data") if isinstance(data, Mapping) else data
     if kind is None:
@@ -375,5 +380,6 @@ def official_suite(data: Any, *, interfaces: Sequence[str] = ("keep",), compat: 
         instance["markers"] = [m for m in instance["markers"] if m != "full"]
         if quick_max_tokens:
             instance["generation"] = {"max_tokens": quick_max_tokens}
+    generation = dict(AUTHORS_GENERATION, **({"max_tokens": max_tokens} if max_tokens else {}))
     return suite(description or f"ManyIH-Bench official {kind} subset ({len(samples)} samples)", instances,
-                 max_tokens=max_tokens)
+                 generation=generation)

@@ -1,12 +1,10 @@
 """The 41 ManyIH style checkers, on the AST and the token stream.
 
-Every checker takes an analysed :class:`Source` and ``reference`` (the compat
-mode) and returns ``(passed, evidence)``. ``paper`` mode (``reference=False``)
-checks the plain meaning of the instruction: strings and comments are never
-mistaken for code, and code that does not parse fails every check.
-``reference`` mode reproduces the quirks of the authors' released checkers
-listed in docs/manyih.md (section "compat"); where those notes are silent it
-behaves like ``paper``. The exact rules are documented in docs/manyih.md.
+``paper`` mode: every checker takes an analysed :class:`Source` and returns
+``(passed, evidence)`` for the plain meaning of the instruction: strings and
+comments are never mistaken for code, and code that does not parse fails
+every check. ``reference`` mode (the authors' checkers) is
+``reference_styles``. The exact rules are documented in docs/manyih.md.
 """
 
 from __future__ import annotations
@@ -139,8 +137,8 @@ def _indent_steps(src: Source) -> Iterator[tuple[int, str, str]]:
             stack.pop()
 
 
-def _indent_spaces_step(width: int) -> Callable[[Source, bool], Result]:
-    def check(src: Source, reference: bool) -> Result:
+def _indent_spaces_step(width: int) -> Callable[[Source], Result]:
+    def check(src: Source) -> Result:
         problems = [f"line {row}: indentation contains a tab" for row, ws in _leading_whitespace(src) if "\t" in ws]
         for row, parent, new in _indent_steps(src):
             step = new[len(parent):] if new.startswith(parent) else None
@@ -157,7 +155,7 @@ def _row_key(text: str) -> tuple[int, str]:
     return (int(match.group(1)) if match else 0, text)
 
 
-def check_indent_tab(src: Source, reference: bool) -> Result:
+def check_indent_tab(src: Source) -> Result:
     problems = []
     for row, parent, new in _indent_steps(src):
         if new != parent + "\t":
@@ -165,7 +163,7 @@ def check_indent_tab(src: Source, reference: bool) -> Result:
     return _verdict(problems, "every block is indented by one tab")
 
 
-def check_indent_spaces(src: Source, reference: bool) -> Result:
+def check_indent_spaces(src: Source) -> Result:
     problems = [f"line {row}: indentation contains a tab" for row, ws in _leading_whitespace(src) if "\t" in ws]
     return _verdict(problems, "no tab in any indentation")
 
@@ -173,11 +171,11 @@ def check_indent_spaces(src: Source, reference: bool) -> Result:
 # ---------------------------------------------------------------------------- quotes
 
 
-def _quote_check(want: str) -> Callable[[Source, bool], Result]:
-    def check(src: Source, reference: bool) -> Result:
+def _quote_check(want: str) -> Callable[[Source], Result]:
+    def check(src: Source) -> Result:
         problems = []
         for lit in src.literals:
-            if lit.docstring or (reference and lit.fstring):
+            if lit.docstring:
                 continue
             if not lit.quote.startswith(want):
                 problems.append(f"line {lit.start[0]}: {_short(lit.text)} is not {_QUOTE_NAME[want]}-quoted")
@@ -194,7 +192,7 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_quotes_docstring_triple_double(src: Source, reference: bool) -> Result:
+def check_quotes_docstring_triple_double(src: Source) -> Result:
     problems = [f"line {lit.start[0]}: docstring {_short(lit.text)} is not delimited by \"\"\""
                 for lit in src.literals if lit.docstring and lit.quote != '"""']
     return _verdict(problems, 'every docstring uses """')
@@ -203,8 +201,8 @@ def check_quotes_docstring_triple_double(src: Source, reference: bool) -> Result
 # ---------------------------------------------------------------------------- names
 
 
-def _name_check(test: Callable[[str], bool], rule: str) -> Callable[[Source, bool], Result]:
-    def check(src: Source, reference: bool) -> Result:
+def _name_check(test: Callable[[str], bool], rule: str) -> Callable[[Source], Result]:
+    def check(src: Source) -> Result:
         seen: dict[str, int] = {}
         for name, row in src.variables:
             if not test(name):
@@ -222,20 +220,19 @@ _CONSONANTS = set("bcdfghjklmnpqrstvwxyz")
 # ---------------------------------------------------------------------------- operators
 
 
-def _operator_check(assign: str | None, binary: str | None) -> Callable[[Source, bool], Result]:
+def _operator_check(assign: str | None, binary: str | None) -> Callable[[Source], Result]:
     """``assign``/``binary``: ``spaced``, ``unspaced`` or None (not checked)."""
     rules = {"spaced": (_spaced, "needs spaces around it"), "unspaced": (_unspaced, "must not have spaces around it")}
 
-    def check(src: Source, reference: bool) -> Result:
+    def check(src: Source) -> Result:
         problems = []
-        for op in src.reference_operators if reference else src.operators:
+        for op in src.operators:
             rule = assign if op.kind == "assign" else binary
             if rule is None:
                 continue
             test, text = rules[rule]
             if not (test(op.before) and test(op.after)):
-                where = "" if op.where == "code" else f" ({op.where})"
-                problems.append(f"line {op.row}: {op.text!r}{where} {text}")
+                problems.append(f"line {op.row}: {op.text!r} {text}")
         return _verdict(problems, "operator spacing complies")
 
     return check
@@ -244,10 +241,10 @@ def _operator_check(assign: str | None, binary: str | None) -> Callable[[Source,
 # ---------------------------------------------------------------------------- type hints
 
 
-def _types_check(args: str, returns: str, variables: str = "any") -> Callable[[Source, bool], Result]:
+def _types_check(args: str, returns: str, variables: str = "any") -> Callable[[Source], Result]:
     """Each of ``args``/``returns``/``variables``: ``required``, ``forbidden`` or ``any``."""
 
-    def check(src: Source, reference: bool) -> Result:
+    def check(src: Source) -> Result:
         problems = []
         for fn in src.functions:
             params = src.parameters(fn)
@@ -279,9 +276,7 @@ _APACHE = (re.compile(r"\bapache\b", re.I), re.compile(r"licen[cs]e", re.I), re.
 _ANY_NOTICE = re.compile(r"\w*licen[cs]\w*|copyright|\u00a9", re.I)
 
 
-def _license_texts(src: Source, reference: bool) -> list[tuple[int, str]]:
-    if not src.ok:  # reference mode on code that does not parse: the raw text
-        return [(1, src.code)]
+def _license_texts(src: Source) -> list[tuple[int, str]]:
     return [*src.comment_blocks, *((lit.start[0], lit.content) for lit in src.literals)]
 
 
@@ -293,57 +288,41 @@ def _is_apache(text: str) -> bool:
     return all(p.search(text) for p in _APACHE)
 
 
-def check_license_mit(src: Source, reference: bool) -> Result:
-    for row, text in _license_texts(src, reference):
+def check_license_mit(src: Source) -> Result:
+    for row, text in _license_texts(src):
         if _is_mit(text):
             return True, f"MIT License notice at line {row}"
     return False, "no comment or string literal holds an MIT License notice"
 
 
-def check_license_apache(src: Source, reference: bool) -> Result:
-    for row, text in _license_texts(src, reference):
+def check_license_apache(src: Source) -> Result:
+    for row, text in _license_texts(src):
         if _is_apache(text):
             return True, f"Apache License 2.0 notice at line {row}"
     return False, "no comment or string literal holds an Apache License 2.0 notice"
 
 
-def check_license_none(src: Source, reference: bool) -> Result:
+def check_license_none(src: Source) -> Result:
     problems = [f"line {row}: {_short(match.group(0))!r} in {_short(text.strip())!r}"
-                for row, text in _license_texts(src, reference) if (match := _ANY_NOTICE.search(text))]
-    if reference:
-        lower = src.code.lower()
-        if "license" in lower and not problems:
-            row = src.code[: lower.index("license")].count("\n") + 1
-            problems.append(f"line {row}: (reference) 'license' occurs in the code")
+                for row, text in _license_texts(src) if (match := _ANY_NOTICE.search(text))]
     return _verdict(problems, "no license or copyright notice")
 
 
 # ---------------------------------------------------------------------------- docstrings
 
-_REF_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\([^)]*\)[ \t]*(?:->[^:\n]*)?:", re.M)
-
-
-def check_doc_required(src: Source, reference: bool) -> Result:
-    if reference:
-        problems = []
-        for match in _REF_DEF.finditer(src.code):
-            following = src.code[match.end():].lstrip()
-            if not following.startswith(("'", '"')):
-                row = src.code.count("\n", 0, match.start()) + 1
-                problems.append(f"line {row}: (reference) {match.group(1)}() has no docstring")
-        return _verdict(problems, "(reference) every def header the pattern finds is followed by a string")
+def check_doc_required(src: Source) -> Result:
     documented = {id(n) for n in src.docstring_nodes}
     problems = [f"line {fn.lineno}: {fn.name}() has no docstring" for fn in src.functions
                 if not (fn.body and isinstance(fn.body[0], ast.Expr) and id(fn.body[0].value) in documented)]
     return _verdict(problems, f"all {len(src.functions)} function(s) have a docstring")
 
 
-def check_doc_none(src: Source, reference: bool) -> Result:
+def check_doc_none(src: Source) -> Result:
     problems = [f"line {n.lineno}: docstring {_short(repr(n.value))}" for n in src.docstring_nodes]
     return _verdict(problems, "no docstrings")
 
 
-def check_doc_online(src: Source, reference: bool) -> Result:
+def check_doc_online(src: Source) -> Result:
     problems = [f"line {n.lineno}: docstring spans lines {n.lineno}-{n.end_lineno}"
                 for n in src.docstring_nodes if n.end_lineno != n.lineno]
     return _verdict(problems, f"all {len(src.docstring_nodes)} docstring(s) fit on one line")
@@ -352,8 +331,8 @@ def check_doc_online(src: Source, reference: bool) -> Result:
 # ---------------------------------------------------------------------------- blank lines
 
 
-def _blank_check(low: int, high: int | None, text: str) -> Callable[[Source, bool], Result]:
-    def check(src: Source, reference: bool) -> Result:
+def _blank_check(low: int, high: int | None, text: str) -> Callable[[Source], Result]:
+    def check(src: Source) -> Result:
         problems = []
         for fn in src.functions:
             blanks = src.blank_rows(fn)
@@ -368,7 +347,7 @@ def _blank_check(low: int, high: int | None, text: str) -> Callable[[Source, boo
 # ---------------------------------------------------------------------------- returns
 
 
-def check_return_variable(src: Source, reference: bool) -> Result:
+def check_return_variable(src: Source) -> Result:
     problems = []
     for fn in src.functions:
         for node in _own_nodes(fn):
@@ -394,7 +373,7 @@ def _assigned_names(fn: ast.AST) -> set[str]:
     return names
 
 
-def check_return_direct(src: Source, reference: bool) -> Result:
+def check_return_direct(src: Source) -> Result:
     problems = []
     for fn in src.functions:
         assigned = _assigned_names(fn)
@@ -404,7 +383,7 @@ def check_return_direct(src: Source, reference: bool) -> Result:
     return _verdict(problems, "no function returns a variable it assigned")
 
 
-def check_return_explicit_none(src: Source, reference: bool) -> Result:
+def check_return_explicit_none(src: Source) -> Result:
     problems = []
     for fn in src.functions:
         own = list(_own_nodes(fn))
@@ -418,22 +397,9 @@ def check_return_explicit_none(src: Source, reference: bool) -> Result:
 
 # ---------------------------------------------------------------------------- singletons
 
-_SINGLE = r"(?:None|True|False)"
-_REF_SINGLETON = {
-    "singleton_is": re.compile(rf"(?:==|!=)\s*{_SINGLE}\b|\b{_SINGLE}\s*(?:==|!=)"),
-    "singleton_eq": re.compile(rf"\bis\s+(?:not\s+)?{_SINGLE}\b|\b{_SINGLE}\s+is\b"),
-    "singleton_variable_first": re.compile(rf"\b{_SINGLE}\s*(?:==|!=|is\b)"),
-    "singleton_yoda": re.compile(rf"(?:==|!=|\bis(?:\s+not)?)\s*{_SINGLE}\b"),
-}
-
-
-def _singleton_check(style: str, bad: Callable[[ast.AST, ast.cmpop, ast.AST], bool],
-                     ok_text: str) -> Callable[[Source, bool], Result]:
-    def check(src: Source, reference: bool) -> Result:
-        if reference:
-            problems = [f"line {src.code.count(chr(10), 0, m.start()) + 1}: (reference) matches {m.group(0)!r}"
-                        for m in _REF_SINGLETON[style].finditer(src.code)]
-            return _verdict(problems, f"(reference) {ok_text}")
+def _singleton_check(bad: Callable[[ast.AST, ast.cmpop, ast.AST], bool],
+                     ok_text: str) -> Callable[[Source], Result]:
+    def check(src: Source) -> Result:
         problems = [f"line {row}: {_describe_cmp(left, op, right)}"
                     for left, op, right, row in _singleton_comparisons(src) if bad(left, op, right)]
         return _verdict(problems, ok_text)
@@ -444,8 +410,8 @@ def _singleton_check(style: str, bad: Callable[[ast.AST, ast.cmpop, ast.AST], bo
 # ---------------------------------------------------------------------------- line length
 
 
-def _line_check(limit: int | None) -> Callable[[Source, bool], Result]:
-    def check(src: Source, reference: bool) -> Result:
+def _line_check(limit: int | None) -> Callable[[Source], Result]:
+    def check(src: Source) -> Result:
         if limit is None:
             return True, "no line length limit"
         problems = [f"line {row}: {len(line)} characters" for row, line in enumerate(src.lines, start=1)
@@ -457,7 +423,7 @@ def _line_check(limit: int | None) -> Callable[[Source, bool], Result]:
 
 # ---------------------------------------------------------------------------- table
 
-CHECKERS: dict[str, Callable[[Source, bool], Result]] = {
+CHECKERS: dict[str, Callable[[Source], Result]] = {
     "indent_2": _indent_spaces_step(2),
     "indent_4": _indent_spaces_step(4),
     "indent_tab": check_indent_tab,
@@ -492,33 +458,23 @@ CHECKERS: dict[str, Callable[[Source, bool], Result]] = {
     "return_variable": check_return_variable,
     "return_direct": check_return_direct,
     "return_explicit_none": check_return_explicit_none,
-    "singleton_is": _singleton_check("singleton_is", lambda left, op, right: isinstance(op, (ast.Eq, ast.NotEq)),
+    "singleton_is": _singleton_check(lambda left, op, right: isinstance(op, (ast.Eq, ast.NotEq)),
                                      "no ==/!= comparison with None/True/False"),
-    "singleton_eq": _singleton_check("singleton_eq", lambda left, op, right: isinstance(op, (ast.Is, ast.IsNot)),
+    "singleton_eq": _singleton_check(lambda left, op, right: isinstance(op, (ast.Is, ast.IsNot)),
                                      "no is/is not comparison with None/True/False"),
-    "singleton_variable_first": _singleton_check("singleton_variable_first",
+    "singleton_variable_first": _singleton_check(
                                                  lambda left, op, right: _is_singleton(left),
                                                  "the variable comes first in every singleton comparison"),
-    "singleton_yoda": _singleton_check("singleton_yoda", lambda left, op, right: not _is_singleton(left),
+    "singleton_yoda": _singleton_check(lambda left, op, right: not _is_singleton(left),
                                        "the singleton comes first in every singleton comparison"),
     "line_79": _line_check(79),
     "line_120": _line_check(120),
     "line_unlimited": _line_check(None),
 }
 
-#: In ``reference`` mode these read the raw text, so they still run on code that does not parse;
-#: every other (AST or token) check passes such code, as the authors' checkers do.
-TEXT_CHECKS = frozenset({"line_79", "line_120", "line_unlimited", "license_mit", "license_apache", "license_none",
-                         "doc_required", "singleton_is", "singleton_eq", "singleton_variable_first",
-                         "singleton_yoda"})
-
-
-def check_style(style_id: str, code: str, *, reference: bool = False) -> Result:
-    """(passed, evidence) for one style on extracted code."""
+def check_style(style_id: str, code: str) -> Result:
+    """(passed, evidence) for one style on extracted code (``paper`` mode)."""
     src = analyse(code)
     if not src.ok:
-        if not reference:
-            return False, src.error or "the code does not parse"
-        if style_id not in TEXT_CHECKS:
-            return True, f"(reference) {src.error}; the authors' AST checks pass such code"
-    return CHECKERS[style_id](src, reference)
+        return False, src.error or "the code does not parse"
+    return CHECKERS[style_id](src)

@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                          help=f"privilege prompt interfaces to render (default {interfaces})")
         sub.add_argument("--compat", choices=COMPAT_MODES, default="paper",
                          help="compat parameter written into every check (default paper)")
-        sub.add_argument("--max-tokens", type=int, default=1024, help="generation.max_tokens (default 1024)")
+        sub.add_argument("--max-tokens", type=int, default=None,
+                         help="generation.max_tokens (default 1024; import: the authors' 40960)")
         sub.add_argument("--quick", type=int, default=0, metavar="N",
                          help="leave the first N instances unmarked so a plain `pytest suites/` runs them; "
                               "everything else gets the marker 'full' (default 0)")
@@ -165,7 +166,7 @@ def _coding(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
         -i["tier"], args.interfaces.index(i["metadata"]["ppi"])))
     description = (f"ManyIH-Bench coding subset, generated from {len(problems)} problems "
                    f"(seed {args.seed}; tiers {', '.join(map(str, tiers))}; interfaces {', '.join(args.interfaces)}).")
-    return suite(description, instances, max_tokens=args.max_tokens), _tier_stats(per_tier)
+    return suite(description, instances, max_tokens=args.max_tokens or 1024), _tier_stats(per_tier)
 
 
 def _tier_stats(per_tier: dict[int, list[dict[str, Any]]]) -> list[str]:
@@ -238,7 +239,7 @@ def _if(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
              f"privilege levels {min(tiers)}-{max(tiers)}"]
     description = (f"ManyIH-Bench instruction-following subset: {len(tasks)} original agentic tasks "
                    f"(seed {args.seed}; interfaces {', '.join(args.interfaces)}).")
-    return suite(description, instances, max_tokens=args.max_tokens), stats
+    return suite(description, instances, max_tokens=args.max_tokens or 1024), stats
 
 
 # ---------------------------------------------------------------------------- import

@@ -144,22 +144,10 @@ def perturb(privileges: Sequence[int], rng: random.Random, *, delta: int = 3, lo
 
 # ---------------------------------------------------------------------------- code extraction
 
-_REF_PYTHON = re.compile(r"```[ \t]*python3?[ \t]*\n(.*?)```", re.S | re.I)
-_REF_BARE = re.compile(r"```[ \t]*\n(.*?)```", re.S)
-
-
-def extract(response: str, compat: str = "paper") -> str:
-    """The code of a reply. ``paper``: the core rule (``python``/``py``/``python3`` fence,
-    else an untagged fence, else the reply; an unclosed python fence counts).
-    ``reference``: the authors' rule -- the first closed ```` ```python ```` block, else
-    the first closed bare block, else the whole reply (```` ```py ```` is not recognised).
-    """
-    if compat == "reference":
-        for pattern in (_REF_PYTHON, _REF_BARE):
-            match = pattern.search(response)
-            if match:
-                return match.group(1)
-        return response
+def extract(response: str) -> str:
+    """The code of a reply in ``paper`` mode: the core rule (``python``/``py``/``python3``
+    fence, else an untagged fence, else the reply; an unclosed python fence counts).
+    ``reference`` mode extracts the authors' way (``reference_styles.reference_code``)."""
     from ..._text import extract_code
 
     return extract_code(response)

@@ -55,7 +55,6 @@ class Operator:
     row: int
     before: bool | None
     after: bool | None
-    where: str = "code"
 
 
 class Source:
@@ -228,14 +227,7 @@ class Source:
 
     @cached_property
     def operators(self) -> list[Operator]:
-        return list(_code_operators(self, keyword_assign=False))
-
-    @cached_property
-    def reference_operators(self) -> list[Operator]:
-        out = list(_code_operators(self, keyword_assign=True))
-        for lit in self.literals:
-            out.extend(_string_operators(lit))
-        return out
+        return list(_code_operators(self))
 
 
 @lru_cache(maxsize=128)
@@ -246,7 +238,6 @@ def analyse(code: str) -> Source:
 # ---------------------------------------------------------------------------- operators
 
 _BINARY = {"+", "-", "*", "/", "//", "%", "**", "@", "<<", ">>", "&", "|", "^", "==", "!=", "<", ">", "<=", ">="}
-_COMPARE_EQ = {"==", "!=", "<=", ">="}
 _ASSIGN = {"=", ":=", "+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "<<=", ">>=", "&=", "|=", "^="}
 _OPERAND_KEYWORDS = {"True", "False", "None"}
 
@@ -270,7 +261,7 @@ def _spacing(src: Source, tok: tokenize.TokenInfo) -> tuple[bool | None, bool | 
     return before, after
 
 
-def _code_operators(src: Source, *, keyword_assign: bool) -> Iterator[Operator]:
+def _code_operators(src: Source) -> Iterator[Operator]:
     depth = 0
     fdepth = 0
     lambdas: list[int] = []
@@ -300,37 +291,12 @@ def _code_operators(src: Source, *, keyword_assign: bool) -> Iterator[Operator]:
             elif text in _BINARY and _is_operand_end(prev):
                 before, after = _spacing(src, tok)
                 yield Operator(text, "binary", tok.start[0], before, after)
-                if keyword_assign and text in _COMPARE_EQ:
-                    yield Operator(text, "assign", tok.start[0], before, after, "comparison read as '='")
             elif text == "=":
-                statement = depth == 0 and not (lambdas and lambdas[-1] == depth)
-                if statement or keyword_assign:
+                if depth == 0 and not (lambdas and lambdas[-1] == depth):
                     before, after = _spacing(src, tok)
-                    yield Operator(text, "assign", tok.start[0], before, after,
-                                   "code" if statement else "keyword argument/default")
+                    yield Operator(text, "assign", tok.start[0], before, after)
             elif text in _ASSIGN:
                 before, after = _spacing(src, tok)
                 yield Operator(text, "assign", tok.start[0], before, after)
         prev = tok
-
-
-_STRING_RUN = re.compile(r"[+\-*/%<>=!&|^@]+")
-
-
-def _string_operators(lit: Literal) -> Iterator[Operator]:
-    content = lit.content
-    for match in _STRING_RUN.finditer(content):
-        run = match.group(0)
-        if run == "!":
-            continue
-        i, j = match.start(), match.end()
-        before = i > 0 and content[i - 1].isspace()
-        after = j < len(content) and content[j].isspace()
-        row = lit.start[0] + content.count("\n", 0, i)
-        if "=" in run:
-            yield Operator(run, "assign", row, before, after, "inside a string")
-            if run in _COMPARE_EQ:
-                yield Operator(run, "binary", row, before, after, "inside a string")
-        else:
-            yield Operator(run, "binary", row, before, after, "inside a string")
 

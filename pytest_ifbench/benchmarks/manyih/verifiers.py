@@ -26,7 +26,8 @@ from ..._params import Param
 from ..._registry import Verifier
 from .checks import check_style
 from .ppi import COMPAT_MODES, extract, reference_asserts
-from .styles import STYLES
+from .reference_styles import reference_code, reference_style
+from .styles import ALIASES, STYLES
 
 _COMPAT = Param(str, default="paper", choices=COMPAT_MODES,
                 description="paper: the instruction's plain meaning; reference: the authors' checker, quirks included")
@@ -43,7 +44,10 @@ def _style_verifier(style_id: str):
 
     def verify(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
         compat = params["compat"]
-        passed, evidence = check_style(style_id, extract(text, compat), reference=compat == "reference")
+        if compat == "reference":
+            passed, evidence = reference_style(style_id, text)
+        else:
+            passed, evidence = check_style(style_id, extract(text))
         return Verdict(passed=passed, evidence=evidence,
                        details={"style": style_id, "group": style.group, "compat": compat})
 
@@ -51,24 +55,42 @@ def _style_verifier(style_id: str):
 
 
 def _unit_tests(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
+    if params["compat"] == "reference":
+        return _reference_unit_tests(text, params, ctx)
     from ...sandbox import run_assert_tests
 
-    compat = params["compat"]
-    code = extract(text, compat)
     tests, setup = list(params["tests"]), params["setup"]
-    if compat == "reference":
-        tests, setup = reference_asserts(tests), ""
-        if not tests:
-            return Verdict(passed=True, evidence="(reference) no assert lines: passes",
-                           details={"tests": 0, "compat": compat})
-    run = run_assert_tests(code, tests, setup=setup, limits=_limits(ctx))
+    run = run_assert_tests(extract(text), tests, setup=setup, limits=_limits(ctx))
     return Verdict(passed=run.passed, evidence=run.summary(),
                    details={"failed_tests": [o.name for o in run.outcomes if not o.passed],
-                            "tests": len(run.outcomes), "compat": compat})
+                            "tests": len(run.outcomes), "compat": "paper"})
+
+
+def _reference_unit_tests(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
+    """The authors' rule: no code fails; no assert line passes; else every assert line must pass."""
+    from .reference_runs import run_reference_asserts
+
+    details: dict[str, Any] = {"compat": "reference"}
+    code = reference_code(text)
+    if not code:
+        return Verdict(passed=False, evidence="(reference) no code in the reply", details=details)
+    asserts = reference_asserts(params["tests"])
+    if not asserts:
+        return Verdict(passed=True, evidence="(reference) no assert lines: passes", details=details | {"tests": 0})
+    run = run_reference_asserts(code, asserts, _limits(ctx))
+    if not run.ran:
+        return Verdict(passed=False, evidence=f"(reference) the run did not finish: {run.problem}", details=details)
+    failed = [f"test_{i}: {why}" for i, (ok, why) in enumerate(run.results) if not ok]
+    evidence = f"{len(asserts) - len(failed)}/{len(asserts)} assert lines pass" + (
+        ": " + "; ".join(failed[:5]) if failed else "")
+    return Verdict(passed=not failed, evidence=f"(reference) {evidence}",
+                   details=details | {"tests": len(asserts), "failed_tests": [f.split(":")[0] for f in failed]})
 
 
 def _if_code(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """Run the constraint's ``check_following(response)`` in the sandbox with the reply on stdin."""
+    if params["compat"] == "reference":
+        return _reference_if_code(text, params, ctx)
     from ...sandbox import run_python
 
     marker = f"@@manyih-{secrets.token_hex(8)}@@"
@@ -93,17 +115,40 @@ def _if_code(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
                    details={"compat": params["compat"]})
 
 
+def _reference_if_code(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
+    """The authors' score; a constraint they score None is not applicable (left out of every rate)."""
+    from .reference_runs import if_score, run_reference_if_code
+
+    score, evidence = if_score(run_reference_if_code(params["code"], text, _limits(ctx)))
+    return Verdict(passed=bool(score), evidence=f"(reference) {evidence}", applicable=score is not None,
+                   details={"compat": "reference"})
+
+
 _YES_NO_TAIL = re.compile(r"\s*Please answer\s+YES\s*/\s*NO\b.*\Z", re.S | re.I)
 
 
+def _judge_text(prompt: str) -> str:
+    return _YES_NO_TAIL.sub("", prompt).replace("{response}", "(the RESPONSE above)").strip()
+
+
 def judge_criterion(params: Mapping[str, Any]) -> str:
-    """The judge requirement for an IF constraint: its YES/NO prompt, with the reply left to the judge."""
-    prompt = _YES_NO_TAIL.sub("", params["prompt"]).replace("{response}", "(the RESPONSE above)").strip()
-    if params.get("condition"):
-        condition = _YES_NO_TAIL.sub("", params["condition"]).replace("{response}", "(the RESPONSE above)").strip()
-        return (f"This requirement applies only when the following holds: {condition} -- when it does not hold, "
-                f"the requirement counts as met. Requirement: {prompt}")
+    """The judge requirement for an IF constraint: its YES/NO prompt, with the reply left to the judge.
+
+    paper: a conditional constraint whose condition does not hold is met (the paper's reviewers accept
+    such replies, section 5); reference: the judge may answer not applicable (:func:`judge_condition`),
+    which leaves the constraint out of every rate as the authors' evaluator scores it None."""
+    prompt = _judge_text(params["prompt"])
+    if params.get("condition") and params["compat"] == "paper":
+        return (f"This requirement applies only when the following holds: {_judge_text(params['condition'])} "
+                f"-- when it does not hold, the requirement counts as met. Requirement: {prompt}")
     return prompt
+
+
+def judge_condition(params: Mapping[str, Any]) -> str | None:
+    """Reference mode: the condition under which the constraint is scored at all."""
+    if params.get("condition") and params["compat"] == "reference":
+        return _judge_text(params["condition"])
+    return None
 
 
 def register(registry) -> None:
@@ -112,6 +157,8 @@ def register(registry) -> None:
             id=f"manyih.{style_id}", func=_style_verifier(style_id), params={"compat": _COMPAT},
             description=style.instruction, kind="python", target="response",
         ))
+    for official, ours in ALIASES.items():
+        registry.alias(f"manyih.{official}", f"manyih.{ours}")
     registry.add(Verifier(
         id="manyih.unit_tests", func=_unit_tests, kind="unittest", target="response",
         params={
@@ -138,5 +185,5 @@ def register(registry) -> None:
             "compat": _COMPAT,
         },
         description="The judge panel decides the constraint from its YES/NO prompt.",
-        criterion=judge_criterion,
+        criterion=judge_criterion, condition=judge_condition,
     ))
