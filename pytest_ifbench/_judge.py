@@ -4,6 +4,9 @@ Every judged check of an instance goes to each judge in a single call that
 must answer ``{"checks": [{"id", "verdict": "pass"|"fail", "score", "reasoning"}]}``.
 Pass/fail requirements use ``verdict``; scored requirements (a verifier with a
 ``judge_scale``) use the integer ``score`` and pass above their threshold.
+Conditional requirements (a verifier with a ``condition``) may also be answered
+``not_applicable``, only those: a check that most judges find not applicable is
+left out of every rate.
 Malformed JSON gets one repair turn; after that the instance errors. A check
 the judge leaves out is not passed. With a panel, each check's verdict is
 the strict majority of the judges; the mean and the spread are recorded.
@@ -14,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -26,13 +29,17 @@ from ._text import first_json_object
 JUDGE_PARAMS = GenerationParams(temperature=0.0, max_tokens=1024)
 
 
-def response_format(ids: Sequence[str], scale: int | None = None) -> dict[str, Any]:
+NOT_APPLICABLE = "not_applicable"
+
+
+def response_format(ids: Sequence[str], scale: int | None = None, *, conditional: bool = False) -> dict[str, Any]:
     """A JSON schema for the verdicts; constrained decoders (llama.cpp) follow it exactly."""
+    verdicts = ["pass", "fail", NOT_APPLICABLE] if conditional else ["pass", "fail"]
     item: dict[str, Any] = {
         "type": "object",
         "properties": {
             "id": {"type": "string", "enum": list(ids)},
-            "verdict": {"type": "string", "enum": ["pass", "fail"]},
+            "verdict": {"type": "string", "enum": verdicts},
             "reasoning": {"type": "string", "maxLength": 300},
         },
         "required": ["id", "verdict", "reasoning"],
@@ -64,6 +71,10 @@ _SYSTEM_SCORED = (
     " Some requirements ask for a score: for every requirement also give an integer \"score\" "
     "from 1 to {scale} for how well the response meets it (for pass/fail requirements, use "
     "{scale} for pass and 1 for fail)."
+)
+_SYSTEM_CONDITIONAL = (
+    ' A requirement that says it applies only under a condition is answered "not_applicable" when '
+    'that condition does not hold in the response; no other requirement may be answered so.'
 )
 
 
@@ -99,11 +110,12 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
 
 
 def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | None = None,
-                   ) -> dict[str, tuple[bool, str]]:
+                   conditional: Collection[str] = ()) -> dict[str, tuple[bool | None, str]]:
     """Parse the judge's JSON; raise ValueError with a reason when it is malformed.
 
     ``scored`` maps the ids of scored requirements to their pass threshold: those
     pass when their integer ``score`` exceeds it (the reasoning is prefixed with it).
+    The ids in ``conditional`` may be answered ``not_applicable`` (parsed as None).
     """
     scored = scored or {}
     checks = reply_entries(text, "checks")
@@ -119,8 +131,12 @@ def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | 
             out.setdefault(entry["id"], (score > scored[entry["id"]], reasoning))
             continue
         verdict = str(entry.get("verdict", "")).strip().lower()
+        if verdict == NOT_APPLICABLE and entry["id"] in conditional:
+            out.setdefault(entry["id"], (None, str(entry.get("reasoning", ""))))
+            continue
         if verdict not in ("pass", "fail"):
-            raise ValueError(f"check {entry.get('id')!r} has verdict {entry.get('verdict')!r}, not pass/fail")
+            allowed = "pass/fail/not_applicable" if entry["id"] in conditional else "pass/fail"
+            raise ValueError(f"check {entry.get('id')!r} has verdict {str(entry.get('verdict'))[:40]!r}, not {allowed}")
         out.setdefault(entry["id"], (verdict == "pass", str(entry.get("reasoning", ""))))
     return out
 
@@ -168,16 +184,17 @@ async def ask_with_repair(call: Callable[[list[dict[str, Any]]], Awaitable[Compl
 
 
 async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Mapping[str, float],
-               scale: int | None) -> tuple[dict[str, tuple[bool, str]], Any]:
-    system = _SYSTEM + (_SYSTEM_SCORED.format(scale=scale) if scale else "")
+               scale: int | None, conditional: Collection[str]) -> tuple[dict[str, tuple[bool | None, str]], Any]:
+    system = (_SYSTEM + (_SYSTEM_SCORED.format(scale=scale) if scale else "")
+              + (_SYSTEM_CONDITIONAL if conditional else ""))
     messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
-    fmt = response_format(ids, scale)
+    fmt = response_format(ids, scale, conditional=bool(conditional))
 
     async def call(sent: list[dict[str, Any]]) -> Completion:  # a failed call stays a ModelCallError here
         return await client.complete(sent, JUDGE_PARAMS, response_format=fmt)
 
-    verdicts, completions = await ask_with_repair(call, messages, lambda c: parse_verdicts(c.text, ids, scored),
-                                                  model=client.model)
+    verdicts, completions = await ask_with_repair(
+        call, messages, lambda c: parse_verdicts(c.text, ids, scored, conditional), model=client.model)
     return verdicts, completions[-1]
 
 
@@ -191,11 +208,17 @@ async def judge_checks(
         raise JudgeError("judged checks need a judge model (--judge-model)")
     items = []
     scored: dict[str, float] = {}
+    conditional: set[str] = set()
     scale = None
     for check in checks:
         verifier = registry.get(check.verifier)
         assert verifier.criterion is not None
         text = verifier.criterion(check.params)
+        condition = verifier.condition(check.params) if verifier.condition else None
+        if condition:
+            conditional.add(check.id)
+            text = (f"{text} (This requirement applies only when the following holds: {condition} "
+                    f'If it does not hold, answer "{NOT_APPLICABLE}".)')
         if check.kind == "penalty":
             text = f"The response avoids this mistake: {text}"
         if verifier.judge_scale:
@@ -205,27 +228,32 @@ async def judge_checks(
         items.append((check.id, text))
     ids = [check_id for check_id, _ in items]
     prompt = judge_prompt(task, response, items)
-    per_judge: list[dict[str, tuple[bool, str]]] = []
+    per_judge: list[dict[str, tuple[bool | None, str]]] = []
     completions = []
     for client in judges:
-        verdicts, completion = await _ask(client, prompt, ids, scored, scale)
+        verdicts, completion = await _ask(client, prompt, ids, scored, scale, conditional)
         per_judge.append(verdicts)
         completions.append(completion)
-    out: dict[str, Verdict] = {}
-    for check_id in ids:
-        votes = []
-        details = []
-        for client, verdicts in zip(judges, per_judge):
-            passed, reasoning = verdicts.get(check_id, (False, "the judge omitted this check"))
-            votes.append(1.0 if passed else 0.0)
-            details.append({"judge": client.model, "passed": passed, "reasoning": reasoning,
-                            "omitted": check_id not in verdicts})
-        mean = statistics.fmean(votes)
-        spread = statistics.pstdev(votes) if len(votes) > 1 else 0.0
-        evidence = "\n".join(f"[{d['judge']}] {'pass' if d['passed'] else 'fail'}: {d['reasoning']}" for d in details)
-        out[check_id] = Verdict(passed=mean > 0.5, evidence=evidence,
-                                details={"judges": details, "mean": mean, "spread": spread})
-    return out, completions
+    return {check_id: _panel_verdict(check_id, judges, per_judge) for check_id in ids}, completions
+
+
+def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
+                   per_judge: Sequence[Mapping[str, tuple[bool | None, str]]]) -> Verdict:
+    """The strict majority of the panel; not applicable when most judges say so (the others' votes then
+    do not count either), else the mean over the judges that found it applicable."""
+    details = []
+    for client, verdicts in zip(judges, per_judge):
+        passed, reasoning = verdicts.get(check_id, (False, "the judge omitted this check"))
+        details.append({"judge": client.model, "passed": passed, "reasoning": reasoning,
+                        "omitted": check_id not in verdicts})
+    word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
+    evidence = "\n".join(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details)
+    votes = [1.0 if d["passed"] else 0.0 for d in details if d["passed"] is not None]
+    if len(votes) * 2 < len(details):
+        return Verdict(passed=False, applicable=False, evidence=evidence, details={"judges": details})
+    mean = statistics.fmean(votes)
+    spread = statistics.pstdev(votes) if len(votes) > 1 else 0.0
+    return Verdict(passed=mean > 0.5, evidence=evidence, details={"judges": details, "mean": mean, "spread": spread})
 
 
 def judged_subset(registry: Registry, checks: Sequence[CheckSpec]) -> list[CheckSpec]:

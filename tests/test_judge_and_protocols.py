@@ -188,3 +188,53 @@ def test_turn_subtests_list_unmet_checks(pytester, stub_env):
         "*d1 SUBFAILED[[]turn2[]]*",
         "*turn2: 2 of 3 checks unmet: turn2.short, turn2.lower*",
     ])
+
+
+def _conditional(check_id: str, compat: str) -> CheckSpec:
+    params = REGISTRY.get("manyih.if_judge").validate(
+        {"prompt": "Are tool calls in XML tags? {response}", "condition": "Does {response} call a tool?",
+         "compat": compat})
+    return CheckSpec(id=check_id, verifier="manyih.if_judge", params=params)
+
+
+def test_conditional_check_may_be_not_applicable_in_reference_mode(stub_env):
+    stub_env.add_rule("", verdict_reply({"c": "not_applicable", "plain": "pass"}))
+    checks = [_conditional("c", "reference"), judged("plain", "is polite")]
+    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", checks))
+    assert not verdicts["c"].applicable and not verdicts["c"].passed
+    assert verdicts["plain"].applicable and verdicts["plain"].passed
+    body = stub_env.requests[0].body
+    item = body["response_format"]["json_schema"]["schema"]["properties"]["checks"]["items"]
+    assert item["properties"]["verdict"]["enum"] == ["pass", "fail", "not_applicable"]
+    prompt = body["messages"][1]["content"]
+    assert "applies only when the following holds: Does (the RESPONSE above) call a tool?" in prompt
+
+
+@pytest.mark.parametrize("answer", ["plain", "c_in_paper"])
+def test_not_applicable_is_refused_where_no_condition_allows_it(stub_env, answer):
+    check = judged("plain", "is polite") if answer == "plain" else _conditional("c_in_paper", "paper")
+    stub_env.add_rule("", verdict_reply({answer: "not_applicable"}))
+    with pytest.raises(JudgeError, match="not pass/fail"):
+        asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [check]))
+    assert stub_env.calls == 2  # one repair turn, then the error
+    schema = stub_env.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["checks"]["items"]["properties"]["verdict"]["enum"] == ["pass", "fail"]
+
+
+def test_panel_finds_a_check_not_applicable_by_majority(stub_env):
+    stub_env.add_rule("", verdict_reply({"c": "not_applicable"}), model="judge-a")
+    stub_env.add_rule("", verdict_reply({"c": "not_applicable"}), model="judge-b")
+    stub_env.add_rule("", verdict_reply({"c": "pass"}), model="judge-c")
+    panel = [make_client(stub_env, f"openai/judge-{x}") for x in "abc"]
+    verdicts, _ = asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [_conditional("c", "reference")]))
+    assert not verdicts["c"].applicable
+    assert [j["passed"] for j in verdicts["c"].details["judges"]] == [None, None, True]
+
+
+def test_panel_votes_of_judges_that_found_it_applicable_decide_otherwise(stub_env):
+    stub_env.add_rule("", verdict_reply({"c": "not_applicable"}), model="judge-a")
+    stub_env.add_rule("", verdict_reply({"c": "fail"}), model="judge-b")
+    stub_env.add_rule("", verdict_reply({"c": "fail"}), model="judge-c")
+    panel = [make_client(stub_env, f"openai/judge-{x}") for x in "abc"]
+    verdicts, _ = asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [_conditional("c", "reference")]))
+    assert verdicts["c"].applicable and not verdicts["c"].passed and verdicts["c"].details["mean"] == 0.0
