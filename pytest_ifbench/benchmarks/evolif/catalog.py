@@ -133,6 +133,8 @@ def requirement(name: str, params: Mapping[str, Any]) -> str:
             return "Every letter of the response is upper case."
         if mode == "all_lower":
             return "Every letter of the response is lower case."
+        if type(params.get("min")) is int:
+            return f"About {params['min']}% (± 3 points) of the response's letters are upper case."
         return f"At least {min_upper_fraction(params.get('min')):.0%} of the response's letters are upper case."
     if name == "punctuation":
         verb = "contains" if params.get("mode") == "must_include" else "does not contain"
@@ -144,7 +146,7 @@ def requirement(name: str, params: Mapping[str, Any]) -> str:
         return f"The response has {_RELATIONS.get(params.get('relation'), params.get('relation'))} " \
                f"{params.get('number')} {unit}."
     if name == "existence":
-        parts = [f"{_quoted(k)} exactly {counted(v)}" for k, v in params.items()]
+        parts = [f"{_quoted(k)} exactly {counted(v)}" for k, v in params.items() if k != "compat"]
         return "The response contains " + ", ".join(parts) + "."
     if name == "forbidden":
         return "The response never uses " + ", ".join(_quoted(k) for k in params.get("keywords", [])) + "."
@@ -156,6 +158,7 @@ def requirement(name: str, params: Mapping[str, Any]) -> str:
 
 
 def min_upper_fraction(value: Any) -> float:
-    """``min`` of ``case/min_upper``: a fraction when <= 1, else a percentage."""
+    """``min`` of ``case/min_upper``: an int is a percentage (the official args), a float a fraction
+    when <= 1, else a percentage."""
     number = float(value or 0)
-    return number / 100 if number > 1 else number
+    return number / 100 if number > 1 or type(value) is int else number

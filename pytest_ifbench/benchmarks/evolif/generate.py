@@ -72,11 +72,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--patience", type=int, default=3, metavar="P", help="user patience (default 3)")
-    parser.add_argument("--max-tokens", type=int, default=1024, metavar="N",
-                        help="max_tokens of each reply (0: the provider's default)")
+    parser.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                        help="max_tokens of each reply (0: the provider's default; default 1024 for synth, "
+                             "none for import, as the authors' eval.py)")
     parser.add_argument("--marker", dest="markers", action="append", default=[], metavar="NAME",
                         help="marker for every instance, e.g. full; repeatable")
     parser.add_argument("--no-system", action="store_true", help="no system prompt")
+    parser.add_argument("--system-prompt", choices=("authors", "ours", "none"), default=None,
+                        help="import only: the authors' released system prompt (default), ours, or none")
 
 
 def _write(text: str, out: str) -> None:
@@ -116,13 +119,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.patience < 1:
         print(f"ifbench generate evolif {args.command}: error: --patience must be >= 1", file=sys.stderr)
         return 2
-    max_tokens = args.max_tokens or None
     if args.command == "import":
+        max_tokens = args.max_tokens or None
+        system_prompt = "none" if args.no_system else (args.system_prompt or "authors")
         from .official import EvolifFormatError, suite_from_files
 
         try:
             data = suite_from_files([Path(f) for f in args.files], patience=args.patience, max_tokens=max_tokens,
-                                    system=not args.no_system, markers=args.markers)
+                                    system_prompt=system_prompt, markers=args.markers)
         except (OSError, EvolifFormatError) as exc:
             print(f"ifbench generate evolif import: error: {exc}", file=sys.stderr)
             return 2
@@ -134,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ifbench generate evolif synth: error: unknown constraint id(s) {unknown} "
               f"(known: {', '.join(GROUPS)})", file=sys.stderr)
         return 2
+    max_tokens = 1024 if args.max_tokens is None else (args.max_tokens or None)
     config = SynthConfig(seed=args.seed, dialogues=args.dialogues, start=args.start, turns=args.turns,
                          patience=args.patience, max_tokens=max_tokens, id_prefix=args.id_prefix,
                          markers=tuple(args.markers), system=not args.no_system, groups=groups,

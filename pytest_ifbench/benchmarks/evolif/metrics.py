@@ -264,15 +264,15 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
     if errored:
         notes.append(f"{errored} dialogue(s) errored and are left out")
     out = [MetricTable(
-        title=f"{BENCHMARK}: process metrics ({label})",
-        columns=("", "dialogues", "EDR_len", "EDR_acc", "EDR_succ", "EDR_lss", "CSR", "ISR", "REC", "STA"),
+        title=f"{BENCHMARK}: process metrics per turn ({label}; turn CSR/ISR pool every turn, not dialogues)",
+        columns=("", "dialogues", "EDR_len", "EDR_acc", "EDR_succ", "EDR_lss", "turn CSR", "turn ISR", "REC", "STA"),
         rows=(("all", overall.dialogues, _num(overall.edr_len), _num(overall.edr_acc), _num(overall.edr_succ),
                _num(overall.edr_lss), _pct(overall.csr), _pct(overall.isr), _pct(overall.rec), _pct(overall.sta)),),
         notes=tuple(notes),
     )]
     out.append(MetricTable(
         title=f"{BENCHMARK}: per dialogue",
-        columns=("dialogue", "turns", "ended", "acc", "succ", "lss", "CSR", "ISR", "REC"),
+        columns=("dialogue", "turns", "ended", "acc", "succ", "lss", "turn CSR", "turn ISR", "REC"),
         rows=tuple(
             (d.name, s.length, d.ended, _num(s.accuracy), s.successes, s.lss, _pct(s.csr), _pct(s.isr),
              "-" if s.rec is None else f"{s.recovered}/{s.recover_chances}")
@@ -294,8 +294,10 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
     if limit is not None and (patience is None or limit < 3):
         sweep_notes.append(f"patience above {limit} cannot be derived: dialogues ended after {limit} failures")
     out.append(MetricTable(title=f"{BENCHMARK}: endurance by patience (Table 3)",
-                           columns=("patience", "EDR_len", "EDR_acc", "EDR_succ", "ISR", "STA"),
+                           columns=("patience", "EDR_len", "EDR_acc", "EDR_succ", "turn ISR", "STA"),
                            rows=tuple(sweep), notes=tuple(sweep_notes)))
+    if any(_reference(r) for r in records):
+        out.append(authors_table(items))
     rates = group_rates(items)
     if rates:
         names = {abbr: name for abbr, name in GROUPS.values()}
@@ -317,6 +319,31 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
         notes=("a dialogue whose script ended is no longer running either",),
     ))
     return out
+
+
+def _reference(record: Mapping[str, Any]) -> bool:
+    return any((c.get("params") or {}).get("compat") == "reference" for c in record.get("checks") or []
+               if isinstance(c.get("params"), dict))
+
+
+def authors_table(items: Sequence[Dialogue]) -> Any:
+    """The authors' ``score.py`` reading of the same turns, REC's nan/inf/-0 dialogues counted apart."""
+    from ..._metrics import MetricTable
+    from .authors_score import score
+
+    turns = [[[True] * s + [False] * (n - s) if n else [True] for s, n in d.turns] for d in items]
+    result = score(turns)
+    assert result is not None
+    rec = "nan" if result.rec != result.rec else ("inf" if abs(result.rec) == float("inf") else _pct(result.rec))
+    return MetricTable(
+        title=f"{BENCHMARK}: as the authors' score.py computes it (compat reference)",
+        columns=("CSR", "ISR", "Robustness", "REC", "REC finite", "REC 0/-1 (no failure)", "REC nan (0/0)",
+                 "REC inf (n/0)"),
+        rows=((_pct(result.csr), _pct(result.isr), _pct(result.robustness), rec, result.rec_finite,
+               result.rec_negative_zero, result.rec_nan, result.rec_inf),),
+        notes=("score.py divides recoveries by turns - successes - 1 per dialogue and averages with numpy: one nan "
+               "or inf dialogue makes REC nan/inf; a dialogue without failures counts as 0",),
+    )
 
 
 # --------------------------------------------------------------------------- plots

@@ -23,9 +23,10 @@ from typing import Any
 
 from ..._jsonl import JsonlError, iter_jsonl
 
-#: Defaults of imported suites (``ifbench generate evolif import`` can change them).
+#: Defaults of imported suites, as the authors' ``src/eval.py`` runs (``ifbench generate evolif import``
+#: and the run flags can change them): patience 3, temperature 1.0 (their ``LLM_backend`` default), no
+#: token limit (none is sent), and their released system prompt (``--system_prompt 1``).
 PATIENCE = 3
-MAX_TOKENS = 1024
 _SUFFIXES = (".jsonl", ".json")
 _TURN_KEYS = {"turn", "instructions"}
 _MAX_ARRAY_BYTES = 64 << 20
@@ -149,10 +150,16 @@ def dialogue_instance(turns: Sequence[dict[str, Any]], instance_id: str, source:
     return {"id": instance_id, "metadata": metadata, "turns": out_turns}
 
 
-def suite_from_files(paths: Sequence[Path], *, patience: int = PATIENCE, max_tokens: int | None = MAX_TOKENS,
-                     system: bool = True, markers: Sequence[str] = ()) -> dict[str, Any]:
+def suite_from_files(paths: Sequence[Path], *, patience: int = PATIENCE, max_tokens: int | None = None,
+                     system_prompt: str = "authors", markers: Sequence[str] = ()) -> dict[str, Any]:
     from .assemble import suite_defaults
+    from .settings import AUTHORS_TEMPERATURE, SYSTEM_PROMPTS, system_defaults
 
+    if system_prompt not in SYSTEM_PROMPTS:
+        raise EvolifFormatError(f"system prompt: expected one of {', '.join(SYSTEM_PROMPTS)}, got {system_prompt!r}")
+    defaults = suite_defaults(patience=patience, max_tokens=max_tokens, system=False, markers=markers)
+    defaults["generation"] = {"temperature": AUTHORS_TEMPERATURE} | ({"max_tokens": max_tokens} if max_tokens else {})
+    system_defaults(defaults, system_prompt)
     instances = []
     seen: set[str] = set()
     for path in paths:
@@ -168,18 +175,26 @@ def suite_from_files(paths: Sequence[Path], *, patience: int = PATIENCE, max_tok
     return {
         "ifbench": 1, "benchmark": "evolif",
         "description": "Official EvolIF dialogues: " + ", ".join(p.name for p in paths),
-        "defaults": suite_defaults(patience=patience, max_tokens=max_tokens, system=system, markers=markers),
+        "defaults": defaults,
         "instances": instances,
     }
 
 
-def suite_data(path: Path) -> Mapping[str, Any] | None:
-    """Suite data for an official EvolIF dialogue file, None for any other file."""
-    if not is_official(path):
-        return None
+def suite_data(path: Path, compat: str | None = None) -> Mapping[str, Any] | None:
+    """Suite data for an official EvolIF dialogue file (``compat``: ``--evolif-compat``), or an EvolIF
+    suite YAML with ``options.compat`` / ``options.system_prompt`` / ``--evolif-compat`` applied; else None."""
     from ..._suite import SuiteError
 
+    if not is_official(path):
+        from .compat import suite_yaml
+
+        return suite_yaml(path, compat)
     try:
-        return suite_from_files([path])
+        data = suite_from_files([path])
     except EvolifFormatError as exc:
         raise SuiteError(path, str(exc).removeprefix(f"{path}: ")) from None
+    if compat is not None:
+        from .compat import apply_compat
+
+        apply_compat(data, flag=compat, default=None)
+    return data

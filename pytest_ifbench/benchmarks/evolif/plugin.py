@@ -1,4 +1,4 @@
-"""EvolIF's plugin: verifiers, official dialogue files, metrics, plots and
+"""EvolIF's plugin: verifiers, official dialogue files, ``--evolif-compat``, metrics, plots and
 ``ifbench generate evolif``.
 
 Registered through the ``pytest_ifbench.benchmarks`` entry point ``evolif``;
@@ -13,6 +13,14 @@ from typing import Any
 BENCHMARK = "evolif"
 
 
+def pytest_addoption(parser: Any) -> None:
+    parser.getgroup("ifbench").addoption(
+        "--evolif-compat", dest="evolif_compat", choices=("paper", "reference"), default=None,
+        help="rules of every EvolIF check: paper (the paper and the instruction text shown) or reference "
+             "(the authors' released checkers, verdict for verdict); default: each suite's options.compat, "
+             "else paper")
+
+
 def pytest_ifbench_register_verifiers(registry: Any) -> None:
     from .verifiers import register
 
@@ -22,7 +30,11 @@ def pytest_ifbench_register_verifiers(registry: Any) -> None:
 def pytest_ifbench_suite_data(path: Any, config: Any) -> Any:
     from .official import suite_data
 
-    return suite_data(Path(path))
+    try:
+        flag = config.getoption("evolif_compat")
+    except (ValueError, AttributeError):  # the option is not registered (plugin loaded without its addoption)
+        flag = None
+    return suite_data(Path(path), flag)
 
 
 def pytest_ifbench_metrics(benchmark: str, records: list[dict[str, Any]]) -> list[Any] | None:

@@ -5,7 +5,12 @@ as they are. The nine objective groups (and the authors' extra ``language``
 constraint) are deterministic, offline Python checks; ``emotion``, ``style``
 and ``reader_age`` are judged on a 1-10 scale and pass above 6 (appendix C.2),
 batched with every other judged check of the same turn. The exact rules are
-in docs/evolif.md; the text measurements live in ``_evolif_text``.
+in docs/evolif.md; the text measurements live in ``text``.
+
+Every verifier takes ``compat``: ``paper`` (default: the paper and the
+instruction text the model is shown) or ``reference`` (the authors' released
+checkers verdict for verdict, ``reference.py``). Judged constraints take it
+too and are judged the same way in both modes.
 """
 
 from __future__ import annotations
@@ -29,7 +34,11 @@ from .catalog import (
     requirement,
 )
 
-VERSION = "1"
+VERSION = "2"
+#: The two rule sets (docs/evolif.md, "paper vs reference").
+COMPAT = ("paper", "reference")
+_COMPAT_PARAM = Param(str, default="paper", choices=COMPAT,
+                      description="paper (the paper and the shown instruction) or reference (the authors' checkers)")
 
 
 def _keyword_list(params: Any) -> Any:
@@ -132,12 +141,21 @@ def case(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
         ok = upper == 0
         evidence = f"{upper} upper-case letter(s)" + (f", e.g. in {_show(_first_word(text, str.isupper))}"
                                                       if upper else "")
-    else:
+    elif type(params["min"]) is int:  # an official percentage: "Approximately n% ... uppercase"
+        share = 100 * upper / letters
+        ok = abs(share - params["min"]) <= MIN_UPPER_TOLERANCE
+        evidence = (f"{upper} of {letters} letters upper case ({share:.1f}%; required about {params['min']}% "
+                    f"± {MIN_UPPER_TOLERANCE})")
+    else:  # a generated fraction, shown as "at least n%"
         need = min_upper_fraction(params["min"])
         ratio = upper / letters
         ok = ratio >= need
         evidence = f"{upper} of {letters} letters upper case ({ratio:.1%}; required at least {need:.1%})"
     return Verdict(passed=ok, evidence=evidence)
+
+
+#: "Approximately n%" in percentage points, the tolerance the authors' checker applies.
+MIN_UPPER_TOLERANCE = 3
 
 
 def _first_word(text: str, test) -> str:
@@ -181,10 +199,15 @@ def length(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     return Verdict(passed=ok, evidence=f"{count} {unit[params['mode']]} (required {relation} {number})")
 
 
+def _keywords(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``existence`` params are ``{keyword: count}``; ``compat`` is the one reserved key."""
+    return {k: v for k, v in params.items() if k != "compat"}
+
+
 def _check_existence(params: Mapping[str, Any]) -> None:
-    if not params:
+    if not _keywords(params):
         raise ParamError("params", "expected at least one {keyword: exact count} entry")
-    for keyword, count in params.items():
+    for keyword, count in _keywords(params).items():
         if not isinstance(keyword, str) or not keyword.strip():
             raise ParamError(str(keyword), "keywords must be non-empty strings")
         if type(count) is not int or count < 0:
@@ -193,7 +216,7 @@ def _check_existence(params: Mapping[str, Any]) -> None:
 
 def existence(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """Each keyword (the params' keys) occurs exactly its count of times (whole words, any case)."""
-    counts = {keyword: T.count_keyword(text, keyword) for keyword in params}
+    counts = {keyword: T.count_keyword(text, keyword) for keyword in _keywords(params)}
     wrong = {k: c for k, c in counts.items() if c != params[k]}
     shown = ", ".join(f"{k!r}: {c} (required {params[k]})" for k, c in counts.items())
     return Verdict(passed=not wrong, evidence=shown, details={"counts": counts})
@@ -224,11 +247,27 @@ def language(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
 # --------------------------------------------------------------------------- registration
 
 
+def _with_compat(name: str, func):
+    """``func`` under ``compat: paper``, the authors' checker (``reference.CHECKS[name]``) under ``reference``."""
+    def verify(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
+        if params.get("compat") == "reference":
+            from .reference import CHECKS
+
+            clean = {k: v for k, v in params.items() if k != "compat"}
+            ok, evidence = CHECKS[name](text, clean)
+            return Verdict(passed=ok, evidence=f"{evidence} [authors' checker]", details={"compat": "reference"})
+        return func(text, params, ctx)
+
+    verify.__doc__ = func.__doc__
+    return verify
+
+
 def _python(id_: str, func, params: Mapping[str, Param], *, check=None, extra=False,
             coerce=None) -> Verifier:
     name = id_.split(".", 1)[1]
     return Verifier(
-        id=id_, func=func, params=dict(params), version=VERSION, kind="python",
+        id=id_, func=_with_compat(name, func), params=dict(params) | {"compat": _COMPAT_PARAM}, version=VERSION,
+        kind="python",
         description=(func.__doc__ or "").strip(),
         allow_extra_params=extra, check_params=check, coerce_params=coerce,
         criterion=lambda p, _n=name: requirement(_n, p),
@@ -249,6 +288,7 @@ def _subjective(name: str) -> Verifier:
             name: Param(str, default="", description=f"the target {name.replace('_', ' ')} (official key)"),
             "value": Param(str, default="", description=f"the target {name.replace('_', ' ')} (alternative key)"),
             "threshold": Param(float, default=6.0, min=0, max=10, description="passes when the score is above it"),
+            "compat": _COMPAT_PARAM,
         },
         check_params=check,
         description=f"An LLM judge rates 1-10 how well the reply meets the {name.replace('_', ' ')} "

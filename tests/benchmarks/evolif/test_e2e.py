@@ -96,7 +96,7 @@ def test_generated_suite_and_official_file_end_to_end(pytester, stub_env):
         "*turn2: 1 of 2 checks unmet: turn2.case*",
         "*Every letter of the response is lower case.*",
         "*turn4: 2 of 3 checks unmet: turn4.startwith, turn4.case*",
-        "*evolif: process metrics (P=2/3)*",
+        "*evolif: process metrics per turn (P=2/3;*",
         # dlg: 5 turns, 1 + .5 + 1 + 1/3 + 1/3 = 3.17, 2 successes, LSS 1, REC 1/2, ISR 2/5;
         # dialog_3: 2 turns, 1 + .5, 1 success, LSS 1, REC 0/0 (left out), ISR 1/2
         "*all*2*3.50*2.33*1.50*1.00*66.67%*42.86%*50.00%*45.00%*",

@@ -161,6 +161,6 @@ def test_an_exhausted_dialogue_shows_its_real_patience_even_with_stale_metadata(
     recs = [record("X", [(1, 1), (0, 1), (0, 1)], ended="patience_exhausted", patience=3)]
     items = M.dialogues(recs)
     assert M.dialogue_patience(items[0]) == 2 and M.run_patience(items) == 2
-    assert M.tables(recs)[0].title == "evolif: process metrics (P=2)"
+    assert M.tables(recs)[0].title.startswith("evolif: process metrics per turn (P=2;")
     from_options = record("Y", B, patience=None) | {"protocol_options": {"patience": 4, "subtests": "turn"}}
     assert M.dialogue_from_record(from_options).patience == 4

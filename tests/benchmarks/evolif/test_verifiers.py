@@ -85,7 +85,8 @@ def test_format_evidence_names_the_problem():
     ({"mode": "all_upper"}, "HELLO WORLD 123!", "HELLO World"),
     ({"mode": "all_lower"}, "hello world, ça va?", "hello World"),
     ({"mode": "min_upper", "min": 0.5}, "ABCd", "Abcd"),
-    ({"mode": "min_upper", "min": 50}, "ABCd", "Abcd"),  # a percentage
+    ({"mode": "min_upper", "min": 50}, "ABcd", "ABCd"),  # an official percentage: about 50% (± 3 points)
+    ({"mode": "min_upper", "min": 1}, "A" + "b" * 99, "ABCDE" + "f" * 45),  # 1 means 1%, not 100%
 ])
 def test_case(args, good, bad):
     assert passes("case", args, good)
@@ -177,7 +178,7 @@ def test_forbidden_accepts_the_official_bare_list():
     assert passes("forbidden", official, "Healthy minds and mentally strong.")
     assert not passes("forbidden", official, "Good MENTAL   health matters.")
     assert passes("forbidden", {"keywords": official}, "Nothing banned.")
-    assert REGISTRY.get("evolif.forbidden").validate(official) == {"keywords": official}
+    assert REGISTRY.get("evolif.forbidden").validate(official) == {"keywords": official, "compat": "paper"}
     with pytest.raises(ParamError):
         REGISTRY.get("evolif.forbidden").validate([])
 

@@ -1,0 +1,95 @@
+"""The ``compat`` setting of EvolIF checks: per check, per suite, per run.
+
+``compat`` (``paper`` | ``reference``) is a parameter of every ``evolif.*``
+verifier. A suite sets it for all its EvolIF checks with
+``options: {compat: reference}`` (a check that sets it itself keeps its own),
+and ``--evolif-compat=MODE`` sets it for every EvolIF check of the run,
+official dialogue files included. ``options: {system_prompt: authors | ours | none}``
+replaces a suite's system prompt (the authors' released one, ours, or none).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+COMPAT = ("paper", "reference")
+_SNIFF_BYTES = 1 << 16
+_PREFIX = "evolif."
+
+
+def _holders(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every mapping that may hold ``checks``: the defaults, each instance and each of its turns."""
+    out: list[dict[str, Any]] = []
+    for holder in [data.get("defaults")] + list(data.get("instances") or []):
+        if not isinstance(holder, dict):
+            continue
+        out.append(holder)
+        out.extend(t for t in holder.get("turns") or [] if isinstance(t, dict))
+    return out
+
+
+def apply_compat(data: dict[str, Any], *, flag: str | None, default: str | None) -> None:
+    """Set ``params.compat`` on every ``evolif.*`` check: ``flag`` overrides, ``default`` fills in."""
+    for holder in _holders(data):
+        checks = holder.get("checks")
+        if not isinstance(checks, list):
+            continue
+        for check in checks:
+            if not isinstance(check, dict) or not str(check.get("verifier", "")).startswith(_PREFIX):
+                continue
+            params = check.get("params")
+            if isinstance(params, list):  # forbidden's official bare list
+                params = {"keywords": list(params)}
+            params = dict(params) if isinstance(params, dict) else ({} if params is None else params)
+            if not isinstance(params, dict):
+                continue
+            if flag is not None:
+                params["compat"] = flag
+            elif default is not None:
+                params.setdefault("compat", default)
+            check["params"] = params
+
+
+def suite_yaml(path: Path, flag: str | None) -> Any:
+    """An EvolIF suite YAML with ``options.compat`` / ``--evolif-compat`` applied; None if nothing to do."""
+    from ..._suite import SuiteError, is_suite_file
+
+    if path.suffix not in (".yaml", ".yml") or not is_suite_file(path):
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if b"evolif" not in raw[:_SNIFF_BYTES]:
+        return None
+    if flag is None and not (re.search(rb"(?m)^options\s*:", raw) and (b"compat" in raw or b"system_prompt" in raw)):
+        return None  # nothing to apply: the core loads it (no second parse)
+    import yaml
+
+    try:
+        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None  # the core reports it
+    if not isinstance(data, dict) or data.get("benchmark") != "evolif":
+        return None
+    options = data.get("options") if isinstance(data.get("options"), dict) else {}
+    option = options.get("compat")
+    if option is not None and option not in COMPAT:
+        raise SuiteError(path, f"expected paper or reference, got {option!r}", field="options.compat")
+    prompt = options.get("system_prompt")
+    if prompt is not None:
+        from .settings import SYSTEM_PROMPTS, system_defaults
+
+        if prompt not in SYSTEM_PROMPTS:
+            raise SuiteError(path, f"expected one of {', '.join(SYSTEM_PROMPTS)}, got {prompt!r}",
+                             field="options.system_prompt")
+        defaults = data.setdefault("defaults", {})
+        if not isinstance(defaults, dict):
+            return None  # the core reports it
+        system_defaults(defaults, prompt)
+    if flag is None and option is None and prompt is None:
+        return None
+    apply_compat(data, flag=flag, default=option)
+    return data
