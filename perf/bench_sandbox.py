@@ -10,8 +10,13 @@
   workspace (write, read, list, ``git init``/``add``/``commit``...), timed as a
   whole; reported per sequence and per command.
 * **`run_python`**: ``pytest_ifbench.sandbox.run_python("pass")`` -- the
-  existing Python sandbox (interpreter + bootstrap + harness, ``unshare --net``),
-  for comparison.
+  Python sandbox: the same bubblewrap chain (tmpfs work dir and ``/tmp``, no
+  host directory) around interpreter + bootstrap + harness.
+* **`run_assert_tests`, 10 asserts**: one sandbox loading a small function and
+  running ten ``assert f(x) == literal`` tests, each decided by the parent --
+  the per-reply cost of a VeriCode/ManyIH unit-test check.
+* **bare interpreter**: ``python -s -P -B -c pass`` unconfined -- what the
+  sandbox adds is the difference.
 * **`unshare --net true` floor** and **plain `true`**: what a bare process
   start costs here.
 
@@ -47,7 +52,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 from _common import source_revision
 
 from pytest_ifbench.agents.workspace import Limits, Workspace, sandbox_problem
-from pytest_ifbench.sandbox import run_python
+from pytest_ifbench.sandbox import run_assert_tests, run_python
 
 SEQUENCE = (
     "echo 'print(1)' > main.py",
@@ -103,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
 
     figures["10-command sequence (incl. create/close)"] = measure(sequence, max(3, args.repeat // 4))
     figures["run_python('pass')"] = measure(lambda: run_python("pass"), args.repeat)
+    tests = [f"assert f({i}) == {i + 1}" for i in range(10)]
+    figures["run_assert_tests (10 asserts)"] = measure(
+        lambda: run_assert_tests("def f(x):\n    return x + 1\n", tests).passed or sys.exit("asserts failed"),
+        args.repeat)
+    figures["bare interpreter (-c pass)"] = measure(
+        lambda: subprocess.run([sys.executable, "-s", "-P", "-B", "-c", "pass"], check=True), args.repeat)
     figures["unshare --net true"] = measure(lambda: subprocess.run(["unshare", "--net", "true"], check=True),
                                             args.repeat)
     figures["plain true"] = measure(lambda: subprocess.run(["true"], check=True), args.repeat)

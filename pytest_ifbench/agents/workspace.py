@@ -57,7 +57,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..sandbox import _namespaces as ns
-from ..sandbox._namespaces import sandbox_problem
+from ..sandbox._namespaces import SandboxUnavailable, sandbox_problem
 from ..sandbox._process import run_process
 from ..sandbox._types import SandboxLimits
 
@@ -127,10 +127,6 @@ class CommandResult:
     def from_json(cls, data: Mapping[str, Any]) -> CommandResult:
         return cls(argv=tuple(data["argv"]), returncode=data["returncode"], stdout=data["stdout"],
                    stderr=data["stderr"], duration=float(data["duration"]), limit=data.get("limit"))
-
-
-class SandboxUnavailable(RuntimeError):
-    """The OS-level sandbox cannot run here; the message is :func:`sandbox_problem`'s one line."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

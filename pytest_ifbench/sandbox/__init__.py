@@ -1,43 +1,44 @@
-"""Run model-written code in a separate, resource-limited child process.
+"""Run model-written code contained by the operating system, and decide its tests outside it.
 
-Nothing here ever executes candidate code inside the calling (pytest) process.
-Every call starts a fresh child interpreter with:
+Nothing here ever executes candidate code inside the calling (pytest) process,
+and nothing runs unconfined: when the OS sandbox is unavailable every entry
+point raises :class:`SandboxUnavailable` with :func:`sandbox_problem`'s one-line
+reason (a unit-test check then reports exactly that line as its error).
 
-* a wall-clock timeout enforced by the parent, which then kills the child's
-  whole process group (the child gets its own session, ``start_new_session``);
-* ``RLIMIT_CPU`` / ``RLIMIT_AS`` / ``RLIMIT_FSIZE`` limits, ``RLIMIT_CORE`` = 0;
-* a throwaway temporary working directory (also ``HOME`` and ``TMPDIR``),
-  deleted afterwards;
-* a minimal environment built from scratch (no variable of the parent, so no
-  ``*_KEY`` / ``*_TOKEN`` leaks);
-* an isolated interpreter: ``-s -P`` (no user site-packages, no script/cwd
-  directory on ``sys.path``) and ``-B``.  This is ``python -I`` minus ``-E``:
-  ``-I`` would make the interpreter ignore ``PYTHONHASHSEED=0`` and hashing
-  would be randomised.  ``-E`` buys nothing here because the environment is
-  constructed by us;
-* stdin fed from a string, stdout/stderr captured and capped;
-* an audit hook (``sys.addaudithook``), installed by a small bootstrap before
-  the candidate code runs, that refuses network access, process creation
-  (unless ``allow_subprocess``), ``ctypes`` symbol look-ups (unless
-  ``allow_subprocess``), raising resource limits, signalling processes outside
-  the child's own process group, and writing files outside the working
-  directory;
-* where available (x86-64 / aarch64 Linux, ``allow_subprocess=False``) a
-  seccomp filter that makes ``fork``/``clone`` (non-thread) / ``execve`` fail
-  with ``EPERM`` at the kernel level;
-* when ``unshare --net true`` works on this machine (probed once and cached),
-  the child runs under ``unshare --net``: an empty network namespace.
+The boundary is the kernel's, built by :mod:`._namespaces` (bubblewrap):
 
-Results of the test harness come back through a dedicated pipe (``pass_fds``),
-never through stdout, so candidate code printing or closing stdout cannot
-corrupt the report.  Every record carries a random per-run token.
+* a fresh unprivileged host uid per run (never root, so ``RLIMIT_NPROC``
+  holds and root-owned files stay unreadable), no capabilities,
+  no-new-privileges, further user namespaces disabled (``unshare``, ``mount``,
+  ``setns`` fail);
+* new user, mount, PID, network, IPC, UTS and cgroup namespaces: the child sees
+  only its own processes (the parent and pytest cannot be signalled, their
+  ``/proc`` entries -- environment included -- do not exist), has only a
+  loopback interface, and a ``/`` holding the system directories read-only plus
+  the interpreter's installation and the three child-side modules;
+* its working directory (``/workspace``) and ``/tmp`` are tmpfs mounts of
+  ``SandboxLimits.disk_mb`` each -- a kernel quota -- and vanish with it;
+* rlimits (CPU, address space, processes, file size, core = 0) set by
+  ``prlimit`` before the first instruction; the wall clock and output caps are
+  enforced by the parent, and the whole PID namespace dies with the run.
 
-This is defence in depth against *accidents and casual misbehaviour* of model
-code, not a hardened security boundary: the child runs as the same user as the
-caller (possibly root) and audit hooks can be subverted by determined
-in-process code (PEP 578 says so explicitly).  The kernel-level layers (network
-namespace, seccomp, rlimits, process-group kill) are the parts that hold
-against adversarial code.
+Inside, the child harness adds a second, *non-security* layer (rlimits again,
+a seccomp filter against fork/exec, an audit hook turning common accidents into
+clear ``PermissionError`` messages).
+
+Verdicts.  Candidate code and test snippets share one interpreter, so what that
+process says can be forged (frame walking or ``gc`` to the harness, patched
+builtins, objects whose ``__eq__`` is always true, an early exit).  The parent
+therefore decides (:mod:`._checks`): top-level ``assert`` statements whose
+expected side it can evaluate itself are replaced, before the job is sent, by a
+request to report the *computed* side as plain data; the parent compares it
+with the expected value, which never enters the sandbox.  A test passes only if
+the child reports it finished *and* every such check holds; an early exit is
+never a pass.  ``TestOutcome.trusted`` marks verdicts that rest on such checks;
+the rest (asserts inside functions or loops, comparisons of two computed
+values, ``unittest`` classes) are still the child's word -- forgeable by a
+determined adversary, though nothing it does escapes the sandbox.  stdio cases
+are always compared by the parent.
 
 Layout
 ------
@@ -46,47 +47,36 @@ Parent side (imported by callers; standard library only):
 
 * :mod:`._types` -- :class:`SandboxLimits`, :class:`SandboxResult`,
   :class:`TestOutcome`, :class:`TestRun`.
+* :mod:`._namespaces` -- the bubblewrap command line (:func:`~._namespaces.command_line`),
+  :func:`sandbox_problem`, :class:`SandboxUnavailable`, the teardown watch.
 * :mod:`._process` -- supervision: :func:`~._process.run_process` starts one
-  child from an explicit ``argv``/``cwd``/``env`` in its own process group
-  (under ``unshare --net`` when available), feeds stdin, caps and collects
-  stdout/stderr and an optional result pipe, enforces the wall-clock timeout
-  and kills the whole group.  It knows nothing about Python or tests.
-* :mod:`._workspace` -- creating, populating and removing working directories.
-* :mod:`._python` -- the Python front end: throwaway directory, job
-  description, result pipe, ``python -s -P -B _bootstrap.py``;
-  :func:`run_python`.
+  launcher, feeds stdin, caps and collects stdout/stderr and the result pipe,
+  enforces the wall-clock timeout and kills the whole group.
+* :mod:`._python` -- the Python front end: job description, result pipe, the
+  contained ``python -s -P -B _bootstrap.py``; :func:`run_python`.
+* :mod:`._checks` -- the parent-side assert checks and the value decoding.
 * :mod:`._tests` -- :func:`run_assert_tests` and :func:`run_stdio_tests`:
-  turning harness records into ordered :class:`TestOutcome` values.
+  turning harness records and checks into ordered :class:`TestOutcome` values.
+* :mod:`._workspace` -- host working directories (agent workspaces' helpers).
 
 Child side (run *inside* the sandbox by file path, never imported there as
 part of this package; standard library only, never ``pytest_ifbench``):
 
 * :mod:`._bootstrap` -- the entry script; loads the two below with a private
   copy of the builtins.
-* :mod:`._confine` -- rlimits, seccomp filter, audit hook.
-* :mod:`._harness` -- runs the script or the tests, reports over the pipe.
+* :mod:`._confine` -- rlimits, seccomp filter, audit hook (second layer).
+* :mod:`._harness` -- writes the job's files, runs the script or the tests,
+  reports over the pipe (values of parent-side checks as plain data).
+* :mod:`._forward` -- for agent CLIs: a relay from ``127.0.0.1:<port>`` inside
+  the sandbox to a host Unix socket (the recording proxy).
 
-OS-level containment for agent commands
----------------------------------------
-
-* :mod:`._namespaces` -- the bubblewrap command line for a contained command:
-  a read-only system view, the workspace at ``/workspace``, a private ``HOME``
-  and ``/tmp``, new user/PID/network/IPC/UTS namespaces, no capabilities, an
-  unprivileged host uid (so ``RLIMIT_NPROC`` holds), rlimits through
-  ``prlimit``, a disk watchdog; :func:`sandbox_problem` says in one line what
-  is missing when it cannot run.
-* :mod:`._forward` -- (child side) the only way out for real agent programs:
-  a relay from ``127.0.0.1:<port>`` inside the sandbox to a host Unix socket
-  (the recording proxy).
-
-``pytest_ifbench.agents.workspace.Workspace`` uses both: a persistent copy of
-an environment directory, every command run through :func:`~._process.run_process`
-under bubblewrap.
+``pytest_ifbench.agents.workspace.Workspace`` runs agent commands in the same
+OS layer with persistent host directories instead of tmpfs.
 """
 
 from __future__ import annotations
 
-from ._namespaces import sandbox_problem
+from ._namespaces import SandboxUnavailable, sandbox_problem
 from ._process import network_namespace_available
 from ._python import run_python
 from ._tests import run_assert_tests, run_stdio_tests
@@ -95,6 +85,7 @@ from ._types import SandboxLimits, SandboxResult, TestOutcome, TestRun
 __all__ = [
     "SandboxLimits",
     "SandboxResult",
+    "SandboxUnavailable",
     "TestOutcome",
     "TestRun",
     "network_namespace_available",

@@ -130,8 +130,8 @@ def install_seccomp():
     return True
 
 
-def install_audit_hook(allow_subprocess, workdir):
-    """Install the refusing audit hook; writes are allowed only below ``workdir``."""
+def install_audit_hook(allow_subprocess, writable):
+    """Install the refusing audit hook; writes are allowed only below the ``writable`` directories."""
     o = os
     realpath, join, split, isabs = o.path.realpath, o.path.join, o.path.split, o.path.isabs
     fsdecode, fspath, getcwd, readlink = o.fsdecode, o.fspath, o.getcwd, o.readlink
@@ -156,8 +156,8 @@ def install_audit_hook(allow_subprocess, workdir):
         "os.utime": (((0, 3),), True), "os.truncate": (((0, None),), True),
         "os.setxattr": (((0, None),), True), "os.removexattr": (((0, None),), True),
     }
-    W = realpath(workdir)
-    WS = W.rstrip("/") + "/"
+    ROOTS = tuple(realpath(w) for w in writable)
+    PREFIXES = tuple(r.rstrip("/") + "/" for r in ROOTS)
     DEV_OK = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
     WFLAGS = o.O_WRONLY | o.O_RDWR | o.O_CREAT | o.O_TRUNC | o.O_APPEND
     busy = [False]
@@ -176,7 +176,7 @@ def install_audit_hook(allow_subprocess, workdir):
         else:
             head, tail = split(full.rstrip("/") or "/")
             r = join(realpath(head), tail)
-        return not (r == W or r.startswith(WS) or r in DEV_OK)
+        return not (r in ROOTS or r.startswith(PREFIXES) or r in DEV_OK)
 
     def deny_write(event, path):
         raise PermissionError(f"sandbox: writing outside the working directory is not allowed ({event} {path!r})")
@@ -243,10 +243,10 @@ def install_audit_hook(allow_subprocess, workdir):
     sys.addaudithook(hook)
 
 
-def confine(lim, workdir):
+def confine(lim, writable):
     """All three layers, in order: rlimits, then seccomp (needs ``ctypes``, so
-    before the hook refuses it), then the audit hook."""
+    before the hook refuses it), then the audit hook (writes allowed below ``writable``)."""
     set_limits(lim)
     if not lim["allow_subprocess"]:
         install_seccomp()
-    install_audit_hook(bool(lim["allow_subprocess"]), workdir)
+    install_audit_hook(bool(lim["allow_subprocess"]), writable)

@@ -177,6 +177,84 @@ def _make_rewriter():
     return compile_test
 
 
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+_SEQUENCES = ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "Z"))
+_MAX_ITEMS = 200_000
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _encode(value, depth=0, budget=None):
+    """``[tag, payload]`` JSON for a plain value (see ``_checks.decode``).  Exact types only; a subclass
+    of a built-in container or scalar, or an object offering ``tolist()`` (numpy) or ``__index__``, is
+    converted first -- whatever it converts to, the parent compares it with a value this process never
+    sees.  Anything else raises :class:`_NotPlain`."""
+    if budget is None:
+        budget = [_MAX_ITEMS]
+    budget[0] -= 1
+    if depth > 100 or budget[0] < 0:
+        raise _NotPlain("the value is too deep or too large to compare")
+    t = type(value)
+    if value is None:
+        return ["n", 0]
+    if t is bool:
+        return ["T" if value else "F", 0]
+    if t is int:
+        return ["i", hex(value)]
+    if t is float:
+        return ["f", repr(value)]
+    if t is complex:
+        return ["c", [repr(value.real), repr(value.imag)]]
+    if t is str:
+        return ["s", value]
+    if t is bytes:
+        return ["b", value.hex()]
+    for kind, tag in _SEQUENCES:
+        if t is kind:
+            return [tag, [_encode(v, depth + 1, budget) for v in value]]
+    if t is dict:
+        return ["d", [[_encode(k, depth + 1, budget), _encode(v, depth + 1, budget)] for k, v in value.items()]]
+    for base in (*_PLAIN[1:], list, tuple, set, frozenset, dict):
+        if isinstance(value, base):
+            return _encode(base(value), depth + 1, budget)
+    convert = getattr(value, "tolist", None) or getattr(value, "__index__", None)
+    if callable(convert):
+        converted = convert()
+        if type(converted) is not t:
+            return _encode(converted, depth + 1, budget)
+    raise _NotPlain(f"a {t.__name__} object is not plain data")
+
+
+def _make_check(name, report):
+    """The ``_ifb_check_`` of one test: report the value the parent will judge (see ``_checks``)."""
+    def check(index, value, message=None):
+        text = ""
+        if message is not None:
+            try:
+                text = _clip(str(message()), 1500)
+            except BaseException:
+                text = ""
+        try:
+            report(kind="check", step=name, k=index, value=_encode(value), message=text)
+        except _NotPlain as e:
+            report(kind="check", step=name, k=index, error=f"{e}: the sandbox compares only plain data "
+                   "(None, bool, numbers, str, bytes and lists/tuples/sets/dicts of them)")
+        except (RecursionError, MemoryError, ValueError, TypeError) as e:
+            report(kind="check", step=name, k=index, error=f"the value could not be reported ({type(e).__name__})")
+    return check
+
+
+def _write_files(workdir, files):
+    import base64
+    for rel, b64 in files.items():
+        target = os.path.join(workdir, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(base64.b64decode(b64))
+
+
 def _print_exception(exc):
     try:
         tb = _trim_tb(exc.__traceback__)
@@ -326,11 +404,14 @@ def _run_tests(P, report):
             name = f"test_{i}"
             filename = f"<{name}>"
 
-            def one(src=src, filename=filename):
+            check = _make_check(name, report)
+
+            def one(src=src, filename=filename, check=check):
                 _register_source(filename, src)
                 code = compile_test(src, filename)
                 tns = dict(ns)
                 tns["_ifb_assert_fail_"] = _assert_fail
+                tns["_ifb_check_"] = check
                 exec(code, tns)
 
             report(kind="start", step=name)
@@ -367,7 +448,12 @@ def main(payload_fd, report_fd, confine):
         except BaseException:
             pass
 
-    confine(P["limits"], P["workdir"])
+    _write_files(P["workdir"], P.get("files") or {})
+    if P["mode"] == "script":
+        P["path"] = os.path.join(P["workdir"], P["script_name"])
+        with open(P["path"], "w", encoding="utf-8", errors="surrogatepass") as fh:
+            fh.write(P["source"])
+    confine(P["limits"], P["writable"])
     if P["workdir"] not in sys.path:
         sys.path.insert(0, P["workdir"])
     if P["mode"] == "script":

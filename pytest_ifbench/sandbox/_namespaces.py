@@ -125,6 +125,10 @@ class Jail:
     socket: str | None = None
     port: int = 0
     python: str = ""
+    #: > 0: no host directory at all -- :data:`MOUNT` and ``/tmp`` are fresh tmpfs mounts of this many
+    #: bytes each (a kernel-enforced disk cap; ``workspace``/``home``/``tmp`` are ignored, there is no
+    #: ``HOME`` directory: point ``HOME`` at :data:`MOUNT`).  Everything written vanishes with the sandbox.
+    scratch_bytes: int = 0
 
 
 def command_line(jail: Jail, argv: Sequence[str], *, env: Mapping[str, str], rlimits: Rlimits,
@@ -141,7 +145,8 @@ def command_line(jail: Jail, argv: Sequence[str], *, env: Mapping[str, str], rli
     if not argv:
         raise ValueError("empty command")
     extra = _extra_paths(jail.extra_ro)
-    sources: dict[str, str] = {"ws": jail.workspace, "home": jail.home, "tmp": jail.tmp}
+    scratch = jail.scratch_bytes > 0
+    sources: dict[str, str] = {} if scratch else {"ws": jail.workspace, "home": jail.home, "tmp": jail.tmp}
     sources.update({f"ro{i}": path for i, path in enumerate(extra)})
     if jail.socket is not None:
         sources["sock"] = jail.socket
@@ -164,8 +169,12 @@ def command_line(jail: Jail, argv: Sequence[str], *, env: Mapping[str, str], rli
             raise ValueError(f"invalid environment variable {key!r}")
         inner += ["--setenv", key, value]
     inner += _system_binds()
-    inner += ["--dev", "/dev", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc",
-              "--bind", src["ws"], MOUNT, "--bind", src["home"], HOME, "--bind", src["tmp"], "/tmp"]
+    inner += ["--dev", "/dev", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    if scratch:
+        inner += ["--size", str(jail.scratch_bytes), "--tmpfs", MOUNT, "--size", str(jail.scratch_bytes),
+                  "--tmpfs", "/tmp"]
+    else:
+        inner += ["--bind", src["ws"], MOUNT, "--bind", src["home"], HOME, "--bind", src["tmp"], "/tmp"]
     for i, path in enumerate(extra):
         inner += ["--ro-bind", src[f"ro{i}"], path]
     command = list(argv)
@@ -229,6 +238,18 @@ def sandbox_python() -> tuple[str, tuple[str, ...]]:
 
 _probe_lock = threading.Lock()
 _probe_cache: list[str | None] = []
+
+
+class SandboxUnavailable(RuntimeError):
+    """The OS-level sandbox cannot run here; the message is :func:`sandbox_problem`'s one line.
+    Raised instead of ever running anything unconfined."""
+
+
+def require_sandbox() -> None:
+    """Raise :class:`SandboxUnavailable` unless :func:`sandbox_problem` is None."""
+    problem = sandbox_problem()
+    if problem is not None:
+        raise SandboxUnavailable(problem)
 
 
 def sandbox_problem() -> str | None:

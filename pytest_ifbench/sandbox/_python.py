@@ -1,42 +1,52 @@
-"""Parent side: run Python code in the sandbox through the child harness.
+"""Parent side: run Python code in the OS-level sandbox through the child harness.
 
-Turns one job (a script, or code plus assert tests) into one supervised child:
+Turns one job (a script, or code plus assert tests) into one contained child:
 
-1. a throwaway working directory (:func:`._workspace.throwaway_workdir`) with
-   the caller's ``files`` and, in script mode, the script itself;
-2. a job description (JSON: mode, sources, limits, the working directory, the
+1. a job description (JSON: mode, sources, the caller's ``files``, limits, the
    absolute monotonic deadline and a fresh random token) in an unlinked
-   temporary file the child inherits;
-3. a dedicated :class:`._process.ResultPipe`, so the harness's records never
-   travel through stdout/stderr, where candidate code could print or close
-   them;
-4. :func:`._process.run_process` on ``python -s -P -B .../_bootstrap.py
-   PAYLOAD_FD REPORT_FD`` with a minimal environment and ``cwd`` = the
-   working directory;
+   temporary file the child inherits -- nothing of the host is bound in, the
+   harness writes the files itself;
+2. a dedicated :class:`._process.ResultPipe`, so the harness's records never
+   travel through stdout/stderr;
+3. :func:`._namespaces.command_line` around ``python -s -P -B _bootstrap.py
+   PAYLOAD_FD REPORT_FD``: bubblewrap as a fresh unprivileged uid, new
+   user/PID/network/IPC/UTS/mount namespaces, no capabilities, the system
+   read-only, only the interpreter's installation and the three child-side
+   modules bound in, and the working directory :data:`._namespaces.MOUNT` and
+   ``/tmp`` as tmpfs mounts of ``limits.disk_mb`` each -- a kernel quota;
+4. :func:`._process.run_process` supervises it (wall clock, output caps) and
+   :class:`._namespaces.Watch` waits until the sandbox's PID namespace is gone;
 5. the records carrying this run's token are kept, and a limit the harness
    reported (``"memory"``, a per-test ``"timeout"``, ``"cpu"``) is folded into
    the result unless the supervisor itself killed the child.
 
-:func:`run_python` is the script front end; the test front ends live in
-:mod:`._tests`.
+There is no unconfined fallback: when :func:`._namespaces.sandbox_problem`
+gives a reason, every entry point raises :class:`._namespaces.SandboxUnavailable`
+with it.  :func:`run_python` is the script front end; the test front ends live
+in :mod:`._tests`.
 """
 
 from __future__ import annotations
 
+import base64
+import itertools
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import replace
 
+from . import _namespaces as ns
 from ._process import ResultPipe, minimal_env, run_process
 from ._types import SandboxLimits, SandboxResult
-from ._workspace import throwaway_workdir, write_files
 
-#: The child's entry point, started by file path (see its docstring).
-BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap.py")
+#: The child-side modules (started / loaded by file path from this directory, bound read-only).
+CHILD_DIR = os.path.dirname(os.path.abspath(__file__))
+#: The child's entry point (see its docstring).
+BOOTSTRAP = os.path.join(CHILD_DIR, "_bootstrap.py")
 
 # == ``-I`` without ``-E`` (see the package docstring): keeps PYTHONHASHSEED=0
 # effective.  ``-P`` needs Python 3.11, the project's minimum.
@@ -45,6 +55,21 @@ _PYTHON_FLAGS: tuple[str, ...] = ("-s", "-P", "-B")
 _REPORT_CAP = 8 << 20  # bytes accepted on the report channel
 
 _LIMIT_NAMES = ("timeout", "cpu", "memory", "output")
+
+_UIDS = itertools.count()
+
+
+def _fresh_uid() -> int:
+    """A host uid of its own for each run (``RLIMIT_NPROC`` counts per uid host-wide), from a range
+    neither distributions nor agent workspaces use."""
+    return 0x3000_0000 + (os.getpid() % 0x10000) * 0x100 + next(_UIDS) % 0x100
+
+
+def _interpreter() -> tuple[str, tuple[str, ...]]:
+    """This interpreter (a virtual environment's, so its packages import) and the installation
+    directories the sandbox must see read-only for it to start."""
+    needed = tuple(dict.fromkeys(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)))
+    return sys.executable, needed
 
 
 def run_python(
@@ -91,46 +116,88 @@ def execute(
     limits: SandboxLimits,
     script_name: str | None = None,
 ) -> tuple[SandboxResult, list[dict]]:
-    """Start one harness child for ``payload``, supervise it, return (result, report records)."""
+    """Start one harness child for ``payload``, supervise it, return (result, report records).
+    Raises :class:`._namespaces.SandboxUnavailable` when the OS sandbox cannot run here."""
+    ns.require_sandbox()
     token = os.urandom(16).hex()
-    with throwaway_workdir() as workdir:
-        write_files(workdir, files)
-        if script_name is not None:
-            path = os.path.join(workdir, script_name)
-            with open(path, "w", encoding="utf-8", errors="surrogatepass") as fh:
-                fh.write(payload["source"])
-            payload = {**payload, "path": path}
-        start = time.monotonic()
-        payload = {
-            **payload,
-            "token": token,
-            "workdir": workdir,
-            "timeout": limits.timeout,
-            "deadline": start + limits.timeout,
-            "limits": {
-                "cpu_seconds": limits.cpu_seconds,
-                "memory_mb": limits.memory_mb,
-                "file_size_mb": limits.file_size_mb,
-                "allow_subprocess": limits.allow_subprocess,
-            },
-        }
-        # The child inherits the payload file's descriptor and reads it from offset 0.
-        with tempfile.TemporaryFile() as payload_file, ResultPipe(_REPORT_CAP) as pipe:
-            payload_file.write(json.dumps(payload).encode("utf-8", "surrogatepass"))
-            payload_file.flush()
-            payload_file.seek(0)
-            argv = [sys.executable, *_PYTHON_FLAGS, BOOTSTRAP, str(payload_file.fileno()), str(pipe.write_fd)]
+    start = time.monotonic()
+    payload = {
+        **payload,
+        "files": _encode_files(files),
+        "script_name": script_name,
+        "token": token,
+        "workdir": ns.MOUNT,
+        "writable": [ns.MOUNT, "/tmp", "/dev/shm"],
+        "timeout": limits.timeout,
+        "deadline": start + limits.timeout,
+        "limits": {
+            "cpu_seconds": limits.cpu_seconds,
+            "memory_mb": limits.memory_mb,
+            "file_size_mb": limits.file_size_mb,
+            "allow_subprocess": limits.allow_subprocess,
+        },
+    }
+    python, needed = _interpreter()
+    jail = ns.Jail(workspace="", home="", tmp="", uid=_fresh_uid(), gid=ns.SANDBOX_UID,
+                   extra_ro=(*needed, CHILD_DIR), scratch_bytes=limits.disk_mb << 20)
+    rlimits = ns.Rlimits(cpu_seconds=limits.cpu_seconds, memory_mb=limits.memory_mb, processes=limits.processes,
+                         file_size_mb=limits.file_size_mb)
+    env = {**minimal_env(ns.MOUNT), "TMPDIR": "/tmp"}
+    # The child inherits the payload file's descriptor and reads it from offset 0.
+    with tempfile.TemporaryFile() as payload_file, ResultPipe(_REPORT_CAP) as pipe:
+        payload_file.write(json.dumps(payload).encode("utf-8", "surrogatepass"))
+        payload_file.flush()
+        payload_file.seek(0)
+        info_r, info_w = os.pipe()
+        try:
+            argv = ns.command_line(
+                jail, [python, *_PYTHON_FLAGS, BOOTSTRAP, str(payload_file.fileno()), str(pipe.write_fd)],
+                env=env, rlimits=rlimits, info_fd=info_w)
+        except BaseException:
+            os.close(info_r)
+            os.close(info_w)
+            raise
+        watch = ns.Watch(info_r, (), budget=0, max_entries=0, armed=False)
+        watch.start()
+        try:
             completed = run_process(
-                argv, cwd=workdir, env=minimal_env(workdir), limits=limits, stdin=stdin,
-                pass_fds=(payload_file.fileno(),), result_pipe=pipe, started=start)
+                argv, cwd="/", env=ns.LAUNCHER_ENV, limits=limits, stdin=stdin,
+                pass_fds=(payload_file.fileno(), info_w), result_pipe=pipe, isolate_network=False, started=start)
+        finally:
+            os.close(info_w)
+            watch.finish()
     records = parse_records(completed.channel, token)
     result = completed.result
-    if result.returncode is not None:  # not killed by the supervisor: the harness's word comes first
+    if result.returncode is not None:
+        result = _signal_status(result)
         reported = next((r["limit"] for r in records
                          if r.get("kind") == "limit" and r.get("limit") in _LIMIT_NAMES), None)
-        if reported is not None:
+        if reported is not None:  # not killed by the supervisor: the harness's word comes first
             result = replace(result, limit=reported)
     return result, records
+
+
+def _encode_files(files: Mapping[str, str | bytes] | None) -> dict[str, str]:
+    """``files`` as relative path -> base64; raises ``ValueError`` for paths escaping the work dir."""
+    out: dict[str, str] = {}
+    for name, content in (files or {}).items():
+        rel = os.path.normpath(str(name))
+        if os.path.isabs(rel) or rel == "." or rel.split(os.sep)[0] == "..":
+            raise ValueError(f"sandbox file name must be a relative path inside the work dir: {name!r}")
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        out[rel] = base64.b64encode(data).decode("ascii")
+    return out
+
+
+def _signal_status(result: SandboxResult) -> SandboxResult:
+    """bubblewrap reports a child killed by signal N as exit status 128 + N: turn it back into -N (a
+    program exiting with such a status itself is indistinguishable), and a SIGXCPU death into ``"cpu"``."""
+    rc = result.returncode
+    if rc is None or not 128 < rc < 128 + signal.NSIG:
+        return result
+    rc = -(rc - 128)
+    limit = result.limit or ("cpu" if -rc == signal.SIGXCPU else None)
+    return replace(result, returncode=rc, limit=limit)
 
 
 def parse_records(data: bytes, token: str) -> list[dict]:

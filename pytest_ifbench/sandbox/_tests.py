@@ -21,6 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from ._checks import Check, SplitTest, decode, split_test
 from ._python import execute, run_script
 from ._types import SandboxLimits, SandboxResult, TestOutcome, TestRun
 
@@ -83,22 +84,60 @@ def run_assert_tests(
     "not run".  Outcomes are always returned in order, one per test, named
     ``test_<i>``.
     """
-    tests = [str(t) for t in tests]
+    split = [split_test(str(t)) for t in tests]
     result, records = execute(
-        {"mode": "tests", "code": code, "setup": setup or "", "tests": tests},
+        {"mode": "tests", "code": code, "setup": setup or "", "tests": [t.source for t in split]},
         stdin=None, files=None, limits=limits)
-    return _assemble_assert_run(tests, result, records, limits)
+    return _assemble_assert_run(split, result, records, limits)
 
 
-def _assemble_assert_run(tests, result, records, limits) -> TestRun:
+def _judge(name: str, split: SplitTest, record: dict, checks: list[dict]) -> TestOutcome:
+    """One test's outcome: the child's word can fail a test, only the parent's checks make it a
+    trusted pass (see :mod:`._checks`)."""
+    if not record.get("passed"):
+        return TestOutcome(name=name, passed=False, message=str(record.get("message") or "failed"))
+    for check in split.checks:
+        failure = _check_failure(check, [c for c in checks if c.get("k") == check.index])
+        if failure is not None:
+            return TestOutcome(name=name, passed=False, message=failure, trusted=True)
+    return TestOutcome(name=name, passed=True, message="", trusted=bool(split.checks))
+
+
+def _check_failure(check: Check, reports: list[dict]) -> str | None:
+    if not reports:
+        return f"assert {check.source}: the checked value never reached the sandbox's parent"
+    for report in reports:
+        if "error" in report:
+            return f"assert {check.source}: {report['error']}"
+        try:
+            value = decode(report.get("value"))
+        except (ValueError, RecursionError):
+            return f"assert {check.source}: the sandboxed process reported a malformed value"
+        failure = check.verdict(value, str(report.get("message") or ""))
+        if failure is not None:
+            return failure
+    return None
+
+
+def _assemble_assert_run(split: list[SplitTest], result: SandboxResult, records: list[dict],
+                         limits: SandboxLimits) -> TestRun:
     load_rec = next((r for r in records if r.get("kind") == "load"), None)
     started = [r.get("step") for r in records if r.get("kind") == "start"]
     current = started[-1] if started else None
-    reported: dict[str, TestOutcome] = {}
+    names = {f"test_{i}": i for i in range(len(split))}
+    verdicts: dict[str, list[dict]] = {}
+    checks: dict[str, list[dict]] = {}
     for rec in records:
-        if rec.get("kind") == "test" and isinstance(rec.get("name"), str):
-            reported[rec["name"]] = TestOutcome(
-                name=rec["name"], passed=bool(rec.get("passed")), message=str(rec.get("message") or ""))
+        if rec.get("kind") == "test" and rec.get("name") in names:
+            verdicts.setdefault(rec["name"], []).append(rec)
+        elif rec.get("kind") == "check" and rec.get("step") in names:
+            checks.setdefault(rec["step"], []).append(rec)
+    reported: dict[str, TestOutcome] = {}
+    for name, recs in verdicts.items():
+        if len(recs) > 1:  # the harness reports a test once: something else wrote records
+            reported[name] = TestOutcome(name=name, passed=False, message="conflicting reports for this test")
+        else:
+            reported[name] = _judge(name, split[names[name]], recs[0], checks.get(name, []))
 
     if load_rec is None:
         load_error: str | None = (
@@ -110,7 +149,7 @@ def _assemble_assert_run(tests, result, records, limits) -> TestRun:
 
     reason = _death_reason(result, limits)
     outcomes = []
-    for i in range(len(tests)):
+    for i in range(len(split)):
         name = f"test_{i}"
         if name in reported:
             outcomes.append(reported[name])

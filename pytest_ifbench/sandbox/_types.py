@@ -25,10 +25,17 @@ class SandboxLimits:
     * ``max_output_bytes`` -- cap applied to stdout and to stderr separately;
       when a stream exceeds it the child is killed, the stream is truncated to
       the cap and ``limit`` is ``"output"``.
+    * ``disk_mb`` -- size of each of the two tmpfs mounts the child may write
+      (its working directory and ``/tmp``): a kernel quota, writes beyond it
+      fail with ``ENOSPC``.  Nothing else is writable.
+    * ``processes`` -- ``RLIMIT_NPROC`` of the run's own host uid (processes
+      *and* threads; when the caller is not root the sandbox runs as the
+      caller's uid and all of its processes count).
     * ``allow_subprocess`` -- when False (default) the child may not fork,
       exec, spawn or use ``subprocess``/``os.system``/``pty`` (audit hook plus
-      seccomp where available).  When True only the kernel-level guarantees
-      (network namespace, rlimits, group kill) apply to grand-children.
+      seccomp where available).  When True grand-children are contained by the
+      OS layer only (namespaces, rlimits, the sandbox's PID namespace killed at
+      the end) -- which is the layer that matters.
     """
 
     timeout: float = 10.0
@@ -36,12 +43,14 @@ class SandboxLimits:
     memory_mb: int = 1024
     file_size_mb: int = 16
     max_output_bytes: int = 200_000
+    disk_mb: int = 64
+    processes: int = 256
     allow_subprocess: bool = False
 
     def __post_init__(self) -> None:
         if not self.timeout > 0:
             raise ValueError("SandboxLimits.timeout must be > 0")
-        for name in ("cpu_seconds", "memory_mb", "file_size_mb", "max_output_bytes"):
+        for name in ("cpu_seconds", "memory_mb", "file_size_mb", "max_output_bytes", "disk_mb", "processes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SandboxLimits.{name} must be > 0")
 
@@ -83,7 +92,11 @@ class TestOutcome:
     cases (``i`` = index in the given sequence).  ``message`` is ``""`` when the
     test passed, otherwise the assertion text (with left/right values for
     simple comparisons), a traceback tail, an expected-vs-got diff, or why the
-    test did not run.
+    test did not run.  ``trusted`` is True when the verdict rests on a check the
+    parent decided itself on a plain value (an assert comparing with an
+    expected value the sandboxed process never saw, see
+    ``pytest_ifbench.sandbox._checks``), False when it is the sandboxed
+    process's own word (stdio cases are always compared by the parent).
     """
 
     __test__ = False  # not a pytest test class
@@ -91,6 +104,7 @@ class TestOutcome:
     name: str
     passed: bool
     message: str
+    trusted: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

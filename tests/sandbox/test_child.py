@@ -78,8 +78,9 @@ def test_child_frames_never_show_in_tracebacks():
     assert not any(f"{name}.py" in run.outcomes[0].message for name in CHILD_MODULES)
 
 
-def test_monkeypatched_builtins_do_not_switch_off_the_audit_hook(tmp_path):
-    target = tmp_path / "escaped.txt"
+def test_monkeypatched_builtins_do_not_switch_off_the_audit_hook():
+    # The audit hook is the second layer (the system is read-only anyway); its message must survive.
+    target = Path("/etc/ifbench-escaped.txt")
     code = (
         "import builtins\n"
         "builtins.isinstance = lambda *a: False\n"

@@ -123,6 +123,12 @@ def test_network_namespace_blocks_grandchildren_without_the_hook():
         listener.close()
 
 
-def test_cannot_signal_the_parent():
-    res = run_python(f"import os\nos.kill({os.getpid()}, 0)\n", limits=FAST)
-    assert res.returncode == 1 and "PermissionError" in res.stderr
+def test_the_parent_is_invisible_and_cannot_be_signalled():
+    code = (
+        "import os\n"
+        "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+        f"os.kill({os.getpid()}, 0)\n"
+    )
+    res = run_python(code, limits=FAST)
+    assert res.returncode == 1 and ("ProcessLookupError" in res.stderr or "PermissionError" in res.stderr)
+    assert os.getpid() not in eval(res.stdout)  # its own PID namespace: a handful of small pids

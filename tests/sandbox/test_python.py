@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -82,7 +81,7 @@ def test_environment_is_minimal(monkeypatch):
     assert env["LANG"] == "C.UTF-8" and env["PATH"]
 
 
-def test_written_files_land_in_temp_dir_which_is_removed(tmp_path):
+def test_written_files_land_in_the_sandboxs_own_directory(tmp_path):
     outside = tmp_path / "outside.txt"
     code = (
         "import os\n"
@@ -94,17 +93,35 @@ def test_written_files_land_in_temp_dir_which_is_removed(tmp_path):
         "try:\n"
         f"    open({str(outside)!r}, 'w').write('escaped')\n"
         "    print('WROTE OUTSIDE')\n"
-        "except PermissionError:\n"
-        "    print('DENIED')\n"
+        "except OSError as e:\n"
+        "    print('DENIED', type(e).__name__)\n"
     )
     res = run_python(code, limits=FAST)
     assert res.ok, res.stderr
     written, cwd, verdict = res.stdout.splitlines()
-    assert written == os.path.join(cwd, "out.txt")
-    assert verdict == "DENIED"
+    assert cwd == "/workspace" and written == "/workspace/out.txt"
+    assert verdict.startswith("DENIED")  # the host's /tmp is not the sandbox's
     assert not outside.exists()
-    assert not os.path.exists(cwd)
-    assert not os.path.exists(written)
+
+
+def test_disk_use_is_capped_by_the_kernel():
+    code = (
+        "import errno\n"
+        "for where in ('/workspace', '/tmp'):\n"
+        "    n = 0\n"
+        "    try:\n"
+        "        while True:\n"
+        "            with open(f'{where}/f{n}', 'wb') as fh:\n"
+        "                fh.write(b'x' * (1 << 20))\n"
+        "            n += 1\n"
+        "    except OSError as e:\n"
+        "        print(where, n, errno.errorcode[e.errno])\n"
+    )
+    res = run_python(code, limits=SandboxLimits(timeout=10.0, disk_mb=4, file_size_mb=2))
+    assert res.ok, res.stderr
+    lines = [line.split() for line in res.stdout.splitlines()]
+    assert [line[0] for line in lines] == ["/workspace", "/tmp"]
+    assert all(int(n) <= 4 and err == "ENOSPC" for _, n, err in lines), res.stdout
 
 
 def test_files_are_readable():

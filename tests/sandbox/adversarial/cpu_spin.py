@@ -1,0 +1,7 @@
+# ruff: noqa
+while True:
+    pass
+
+
+def add(a, b):
+    return a - b

