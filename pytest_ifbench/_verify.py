@@ -16,8 +16,10 @@ from typing import Any
 
 from ._model_types import CheckSpec, JudgeOmission, Verdict
 from ._registry import Registry, Verifier, VerifyContext
-from ._ruff import RuffCheck, RuffError, check_code
+from ._ruff import RuffError, check_code
+from ._ruff_batch import RuffBatcher, active_batcher, ruff_checks
 from ._text import extract_code
+from .sandbox import SandboxUnavailable
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,18 +63,21 @@ def _ruff_verdict(violations: list) -> Verdict:
     )
 
 
-def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext) -> list[CheckOutcome]:
-    """Outcomes for ``checks`` on ``response`` in the checks' order."""
+def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext, *,
+             ruff: RuffBatcher | None = None) -> list[CheckOutcome]:
+    """Outcomes for ``checks`` on ``response`` in the checks' order.
+
+    Ruff-backed checks read the results of ``ruff`` (else of the active
+    batcher, ``RuffBatcher.active``) when it has this reply queued, and run
+    their own ruff process otherwise.
+    """
     outcomes: dict[str, CheckOutcome] = {}
-    ruff_checks: list[tuple[CheckSpec, RuffCheck]] = []
+    in_ruff = ruff_checks(checks, ctx.registry)
+    ruff_ids = {check.id for check, _ in in_ruff}
     for check in checks:
-        verifier = ctx.registry.get(check.verifier)
-        if verifier.kind == "ruff" and verifier.ruff is not None:
-            ruff_checks.append((check, RuffCheck(
-                key=check.id, select=verifier.ruff.select(check.params),
-                settings=verifier.ruff.settings(check.params),
-            )))
+        if check.id in ruff_ids:
             continue
+        verifier = ctx.registry.get(check.verifier)
         if verifier.kind == "judge":
             verdict = ctx.judged.get(check.id)
             if isinstance(verdict, JudgeOmission):
@@ -88,18 +93,27 @@ def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext) -> 
             assert verifier.func is not None
             verdict = verifier.func(_text_for(verifier, response), check.params, ctx)
             outcomes[check.id] = CheckOutcome(check=check, verdict=verdict, duration=time.perf_counter() - start)
+        except SandboxUnavailable as exc:  # no OS sandbox here: its one-line reason, nothing ran unconfined
+            outcomes[check.id] = CheckOutcome(check=check, verdict=None, duration=time.perf_counter() - start,
+                                              error=str(exc))
         except Exception as exc:  # a broken verifier must not take the other checks down
             outcomes[check.id] = CheckOutcome(
                 check=check, verdict=None, duration=time.perf_counter() - start,
                 error=f"verifier {verifier.id} raised {type(exc).__name__}: {exc}\n"
                       + "".join(traceback.format_exception(exc)[-3:]),
             )
-    if ruff_checks:
+    if in_ruff:
         start = time.perf_counter()
         code = extract_code(response)
-        found = check_code(code, [rc for _, rc in ruff_checks])
-        share = (time.perf_counter() - start) / len(ruff_checks)
-        for check, rc in ruff_checks:
+        rcs = [rc for _, rc in in_ruff]
+        batcher = ruff if ruff is not None else active_batcher()
+        batched = batcher.results(code, rcs) if batcher is not None else None
+        if batched is None:
+            found = check_code(code, rcs)
+            share = (time.perf_counter() - start) / len(in_ruff)
+        else:
+            found, share = batched
+        for check, rc in in_ruff:
             result = found[rc.key]
             if isinstance(result, RuffError):
                 outcomes[check.id] = CheckOutcome(check=check, verdict=None, error=f"ruff failed: {result}",

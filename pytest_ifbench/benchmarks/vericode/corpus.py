@@ -4,8 +4,9 @@ Each reply is one of the bundled tasks' reference solutions with a random
 handful of small, original snippets mixed in, each of which violates (or
 deliberately almost violates) rules the VeriCode instructions select, plus
 optionally some explanation text after the code. Used by
-``tests/test_vericode_batching.py`` (batched verdicts equal the verdicts of
-one ruff process per instruction) and ``benchmarks/bench_vericode_ruff.py``.
+``tests/benchmarks/vericode/test_batching.py`` and ``test_ruff_many.py``
+(batched verdicts equal the verdicts of one ruff process per instruction) and
+``perf/bench_vericode_ruff.py``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
-"""One ruff process per response, with verdicts identical to one ruff process per instruction.
+"""Batched ruff runs, with verdicts identical to one ruff process per instruction.
 
 The reference ("alone") verdict runs ruff the way the paper's helper does
 (appendix B.1: ``ruff check - --select ... --config ... --no-fix``, pass =
-exit status 0), plus ``--isolated`` so no project configuration leaks in. The
-batched verdict is what a suite run computes: every check of the response
-through ``_verify.evaluate``.
+exit status 0), plus ``--isolated`` so no project configuration leaks in. Two
+batched paths are compared with it: one ruff process per response (every
+check of the response through ``_verify.evaluate``), and one ruff process for
+all responses at once (``_ruff.check_many`` through a ``RuffBatcher``, as
+suite runs and ``ifbench verify`` do). ``test_ruff_many.py`` covers the
+batch runner's own guarantees.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pytest_ifbench import _ruff
 from pytest_ifbench._model_types import CheckSpec
 from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._ruff import RuffCheck, plan_runs, ruff_binary
+from pytest_ifbench._ruff_batch import RuffBatcher
 from pytest_ifbench._text import extract_code
 from pytest_ifbench._verify import VerifyContext, evaluate
 from pytest_ifbench.benchmarks.vericode.corpus import build_corpus, instruction_sets, random_params
@@ -41,24 +45,38 @@ def alone(code: str, instruction_id: str, params) -> bool:
     return proc.returncode == 0
 
 
-def batched(response: str, chosen) -> dict[str, bool]:
-    checks = [CheckSpec(id=i, verifier=f"vericode.{i}", params=BY_ID[i].validate(p)) for i, p in chosen]
-    outcomes = evaluate(checks, response, VerifyContext(registry=REGISTRY))
+def _checks(chosen) -> list[CheckSpec]:
+    return [CheckSpec(id=i, verifier=f"vericode.{i}", params=BY_ID[i].validate(p)) for i, p in chosen]
+
+
+def batched(response: str, chosen, batcher: RuffBatcher | None = None) -> dict[str, bool]:
+    outcomes = evaluate(_checks(chosen), response, VerifyContext(registry=REGISTRY), ruff=batcher)
     assert all(o.error is None for o in outcomes), [o.error for o in outcomes]
     return {o.check.id: o.passed for o in outcomes}
 
 
+def all_at_once(responses, sets) -> list[dict[str, bool]]:
+    """Every response queued first, then evaluated: one ruff process for all of them."""
+    batcher = RuffBatcher(REGISTRY)
+    for response, chosen in zip(responses, sets):
+        batcher.queue(_checks(chosen), response)
+    verdicts = [batched(response, chosen, batcher) for response, chosen in zip(responses, sets)]
+    assert batcher.batches == 1 and batcher.replies == len(responses)
+    return verdicts
+
+
 def _compare(responses, sets):
-    jobs = [(response, iid, params) for response, chosen in zip(responses, sets) for iid, params in chosen
+    """Mismatches of the per-response and of the all-at-once path against running each check alone."""
+    jobs = [(n, iid, params) for n, (response, chosen) in enumerate(zip(responses, sets)) for iid, params in chosen
             if BY_ID[iid].ruff_backed]
     ruff_binary()  # resolve once: its first call (sysconfig) is not thread-safe
     with ThreadPoolExecutor(max_workers=4) as pool:
-        expected = list(pool.map(lambda job: alone(extract_code(job[0]), job[1], job[2]), jobs))
-    got = {}
-    for response, chosen in zip(responses, sets):
-        got[response] = batched(response, chosen)
-    mismatches = [(iid, params, want) for (response, iid, params), want in zip(jobs, expected)
-                  if got[response][iid] != want]
+        expected = list(pool.map(lambda job: alone(extract_code(responses[job[0]]), job[1], job[2]), jobs))
+    per_response = [batched(response, chosen) for response, chosen in zip(responses, sets)]
+    at_once = all_at_once(responses, sets)
+    mismatches = [(path, iid, params, want) for (n, iid, params), want in zip(jobs, expected)
+                  for path, got in (("per-response", per_response), ("all-at-once", at_once))
+                  if got[n][iid] != want]
     return len(jobs), mismatches, expected
 
 
@@ -78,6 +96,21 @@ def test_random_five_instruction_sets_equal_running_each_alone():
     total, mismatches, _ = _compare(responses, sets)
     assert total > 150
     assert not mismatches, mismatches[:5]
+
+
+def test_shuffled_mix_of_replies_and_sets_equals_running_each_alone():
+    """Replies repeated under different instruction sets, sets of every size, integer parameters
+    from their whole range (many distinct ruff configurations in one batch), in shuffled order."""
+    rng = random.Random(21)
+    replies = build_corpus(12, seed=21)
+    pool = [(reply, chosen) for reply in replies
+            for chosen in instruction_sets(3, rng.randint(1, 8), seed=rng.random())]
+    rng.shuffle(pool)
+    responses, sets = [r for r, _ in pool], [s for _, s in pool]
+    total, mismatches, expected = _compare(responses, sets)
+    assert total > 120
+    assert not mismatches, mismatches[:5]
+    assert 0.2 < sum(expected) / total < 0.9
 
 
 def test_one_ruff_process_per_response(monkeypatch):
