@@ -162,7 +162,8 @@ if os.environ.get("IFBENCH_TEST_UNBATCHED"):
 
 def pytest_sessionfinish(session):
     batcher = session.config.stash[STATE_KEY].ruff_batch()
-    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    # workerinput, not PYTEST_XDIST_WORKER: the outer test run may itself be an xdist worker.
+    name = getattr(session.config, "workerinput", {}).get("workerid", "main")
     (session.config.rootpath / f"batches-{name}.json").write_text(json.dumps([batcher.batches, batcher.replies,
                                                                                   batcher.unclaimed]))
 """
