@@ -65,11 +65,24 @@ from pytest_ifbench.testing import StubServer
 NON_DEPENDENCY_PLUGINS = ("hypothesispytest", "benchmark")
 
 #: pytest's final line: "10000 passed, 20000 subtests passed in 26.21s", "10 tests collected in 1.2s", ...
+#: Goal for the cached run's wall time per instance (README, performance section).
+OVERHEAD_GOAL_MS = 2.5
 _SUMMARY = re.compile(rb"\b(passed|failed|errors?|collected|no tests ran|skipped|deselected)\b.* in [\d.]+s")
 
 
-def write_suite(path: Path, count: int) -> None:
-    """``count`` single-turn instances with two cheap checks each (both pass on the stub)."""
+#: The cheap checks each instance gets (the first ``--checks`` of them); all pass on the stub's
+#: ``stub reply to: <prompt>`` answer.
+CHECKS = (
+    "{id: words, verifier: ifbench.word_count, params: {min: 1, max: 100}}",
+    "{id: says-reply, verifier: ifbench.keywords, params: {include: [reply]}}",
+    "{id: starts, verifier: ifbench.starts_with, params: {prefix: stub}}",
+    "{id: ends, verifier: ifbench.ends_with, params: {suffix: .}}",
+    "{id: numbered, verifier: ifbench.regex, params: {pattern: 'number \\d+'}}",
+)
+
+
+def write_suite(path: Path, count: int, checks: int = 5) -> None:
+    """``count`` single-turn instances with ``checks`` cheap checks each (all pass on the stub)."""
     lines = [
         "ifbench: 1",
         "benchmark: bench_overhead",
@@ -82,22 +95,81 @@ def write_suite(path: Path, count: int) -> None:
             f"  - id: inst-{i:05d}",
             f"    prompt: Write one short sentence about item number {i}.",
             "    checks:",
-            "      - {id: words, verifier: ifbench.word_count, params: {min: 1, max: 100}}",
-            "      - {id: says-reply, verifier: ifbench.keywords, params: {include: [reply]}}",
+            *(f"      - {check}" for check in CHECKS[:checks]),
         ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_floor(path: Path, count: int, subtests: bool) -> None:
-    """A plain pytest module: ``count`` trivial parametrized tests (optionally 2 subtests each)."""
+def write_floor(path: Path, count: int, subtests: int) -> None:
+    """A plain pytest module: ``count`` trivial parametrized tests with ``subtests`` subtests each (0: none)."""
     if subtests:
-        body = ("def test_item(i, subtests):\n"
-                "    with subtests.test(msg='words'):\n        assert i >= 0\n"
-                "    with subtests.test(msg='says-reply'):\n        assert i >= 0\n")
+        body = "def test_item(i, subtests):\n" + "".join(
+            f"    with subtests.test(msg='check-{k}'):\n        assert i >= 0\n" for k in range(subtests))
     else:
         body = "def test_item(i):\n    assert i >= 0\n"
     path.write_text(f"import pytest\n\n\n@pytest.mark.parametrize('i', range({count}))\n{body}",
                     encoding="utf-8")
+
+
+#: inspect_ai (not a project dependency) doing the same job: N samples answered by its mock model
+#: and scored by ``checks`` cheap built-in scorers, logging to a temporary folder.
+INSPECT_TASK = r"""
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import exact, f1, includes, match, pattern
+
+COUNT, CHECKS = {count}, {checks}
+SCORERS = [includes(), match(location="any"), exact(), f1(), pattern(r"(\w+)")]
+
+
+@task
+def overhead():
+    samples = [Sample(input=f"Write one short sentence about item number {{i}}.", target="output")
+               for i in range(COUNT)]
+    return Task(dataset=samples, scorer=SCORERS[:CHECKS])
+"""
+
+
+def run_inspect(python: str, work: Path, count: int, checks: int, timeout: float) -> dict | None:
+    """``inspect eval`` of ``INSPECT_TASK`` with ``mockllm/model``: wall, CPU and peak RSS."""
+    task = work / "inspect_overhead.py"
+    task.write_text(INSPECT_TASK.format(count=count, checks=checks), encoding="utf-8")
+    env = dict(os.environ, INSPECT_LOG_DIR=str(work / "inspect-logs"), INSPECT_DISPLAY="none")
+    cmd = [python, "-m", "inspect_ai", "eval", task.name, "--model", "mockllm/model", "--display", "none",
+           "--max-connections", "64"]
+    log = work / "inspect.log"
+    with log.open("wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = start + timeout
+        while True:  # reaped with wait4 for this child's own CPU time and peak RSS
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                print(f"inspect_ai ran past {timeout:.0f}s", file=sys.stderr)
+                return None
+            time.sleep(0.02)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        print(f"inspect_ai failed (rc={proc.returncode}):\n{tail(log)}", file=sys.stderr)
+        return None
+    return {"wall_s": round(wall, 3), "per_instance_ms": round(wall / count * 1000, 3),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "command": " ".join(cmd[1:])}
+
+
+def inspect_python(option: str | None) -> tuple[str | None, str | None]:
+    """(interpreter with inspect_ai, None) or (None, why the inspect_ai comparison is left out)."""
+    if not option:
+        return None, "inspect_ai comparison skipped: no --inspect-python given"
+    probe = subprocess.run([option, "-c", "import inspect_ai"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return None, f"inspect_ai comparison skipped: {option} cannot import inspect_ai"
+    return option, None
 
 
 def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float) -> dict:
@@ -168,7 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="xdist workers for the -n run; 0 skips it (default: 2)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="timed runs of each cached/collect measurement; the fastest is kept (default: 1)")
+    parser.add_argument("--checks", type=int, default=5, choices=range(1, len(CHECKS) + 1), metavar="K",
+                        help=f"checks (one subtest each) per instance, 1..{len(CHECKS)} (default: 5)")
     parser.add_argument("--no-floor", action="store_true", help="skip the plain-pytest floor runs")
+    parser.add_argument("--inspect-python", default=None, metavar="PYTHON",
+                        help="interpreter of a venv with inspect_ai (not a project dependency), e.g. "
+                             "/tmp/inspect-venv/bin/python; without it the inspect_ai comparison is skipped")
     parser.add_argument("--all-plugins", action="store_true",
                         help="do not block the non-dependency pytest plugins " + ", ".join(NON_DEPENDENCY_PLUGINS))
     parser.add_argument("--json", dest="json_path", default=None, help="write the results as JSON here")
@@ -188,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "revision": source_revision(),
         "host": {"python": platform.python_version(), "platform": platform.platform(),
                  "cpus": os.cpu_count(), "loadavg_before": load_before},
-        "instances": n, "repeat": args.repeat,
+        "instances": n, "checks": args.checks, "repeat": args.repeat, "notes": [],
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "runs": {},
     }
@@ -197,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ifbench-bench-overhead-") as tmp:
         work = Path(tmp)
         suite, one, cache = work / "suite.yaml", work / "one.yaml", work / "cache"
-        write_suite(suite, n)
-        write_suite(one, 1)  # same first instance: served by the same cache entry
+        write_suite(suite, n, args.checks)
+        write_suite(one, 1, args.checks)  # same first instance: served by the same cache entry
         server = StubServer(latency=0.0, host="127.0.0.1").start()
         try:
             url = server.url
@@ -251,11 +328,27 @@ def main(argv: list[str] | None = None) -> int:
                 measure(f"cached_xdist{args.workers}", suite, ["-n", str(args.workers)], repeat=args.repeat)
             # 6. plain pytest floor for comparison
             if not args.no_floor:
-                for name, subtests in (("floor_plain", False), ("floor_subtests", True)):
+                for name, subtests in (("floor_plain", 0), ("floor_subtests", args.checks)):
                     module = work / f"test_{name}.py"
                     write_floor(module, n, subtests)
                     # -p no:ifbench: pytest alone, without this plugin's hooks
                     measure(name, module, ["-p", "no:ifbench"], expect_calls=0, repeat=args.repeat, plugin=False)
+            # 7. inspect_ai with its mock model, when an interpreter that has it is given
+            inspect, note = inspect_python(args.inspect_python)
+            if note:
+                results["notes"].append(note)
+                print(note, file=sys.stderr)
+            else:
+                best_inspect = None
+                for _ in range(args.repeat):
+                    attempt = run_inspect(inspect, work, n, args.checks, args.timeout)
+                    if attempt is not None and (best_inspect is None or attempt["wall_s"] < best_inspect["wall_s"]):
+                        best_inspect = attempt
+                if best_inspect is None:
+                    problems.append("inspect_ai run failed")
+                else:
+                    print(f"inspect_ai       wall {best_inspect['wall_s']:7.2f}s", file=sys.stderr)
+                results["inspect_ai"] = best_inspect
         finally:
             server.stop()
     results["host"]["loadavg_after"] = os.getloadavg()
@@ -294,10 +387,10 @@ def report(results: dict, problems: list[str], json_path: str | None) -> int:
         "collect": "`--collect-only -q`",
         "cached": "cached run",
         "floor_plain": "pytest floor: plain tests",
-        "floor_subtests": "pytest floor: tests with 2 subtests",
+        "floor_subtests": f"pytest floor: tests with {results.get('checks', 2)} subtests",
     }
     out = [
-        f"### Harness overhead: {n} single-turn instances, 2 checks each, served from cache",
+        f"### Harness overhead: {n} single-turn instances, {results.get('checks', 2)} checks each, served from cache",
         "",
         ("| run | wall (s) | per instance (ms) | net of start-up (ms) | to first result (s) "
         "| items + results file (s) | exit (s) | CPU (s) | peak RSS (MB) | stub calls |"),
@@ -317,9 +410,27 @@ def report(results: dict, problems: list[str], json_path: str | None) -> int:
             f"| {fmt(ph['items_and_results_file'])} | {fmt(ph['exit'])} | {run['cpu_s']:.2f} "
             f"| {run['max_rss_mb']:.0f} | {run['stub_calls'] if run['stub_calls'] is not None else '–'} |"
         )
+    inspect = results.get("inspect_ai")
+    if inspect:
+        out.append(f"| inspect_ai, mock model, {results.get('checks', 2)} scorers | {inspect['wall_s']:.2f} "
+                   f"| {inspect['per_instance_ms']:.3f} | – | – | – | – | {inspect['cpu_s']:.2f} "
+                   f"| {inspect['max_rss_mb']:.0f} | – |")
     if derived:
-        out += ["", (f"Harness overhead per cached instance: **{derived['overhead_per_instance_ms']:.2f} ms** "
-                    f"(wall / {n}); {derived['overhead_per_instance_net_ms']:.2f} ms net of the fixed start-up.")]
+        ms = derived["overhead_per_instance_ms"]
+        out += ["", (f"Harness overhead per cached instance: **{ms:.2f} ms** "
+                    f"(wall / {n}; goal ≤ {OVERHEAD_GOAL_MS} ms: {'✓' if ms <= OVERHEAD_GOAL_MS else '✗'}); "
+                    f"{derived['overhead_per_instance_net_ms']:.2f} ms net of the fixed start-up.")]
+        ratios = []
+        floor = runs.get("floor_subtests")
+        if floor:
+            derived["ratio_vs_bare_pytest_subtests"] = round(runs["cached"]["wall_s"] / floor["wall_s"], 3)
+            ratios.append(f"{derived['ratio_vs_bare_pytest_subtests']:.2f}× bare pytest with the same subtests")
+        if inspect:
+            derived["ratio_vs_inspect_ai"] = round(runs["cached"]["wall_s"] / inspect["wall_s"], 3)
+            ratios.append(f"{derived['ratio_vs_inspect_ai']:.2f}× inspect_ai (mock model)")
+        if ratios:
+            out.append("Cached run wall time: " + "; ".join(ratios) + ".")
+    out += [f"*{note}*" for note in results.get("notes", [])]
     if problems:
         out += ["", "**Problems:**", *[f"- {p}" for p in problems]]
     print("\n".join(out))

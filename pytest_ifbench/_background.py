@@ -106,8 +106,14 @@ class BackgroundGenerator:
         with self._lock:
             return self._jobs.pop(key, None)
 
-    def shutdown(self) -> None:
+    def shutdown(self, before_stop: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Cancel the jobs, run ``before_stop()`` on the loop (closing what belongs to it), stop the loop."""
         for job in list(self._jobs.values()):
             job.cancel()
+        if before_stop is not None:
+            try:
+                asyncio.run_coroutine_threadsafe(before_stop(), self._loop).result(timeout=5)  # type: ignore[arg-type]
+            except Exception:  # closing connections is a courtesy to the server; never fail the run over it
+                pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)

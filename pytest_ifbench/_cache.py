@@ -57,9 +57,10 @@ class ResponseCache:
     def get(self, key: str) -> dict[str, Any] | None:
         try:
             with self._path(key).open(encoding="utf-8") as handle:
-                return json.load(handle)
-        except (OSError, json.JSONDecodeError):
+                entry = json.load(handle)
+        except (OSError, ValueError, RecursionError):  # damaged (bad UTF-8, not JSON, absurd nesting): a miss
             return None
+        return entry if isinstance(entry, dict) else None
 
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
         path = self._path(key)

@@ -17,6 +17,7 @@ Imports stay lazy: litellm is imported only when a judged case is verified.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 #: Exit code for a bad command line or an unusable input (argparse's convention).
 USAGE_ERROR = 2
+#: Exit code when ifbench itself fails (a bug): never confused with "a case errored" (1).
+INTERNAL_ERROR = 3
 
 _VERIFY_DESCRIPTION = """\
 Verify single texts against one verifier each, without a suite.
@@ -47,23 +50,32 @@ invalid params, verifier or judge failure):
 """
 
 _VERIFY_EPILOG = """\
+A line that cannot be read (not UTF-8, not JSON, an integer over 4,300
+digits, nesting too deep for the parser) gets its own error line; the
+other lines are still verified.
 exit status: 0 when every case was verified (passed or failed),
-1 when at least one case errored, 2 on a usage error."""
+1 when at least one case errored, 2 on a usage error, 3 on an internal
+error (a bug in ifbench or a plugin: please report it)."""
 
 _SCORE_DESCRIPTION = """\
 Score pre-generated responses against suites without calling the model
 under test. Runs pytest in-process with --ifbench-responses, so items,
 subtests, metrics and the results file are those of a normal run.
 Responses are JSONL lines {"id": "<instance id>", "response": "..."}
-(or "responses": [...] with one reply per turn). An instance without a
-recorded response errors with "no recorded response for instance ...".
+(or "responses": [...] with one reply per turn). A line that cannot be
+used (not UTF-8, not JSON, not such an object, a repeated id) is reported
+on stderr as "FILE:LINE: ..." and left out; the other lines are scored.
+An instance without a recorded response errors with "no recorded
+response for instance ...".
 Judged checks still call the judge (--judge-model after "--")."""
 
 _SCORE_EPILOG = """\
 Arguments after "--" are passed to pytest unchanged (e.g. -- -q -k name).
 exit status: pytest's, unchanged: 0 all instances passed, 1 some checks
-failed or some instances errored, 2 interrupted, 3 internal error,
-4 usage error (e.g. unreadable responses file), 5 no instances collected."""
+failed or some instances errored, 2 interrupted, 3 internal error (also
+when ifbench itself fails before pytest runs), 4 usage error (e.g. an
+unreadable responses file, or one without a usable line), 5 no instances
+collected."""
 
 
 class _Usage(Exception):
@@ -198,6 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:  # noqa: BLE001 - a bug: say so, with the traceback to report, and exit 3
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        print(f"ifbench {args.command}: internal error: {type(exc).__name__}: {str(exc)[:500]}", file=sys.stderr)
+        return INTERNAL_ERROR
 
 
 # --------------------------------------------------------------------------- registry
@@ -295,10 +313,7 @@ def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[s
     from ._registry import UnknownVerifier
     from ._verify import verify_one
 
-    try:
-        case = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise _CaseError(f"not JSON: {exc}") from None
+    case = _json_line(line)
     if not isinstance(case, dict):
         raise _CaseError(f'expected a JSON object with "verifier" and "response", got {type(case).__name__}')
     echo = {"id": case["id"]} if "id" in case else {}
@@ -318,6 +333,8 @@ def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[s
     except ParamError as exc:
         where = "params" if exc.field == "params" else f"params.{exc.field}"
         raise _CaseError(f"{where}: {exc.message}") from None
+    except Exception as exc:  # noqa: BLE001 - a verifier's validator choking on odd values
+        raise _CaseError(f"params: rejected by {case['verifier']}: {type(exc).__name__}: {str(exc)[:300]}") from None
     judged = None
     if verifier.kind == "judge":
         judged = judges.verdict(registry, verifier.id, params, task, case["response"])
@@ -337,10 +354,10 @@ def _verify(args: argparse.Namespace) -> int:
     errored = False
     with ExitStack() as stack:
         stack.callback(judges.close)
-        source: IO[str] = sys.stdin
+        source: IO[Any] = getattr(sys.stdin, "buffer", sys.stdin)  # bytes: a bad byte errors its line only
         if args.input != "-":
             try:
-                source = stack.enter_context(open(args.input, encoding="utf-8"))
+                source = stack.enter_context(open(args.input, "rb"))
             except OSError as exc:
                 raise _Usage(f"--in {args.input}: cannot read: {exc.strerror or exc}") from None
         sink: IO[str] = sys.stdout
@@ -349,18 +366,60 @@ def _verify(args: argparse.Namespace) -> int:
                 sink = stack.enter_context(open(args.output, "w", encoding="utf-8"))
             except OSError as exc:
                 raise _Usage(f"--out {args.output}: cannot write: {exc.strerror or exc}") from None
-        for number, line in enumerate(source, start=1):
-            if not line.strip():
-                continue
-            try:
-                echo, verdict = _verify_case(line, registry, judges)
-                result = echo | verdict.to_json()
-            except _CaseError as exc:
-                errored = True
-                result = {"passed": None, "error": f"line {number}: {exc}"}
-            sink.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
-            sink.flush()
+        from ._ruff_batch import batch_verify_cases
+
+        number = 0
+        # Read ahead a chunk at a time: the ruff-backed cases of a chunk share ruff processes, memory
+        # stays bounded and results stream out chunk by chunk.
+        while chunk := list(itertools.islice(source, VERIFY_CHUNK_LINES)):
+            with batch_verify_cases(registry, chunk):
+                for line in chunk:
+                    number += 1
+                    if not line.strip():
+                        continue
+                    try:
+                        echo, verdict = _verify_case(_text_line(line), registry, judges)
+                        result = _result_line(echo | verdict.to_json())
+                    except _CaseError as exc:
+                        errored = True
+                        result = json.dumps({"passed": None, "error": f"line {number}: {exc}"}, ensure_ascii=False)
+                    sink.write(result + "\n")
+                    sink.flush()
     return 1 if errored else 0
+
+
+#: ``ifbench verify`` reads its input this many lines at a time (one ruff batch per chunk).
+VERIFY_CHUNK_LINES = 1000
+
+
+def _text_line(line: str | bytes) -> str:
+    """One input line as text: bytes are decoded strictly, so a bad byte errors its own line only."""
+    if isinstance(line, str):
+        return line
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _CaseError(f"not UTF-8: byte {line[exc.start]:#04x} at column {exc.start + 1}") from None
+
+
+def _json_line(line: str) -> Any:
+    """``json.loads(line)``; whatever the decoder refuses is a :class:`_CaseError` for this line."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _CaseError(f"not JSON: {exc}") from None
+    except ValueError as exc:  # e.g. an integer over 4,300 digits
+        raise _CaseError(f"unreadable JSON: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise _CaseError("unreadable JSON: nested too deeply") from None
+
+
+def _result_line(result: dict[str, Any]) -> str:
+    """The verdict as one JSON line; an echoed ``id`` JSON cannot write back errors this case alone."""
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError) as exc:
+        raise _CaseError(f'the result cannot be written as JSON ("id" too deep or too large?): {exc}') from None
 
 
 def _default_judges() -> list[str]:
@@ -374,6 +433,7 @@ def _default_judges() -> list[str]:
 
 def _score(args: argparse.Namespace, extra: list[str]) -> int:
     from pathlib import Path
+    from tempfile import TemporaryDirectory
 
     import pytest
 
@@ -382,21 +442,77 @@ def _score(args: argparse.Namespace, extra: list[str]) -> int:
     if args.responses is None and not args.trajectories:
         print("ifbench score: error: give --responses, --trajectories or both", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
-    recorded: list[str] = []
+    usable = None
     if args.responses is not None:
-        try:  # fail early with one clear line rather than inside pytest's configure
-            load_responses(Path(args.responses))
+        try:  # fail early, one line per unusable line, rather than inside pytest's configure
+            usable = _screen_responses(Path(args.responses))
         except ResponsesError as exc:
             print(f"ifbench score: error: {exc}", file=sys.stderr)
             return int(pytest.ExitCode.USAGE_ERROR)
-        recorded += ["--ifbench-responses", args.responses]
     for path in args.trajectories:
         if not Path(path).exists():
             print(f"ifbench score: error: --trajectories {path}: no such file or folder", file=sys.stderr)
             return int(pytest.ExitCode.USAGE_ERROR)
-        recorded += ["--ifbench-recorded-trajectories", path]
-    code = pytest.main([*args.suites, *recorded, "--ifbench-results", args.results, "-p", "no:cacheprovider", *extra])
+    with TemporaryDirectory(prefix="ifbench-score-") as scratch:
+        recorded: list[str] = []
+        if args.responses is not None:
+            responses = args.responses
+            if usable is not None:  # some lines were left out: pytest reads the usable ones
+                clean = Path(scratch) / Path(args.responses).name
+                clean.write_text("".join(line.rstrip("\r\n") + "\n" for line in usable), encoding="utf-8")
+                load_responses(clean)  # pytest's own rules; disagreeing with the screen is a bug (exit 3)
+                responses = str(clean)
+            recorded += ["--ifbench-responses", responses]
+        for path in args.trajectories:
+            recorded += ["--ifbench-recorded-trajectories", path]
+        code = pytest.main([*args.suites, *recorded, "--ifbench-results", args.results, "-p", "no:cacheprovider",
+                            *extra])
     return int(code)
+
+
+def _screen_responses(path: Any) -> list[str] | None:
+    """None when every line of the responses file is usable, else the usable lines, each
+    unusable one reported on stderr as ``FILE:LINE: reason``. Raises ``ResponsesError``
+    when the file cannot be read or no line is usable (then nothing could be scored)."""
+    from ._responses import ResponsesError
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ResponsesError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    usable: list[str] = []
+    seen: set[str] = set()
+    bad = 0
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = _text_line(line)
+            replies_id = _response_id(_json_line(text))
+            if replies_id in seen:
+                raise _CaseError(f"duplicate id {replies_id!r} (the first one is kept)")
+        except _CaseError as exc:
+            bad += 1
+            print(f"ifbench score: error: {path}:{number}: {exc}", file=sys.stderr)
+            continue
+        seen.add(replies_id)
+        usable.append(text)
+    if not usable:
+        raise ResponsesError(f"{path}: no usable line" + (f" ({bad} unusable, reported above)" if bad else ""))
+    return usable if bad else None
+
+
+def _response_id(entry: Any) -> str:
+    """The instance id of one responses line, or :class:`_CaseError` saying what is wrong with it."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        raise _CaseError('expected an object with a string "id"')
+    if "responses" in entry:
+        replies = entry["responses"]
+        if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
+            raise _CaseError('"responses" must be a list of strings')
+    elif not isinstance(entry.get("response"), str):
+        raise _CaseError('needs "response" (string) or "responses" (list)')
+    return entry["id"]
 
 
 # --------------------------------------------------------------------------- verifiers

@@ -1,9 +1,14 @@
-"""Model access: every model and judge call goes through litellm.
+"""Model access: every model and judge call goes through litellm, or the direct path.
 
 One :class:`ModelClient` per model string. It owns retries (exponential
 backoff with full jitter, ``Retry-After`` honoured, hard caps on attempts and
-total wait), the response cache and the per-call accounting. litellm is
-imported on the first call only, with its network-at-import behaviour off.
+total wait), the response cache and the per-call accounting. Calls to an
+OpenAI-compatible endpoint that litellm would forward unchanged take the
+direct path of :mod:`._openai_compat` (same body, same checks, same errors,
+no litellm import); every other call goes through litellm, imported with its
+network-at-import behaviour off, in a background thread as soon as the run
+knows it needs it (:func:`prefetch_litellm`) so the ~3 s import overlaps
+collection instead of delaying the first request.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import asyncio
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,38 +25,80 @@ from typing import Any
 
 from ._cache import ResponseCache, cache_key
 from ._model_types import GenerationParams
+from ._openai_compat import DirectTransport, direct_route
 from ._redact import redact
 from ._text import strip_reasoning
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _litellm: Any = None
+_import_lock = threading.Lock()
+_prefetch: threading.Thread | None = None
 
 
 def import_litellm() -> Any:
-    """Import litellm lazily, offline-safe (no price-list download, no .env reading)."""
+    """Import litellm lazily, offline-safe (no price-list download, no .env reading); thread-safe."""
     global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-        import warnings
+    if _litellm is not None:
+        return _litellm
+    with _import_lock:
+        if _litellm is None:
+            _litellm = _configured_litellm()
+    return _litellm
 
+
+def _configured_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+    import logging
+    import warnings
+
+    if threading.current_thread() is threading.main_thread():
         with warnings.catch_warnings():  # pydantic deprecation noise would land on a random test
             warnings.simplefilter("ignore")
             import litellm
+    else:  # catch_warnings is process-wide: from a thread it would undo pytest's own filters
+        import litellm  # (the plugin's filterwarnings lines hide pydantic's and litellm's noise)
 
-        import logging
+    # litellm logs every call at INFO; with `--log-cli-level=INFO` (agent step progress) that is noise.
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    litellm.telemetry = False
+    litellm.drop_params = True
+    litellm.suppress_debug_info = True
+    from ._local_model import register_local_provider
 
-        # litellm logs every call at INFO; with `--log-cli-level=INFO` (agent step progress) that is noise.
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-        litellm.telemetry = False
-        litellm.drop_params = True
-        litellm.suppress_debug_info = True
-        from ._local_model import register_local_provider
+    register_local_provider(litellm)
+    return litellm
 
-        register_local_provider(litellm)
-        _litellm = litellm
-    return _litellm
+
+def prefetch_litellm() -> None:
+    """Start importing litellm in a daemon thread, once; returns at once."""
+    global _prefetch
+    if _litellm is not None or _prefetch is not None:
+        return
+    with _import_lock:
+        if _prefetch is None:
+            _prefetch = threading.Thread(target=_import_quietly, name="ifbench-import-litellm", daemon=True)
+            _prefetch.start()
+
+
+def _import_quietly() -> None:
+    try:
+        import_litellm()
+    except Exception:  # the first call imports again and reports the error where it belongs
+        pass
+
+
+async def litellm_module() -> Any:
+    """litellm from a coroutine: never blocks the event loop while the import is running."""
+    if _litellm is not None:
+        return _litellm
+    return await asyncio.get_running_loop().run_in_executor(None, import_litellm)
+
+
+def needs_litellm(model: str, api_base: str | None, extra: Mapping[str, Any]) -> bool:
+    """Whether calls to ``model`` go through litellm (False: the direct path)."""
+    return not direct_route(model, api_base, extra)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,8 +208,9 @@ def _error_message(exc: BaseException) -> str:
     text = redact(str(exc)).strip()
     if isinstance(exc, MalformedReply):
         return text
-    message = text.splitlines()[0][:500] if text else type(exc).__name__
-    return message if type(exc).__name__ in message else f"{type(exc).__name__}: {message}"
+    name = _kind(exc)
+    message = text.splitlines()[0][:500] if text else name
+    return message if name in message else f"{name}: {message}"
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -194,10 +243,15 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+def _kind(exc: BaseException) -> str:
+    """The error's litellm exception name (the direct path's errors carry it as ``kind``)."""
+    return getattr(exc, "kind", None) or type(exc).__name__
+
+
 def _is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, MalformedReply):
         return True
-    name = type(exc).__name__
+    name = _kind(exc)
     if name in {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
                 "ContextWindowExceededError", "ContentPolicyViolationError", "UnsupportedParamsError"}:
         return False
@@ -252,6 +306,16 @@ class ModelClient:
     stats: CallStats = field(default_factory=CallStats)
     #: Shared concurrency limit (set by the background generator); None = unlimited.
     limiter: Any = None
+    #: The direct path's transport when :func:`direct_route` allows it (see :mod:`._openai_compat`).
+    direct: DirectTransport | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.api_base and direct_route(self.model, self.api_base, self.extra):
+            self.direct = DirectTransport(self.api_base, self.extra)
+
+    @property
+    def uses_litellm(self) -> bool:
+        return self.direct is None
 
     def key(self, messages: Sequence[Mapping[str, Any]], params: GenerationParams, *, sample: int,
             tools: Sequence[Mapping[str, Any]], response_format: Mapping[str, Any] | None) -> str:
@@ -280,7 +344,8 @@ class ModelClient:
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
         if self.cache is not None:
             entry = self.cache.get(key)
-            if entry is not None and "response" in entry:
+            if entry is not None and isinstance(entry.get("response"), dict) \
+                    and isinstance(entry["response"].get("raw_text"), str):  # else damaged: call again
                 self.stats.cache_hits += 1
                 return self._completion(entry["response"]["raw_text"], entry["response"], cached=True)
         entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
@@ -292,7 +357,7 @@ class ModelClient:
         return self._completion(entry["raw_text"], entry, cached=False)
 
     async def _call_with_retries(self, messages, params, *, tools, response_format) -> dict[str, Any]:
-        litellm = import_litellm()
+        litellm = await litellm_module() if self.direct is None else None
         kwargs: dict[str, Any] = dict(self.extra) | params.litellm_kwargs()
         if self.api_base:
             kwargs["api_base"] = self.api_base
@@ -310,10 +375,14 @@ class ModelClient:
             self.stats.calls += 1
             start = time.perf_counter()
             try:
-                call = litellm.acompletion(
-                    model=self.model, messages=list(messages), num_retries=0, max_retries=0,
-                    timeout=self.retry.timeout, **kwargs,
-                )
+                if litellm is None:
+                    call = self.direct.acompletion(model=self.model, messages=messages,  # type: ignore[union-attr]
+                                                   timeout=self.retry.timeout, **kwargs)
+                else:
+                    call = litellm.acompletion(
+                        model=self.model, messages=list(messages), num_retries=0, max_retries=0,
+                        timeout=self.retry.timeout, **kwargs,
+                    )
                 if self.limiter is not None:
                     async with self.limiter:
                         start = time.perf_counter()
@@ -322,10 +391,12 @@ class ModelClient:
                     response = await asyncio.wait_for(call, timeout=self.retry.timeout + 5)
                 latency = time.perf_counter() - start
                 choice, raw, calls, usage = _checked_reply(response)
-                try:
-                    cost = float(litellm.completion_cost(completion_response=response))
-                except Exception:
-                    cost = None
+                cost = None  # the direct path serves only models litellm has no price for
+                if litellm is not None:
+                    try:
+                        cost = float(litellm.completion_cost(completion_response=response))
+                    except Exception:
+                        cost = None
                 return {
                     "raw_text": raw, "tool_calls": calls,
                     "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,

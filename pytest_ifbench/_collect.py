@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -18,10 +19,11 @@ import pytest
 from ._client import ModelCallError
 from ._judge import JudgeError
 from ._model_types import CheckSpec, Instance, Verdict
-from ._protocols import Episode, run_samples
+from ._protocols import Episode, TurnRecord, run_samples
 from ._records import episode_record, error_record
 from ._state import STATE_KEY, IfbenchState
-from ._suite import SuiteError, marker_name
+from ._subtests import subtest_reporter
+from ._suite import NotASuite, SuiteError, marker_name
 from ._verify import CheckOutcome, VerifyContext, evaluate
 from .agents.session import AgentHarnessError
 
@@ -52,10 +54,19 @@ def instance_markers(instance: Instance) -> list[tuple[str, str]]:
     return out
 
 
+class NotASuiteWarning(pytest.PytestWarning):
+    """A YAML file mentions an ``ifbench`` key but is not a suite; it was not collected."""
+
+
 class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         state = self.config.stash[STATE_KEY]
-        suite = state.load(self.path)
+        try:
+            suite = state.load(self.path)
+        except NotASuite as exc:  # say why nothing is collected from it, without failing the run
+            if not exc.quiet:
+                self.warn(NotASuiteWarning(str(exc)))
+            return
         for instance in suite.instances:
             item = InstanceItem.from_parent(self, name=instance.id, callobj=_instance_test, instance=instance)
             for name, help_text in instance_markers(instance):
@@ -77,8 +88,8 @@ class InstanceError(Exception):
     """The instance could not be run (model, judge or protocol failure)."""
 
 
-def _instance_test(request: pytest.FixtureRequest, subtests: Any) -> None:
-    request.node.verify_checks(subtests)
+def _instance_test(request: pytest.FixtureRequest) -> None:
+    request.node.verify_checks(request)
 
 
 def failure_message(outcome: CheckOutcome) -> str:
@@ -164,7 +175,16 @@ class InstanceItem(pytest.Function):
         state = self.state
         protocol = state.protocols[self.spec.protocol]
         runtime = state.runtime
-        state.generation().submit(self.nodeid, priority, lambda: run_samples(protocol, self.spec, runtime))
+        batcher = state.ruff_batch()
+
+        async def generate() -> list[Episode]:
+            episodes = await run_samples(protocol, self.spec, runtime)
+            for episode in episodes:  # queued before the item can ask for the verdicts
+                for record, _, pending in self._turn_checks(episode):
+                    batcher.queue(pending, record.completion.text)
+            return episodes
+
+        state.generation().submit(self.nodeid, priority, generate)
 
     def setup(self) -> None:
         super().setup()
@@ -188,29 +208,37 @@ class InstanceItem(pytest.Function):
         per_sample = [self._episode_outcomes(episode) for episode in self.episodes]
         return per_sample[0] if len(per_sample) == 1 else combine_samples(per_sample)
 
-    def _episode_outcomes(self, episode: Episode) -> list[tuple[int, CheckOutcome]]:
+    def _turn_checks(self, episode: Episode) -> Iterator[tuple[TurnRecord, list[CheckSpec], list[CheckSpec]]]:
+        """Each turn's record, the checks on its reply, and those its protocol has not evaluated."""
         instance = self.spec
-        state = self.state
         last = episode.turns[-1].index
         turn_checks = {i: list(t.checks) for i, t in enumerate(instance.turns, start=1)}
-        out: list[tuple[int, CheckOutcome]] = []
         for record in episode.turns:
-            done = {o.check.id: o for o in record.outcomes or []}
+            done = {o.check.id for o in record.outcomes or []}
             checks: list[CheckSpec] = turn_checks.get(record.index, []) + [
                 c for c in instance.checks
                 if c.turn == record.index or (c.turn is None and record.index == last)
             ]
-            pending = [c for c in checks if c.id not in done]
+            yield record, checks, [c for c in checks if c.id not in done]
+
+    def _episode_outcomes(self, episode: Episode) -> list[tuple[int, CheckOutcome]]:
+        instance = self.spec
+        state = self.state
+        out: list[tuple[int, CheckOutcome]] = []
+        for record, checks, pending in self._turn_checks(episode):
+            done = {o.check.id: o for o in record.outcomes or []}
             agent = episode.agent
             ctx = VerifyContext(registry=state.registry, instance=instance, judged=record.judged,
                                 messages=record.messages + [{"role": "assistant", "content": record.completion.text}],
                                 sandbox=state.sandbox, trajectory=agent.trajectory if agent else None,
                                 workspace=agent.workspace if agent else None)
-            fresh = {o.check.id: o for o in evaluate(pending, record.completion.text, ctx)} if pending else {}
+            fresh = ({o.check.id: o for o in evaluate(pending, record.completion.text, ctx, ruff=state.ruff_batch())}
+                     if pending else {})
             out.extend((record.index, done.get(c.id) or fresh[c.id]) for c in checks)
         return out
 
-    def verify_checks(self, subtests: Any) -> None:
+    def verify_checks(self, request: pytest.FixtureRequest) -> None:
+        """Verify the episodes, then report each check (or turn) as a subtest of this item."""
         start = time.perf_counter()
         outcomes = self._outcomes()
         state = self.state
@@ -223,13 +251,23 @@ class InstanceItem(pytest.Function):
             self.add_report_section("call", "agent run", agent_summary(self.episode.agent, state.keep_workspaces))
         groups = self._subtest_groups(outcomes)
         failed: list[str] = []
-        for name, group in groups:
-            with subtests.test(msg=name):
-                try:
-                    self.ihook.pytest_ifbench_report_check(item=self, name=name, outcomes=group)
-                except Exception:
-                    failed.append(name)
-                    raise
+        reporter = subtest_reporter(self)
+        if reporter is not None:  # pytest's subtest reports, without a new capture per check
+            with reporter:
+                for name, group in groups:
+                    report_check = partial(self.ihook.pytest_ifbench_report_check, item=self, name=name,
+                                           outcomes=group)
+                    if not reporter.run(name, report_check):
+                        failed.append(name)
+        else:  # pytest's own subtests fixture, set up only here
+            subtests = request.getfixturevalue("subtests")
+            for name, group in groups:
+                with subtests.test(msg=name):
+                    try:
+                        self.ihook.pytest_ifbench_report_check(item=self, name=name, outcomes=group)
+                    except Exception:
+                        failed.append(name)
+                        raise
         # Set after the loop so the subtests' own reports carry neither (records are big,
         # and under xdist every report travels to the controller).
         self.failed_subtests, self.subtest_count = failed, len(groups)

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
+from ._text import short_repr
+
 _MISSING: Any = object()
 
 _TYPE_NAMES = {int: "int", float: "number", str: "str", bool: "bool", list: "list", dict: "mapping"}
@@ -59,7 +61,7 @@ def _type_ok(value: Any, expected: type) -> bool:
 
 
 def _show(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else f"{value!r}"
+    return short_repr(value)
 
 
 def validate_params(
@@ -71,10 +73,11 @@ def validate_params(
     if not isinstance(params, Mapping):
         raise ParamError("params", f"expected mapping, got {type(params).__name__}")
     if not allow_extra:
-        unknown = sorted(set(params) - set(schema))
+        unknown = sorted(set(params) - set(schema), key=short_repr)  # keys of mixed types: sort their reprs
         if unknown:
             known = ", ".join(sorted(schema)) or "none"
-            raise ParamError(str(unknown[0]), f"unknown parameter (known: {known})")
+            raise ParamError(unknown[0] if isinstance(unknown[0], str) else short_repr(unknown[0]),
+                             f"unknown parameter (known: {known})")
     out = dict(params)
     for name, spec in schema.items():
         if name not in params:
@@ -95,7 +98,7 @@ def validate_params(
             allowed = ", ".join(map(str, spec.choices))
             raise ParamError(name, f"expected one of {allowed}, got {_show(value)}")
         if spec.min is not None and value < spec.min:
-            raise ParamError(name, f"must be >= {spec.min}, got {value}")
+            raise ParamError(name, f"must be >= {spec.min}, got {_show(value)}")
         if spec.max is not None and value > spec.max:
-            raise ParamError(name, f"must be <= {spec.max}, got {value}")
+            raise ParamError(name, f"must be <= {spec.max}, got {_show(value)}")
     return out

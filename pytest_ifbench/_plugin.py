@@ -111,6 +111,38 @@ def pytest_configure(config: pytest.Config) -> None:
         _register_markers_of_args(config)
 
 
+_PREFETCH_CHECKED = pytest.StashKey[bool]()
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """At the first suite file, start importing litellm if this process will call a model through it."""
+    if isinstance(collector, SuiteFile) and not collector.config.stash.get(_PREFETCH_CHECKED, False):
+        collector.config.stash[_PREFETCH_CHECKED] = True
+        _prefetch_model_stack(collector.config)
+
+
+def _prefetch_model_stack(config: pytest.Config) -> None:
+    """Start importing litellm now, in a background thread, when this process will surely call a model
+    through it: the ~3 s import then overlaps collection instead of delaying the first request.
+
+    Only once a suite file is being collected (a run without suites never pays for it), not on an
+    xdist controller (its workers call), not for ``--collect-only``, pre-recorded responses or models
+    on the direct path, and not when the response cache has entries (a re-score may never call; the
+    first cache miss imports it then, off the event loop).
+    """
+    state = config.stash[STATE_KEY]
+    if (config.getoption("collectonly") or state.responses is not None
+            or (getattr(config.option, "numprocesses", None) and not _is_worker(config))):
+        return
+    runtime = state.runtime
+    if not any(c is not None and c.uses_litellm for c in (runtime.model, *runtime.judges)):
+        return
+    if state.cache is None or next(state.cache.root.glob("*/*.json"), None) is None:
+        from ._client import prefetch_litellm
+
+        prefetch_litellm()
+
+
 def _register_markers_of_args(config: pytest.Config) -> None:
     """``pytest --markers suites/`` lists the markers the suites' instances get."""
     from ._collect import instance_markers, register_marker
@@ -138,15 +170,19 @@ def _suite_paths(config: pytest.Config) -> list[Path]:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if is_suite_file(file_path):
+    if is_suite_file(file_path):  # a YAML file that mentions an `ifbench` key: SuiteFile says if it is none
         return SuiteFile.from_parent(parent, path=file_path)
     if file_path.suffix in (".json", ".jsonl", ".yaml", ".yml"):
-        hook = parent.config.hook.pytest_ifbench_suite_data
-        if hook.get_hookimpls():
-            data = hook(path=file_path, config=parent.config)
-            if data is not None:  # keep it: SuiteFile.collect would otherwise import the file again
-                parent.config.stash[STATE_KEY].imported[file_path] = data
-                return SuiteFile.from_parent(parent, path=file_path)
+        from ._importers import import_suite_data
+        from ._suite import SuiteError
+
+        try:
+            data = import_suite_data(parent.config, file_path)
+        except SuiteError:  # an importer's own file, malformed: SuiteFile.collect reports it by name
+            return SuiteFile.from_parent(parent, path=file_path)
+        if data is not None:  # keep it: SuiteFile.collect would otherwise import the file again
+            parent.config.stash[STATE_KEY].imported[file_path] = data
+            return SuiteFile.from_parent(parent, path=file_path)
     return None
 
 
@@ -355,7 +391,9 @@ class ResultsCollector:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.generator is not None:
-        state.generator.shutdown()
+        from ._openai_compat import close_sessions
+
+        state.generator.shutdown(before_stop=close_sessions)  # the direct path's connections live on its loop
 
 
 @pytest.hookimpl(trylast=True)

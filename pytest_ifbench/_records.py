@@ -9,6 +9,7 @@ cost, durations, verifier_versions.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,19 +30,61 @@ def _base(nodeid: str, instance: Instance, model: str | None, judges: Sequence[s
     return {
         "nodeid": nodeid, "suite": instance.suite.as_posix(), "benchmark": instance.benchmark,
         "instance": instance.id, "model": model, "judges": list(judges), "protocol": instance.protocol,
-        "protocol_options": dict(instance.protocol_options),
+        "protocol_options": json_safe(instance.protocol_options),
         "category": instance.category, "scaffold": instance.scaffold, "tier": instance.tier,
-        "markers": list(instance.markers), "metadata": dict(instance.metadata),
+        "markers": list(instance.markers), "metadata": json_safe(instance.metadata),
         "generation": instance.generation.to_json(),
     }
 
 
+#: How deep :func:`json_safe` follows nested data before it writes ``"…"``.
+_MAX_DEPTH = 200
+
+
+def json_safe(value: Any, _depth: int = 0, _open: frozenset[int] = frozenset()) -> Any:
+    """``value`` as plain JSON data: what ``json.dumps`` cannot write becomes a string.
+
+    Suites and importers may carry anything YAML can express into metadata (dates,
+    bytes, sets, keys that are not strings, a structure that contains itself, a
+    5,000-digit int); one such value must not cost the results file. Dates become
+    ISO strings, other objects ``str()``, non-finite floats ``"nan"``/``"inf"``, and
+    a cycle or excessive depth ``"…"``.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() < 4000 else f"<int of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if _depth >= _MAX_DEPTH or id(value) in _open:
+        return "…"
+    if isinstance(value, Mapping):
+        inner = _open | {id(value)}
+        return {_json_key(key): json_safe(item, _depth + 1, inner) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        inner = _open | {id(value)}
+        return [json_safe(item, _depth + 1, inner) for item in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a broken __str__
+        return f"<{type(value).__name__}>"
+
+
+def _json_key(key: Any) -> str:
+    safe = json_safe(key)
+    return safe if isinstance(safe, str) else json.dumps(safe)
+
+
 def error_record(nodeid: str, instance: Instance, model: str | None, judges: Sequence[str],
                  error: str, kind: str = "model") -> dict[str, Any]:
-    return _base(nodeid, instance, model, judges) | {
+    return plain(_base(nodeid, instance, model, judges) | {
         "status": "error", "error": error, "error_kind": kind, "turns": [], "checks": [],
         "tokens": {"prompt": 0, "completion": 0}, "cost": None, "durations": {},
-    }
+    })
 
 
 def episode_record(
@@ -60,7 +103,7 @@ def episode_record(
         checks.append(entry)
     # A not-applicable check (a condition that never arose) neither passes nor fails the instance.
     scored = [c for c in checks if c["scored"] and c.get("applicable", True)]
-    return _base(nodeid, instance, model, judges) | {
+    return plain(_base(nodeid, instance, model, judges) | {
         "status": "passed" if all(c["passed"] for c in scored) else "failed",
         "error": None, "ended": episode.ended,
         "turns": [
@@ -79,17 +122,35 @@ def episode_record(
         "samples": len(episodes),
         "sample_responses": [[t.completion.text for t in e.turns] for e in episodes[1:]],
         "verifier_versions": {c["verifier"]: c["version"] for c in checks},
-    } | ({"agent": episode.agent.to_json()} if episode.agent is not None else {})
+    } | ({"agent": episode.agent.to_json()} if episode.agent is not None else {}))
+
+
+def plain(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` itself when it is plain JSON data (the C encoder checks), else :func:`json_safe` of it:
+    records travel between xdist processes and into the results file, and must survive both."""
+    try:
+        json.dumps(record, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return json_safe(record)
+    return record
 
 
 def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:
-    document = {
-        "format": RESULTS_FORMAT, "plugin_version": __version__, **meta,
-        "instances": sorted(records, key=lambda r: r["nodeid"]),
-    }
+    """Write the results file atomically. Never fails on a value: each record (and the run's
+    metadata) is encoded on its own, and one that ``json.dumps`` refuses is made
+    :func:`json_safe` first, so a single odd value never costs the other records."""
+    head = _dumps({"format": RESULTS_FORMAT, "plugin_version": __version__, **meta, "instances": []})
+    body = ",".join(_dumps(record) for record in sorted(records, key=lambda r: str(r.get("nodeid"))))
+    text = head[:-2] + body + "]}"  # head ends with the empty list: `"instances":[]}`
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    # Compact: the C encoder is ~5x faster than indent=; use `python -m json.tool` to read it.
-    text = json.dumps(document, ensure_ascii=False, default=str, separators=(",", ":"))
-    tmp.write_text(redact(text), encoding="utf-8")
+    tmp.write_text(redact(text), encoding="utf-8", errors="replace")  # errors: a lone surrogate
     tmp.replace(path)
+
+
+def _dumps(value: Any) -> str:
+    # Compact: the C encoder is ~5x faster than indent=; use `python -m json.tool` to read it.
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):  # a date, a cycle, NaN, a 5,000-digit int, ...
+        return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))

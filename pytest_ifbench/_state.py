@@ -16,6 +16,7 @@ from ._client import ModelClient, RetryPolicy
 from ._local_model import DEFAULT_LOCAL_MODEL
 from ._protocols import PROTOCOLS, ProtocolRegistry, Runtime
 from ._registry import Registry
+from ._ruff_batch import RuffBatcher
 from ._run_settings import apply_overrides, generation_overrides
 from ._suite import Suite, load_suite, parse_suite
 
@@ -45,6 +46,7 @@ class IfbenchState:
     sandbox: dict[str, Any] = field(default_factory=dict)
     generator: BackgroundGenerator | None = None
     _runtime: Runtime | None = None
+    _ruff_batcher: RuffBatcher | None = None
     registered_markers: set[str] = field(default_factory=set)
     #: Suite data an importer already returned while pytest decided whether to collect a file.
     imported: dict[Path, Any] = field(default_factory=dict)
@@ -81,6 +83,12 @@ class IfbenchState:
                                     agent_settings=lambda: self.agent_settings)
         return self._runtime
 
+    def ruff_batch(self) -> RuffBatcher:
+        """Batches the ruff-backed checks of finished replies (one per process: each xdist worker its own)."""
+        if self._ruff_batcher is None:
+            self._ruff_batcher = RuffBatcher(self.registry)
+        return self._ruff_batcher
+
     def generation(self) -> BackgroundGenerator:
         if self.generator is None:
             from ._background import BackgroundGenerator
@@ -102,7 +110,9 @@ class IfbenchState:
             display = path
         data = self.imported.pop(path, None)
         if data is None:
-            data = self.config.hook.pytest_ifbench_suite_data(path=path, config=self.config)
+            from ._importers import import_suite_data
+
+            data = import_suite_data(self.config, path)
         if data is not None:
             suite = parse_suite(display, data, self.registry, protocols=set(self.protocols), root=path.parent)
         else:

@@ -7,7 +7,9 @@ instance and the field.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,12 +19,31 @@ import yaml
 from ._model_types import CheckSpec, GenerationParams, Instance, Suite, Turn
 from ._params import ParamError
 from ._registry import Registry, UnknownVerifier
+from ._safe_yaml import LIMITS, YamlLimitError, load_yaml
+from ._text import short_repr
 
 SUITE_VERSION = 1
 #: Ids must survive ``pytest path::id`` and ``-k``: no spaces, brackets or "::".
 INSTANCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 NAME = re.compile(r"[a-z][a-z0-9_]*")
-_HEADER = re.compile(rb"^ifbench\s*:", re.MULTILINE)
+#: ``ifbench:`` as a top-level key of a block mapping: at the start of a line (after a
+#: UTF-8 byte-order mark on the first), plain or quoted.
+_TOP_KEY = re.compile(rb"^(?:\xef\xbb\xbf)?(?:ifbench|\"ifbench\"|'ifbench')[ \t]*:", re.MULTILINE)
+#: ``ifbench:`` as a key anywhere: indented, in a block list item, or after ``{`` or ``,`` in a flow mapping.
+_ANY_KEY = re.compile(rb"(?:^[ \t]*(?:-[ \t]+)*|[{,][ \t]*)(?:ifbench|\"ifbench\"|'ifbench')[ \t]*:", re.MULTILINE)
+#: A document that is one flow mapping: ``{`` after the BOM, comments, directives and ``---``.
+_FLOW_DOCUMENT = re.compile(rb"\A(?:\xef\xbb\xbf)?(?:\s|#[^\n]*|%[^\n]*|---)*\{")
+#: Longest message a :class:`SuiteError` keeps (values in messages are cut far shorter).
+_MAX_MESSAGE = 2000
+#: Caps on ``generation`` fields and on ints used elsewhere, so a typo cannot ask for a
+#: billion samples or a 5,000-digit seed (documented in docs/suite-format.md, "Limits").
+MAX_SAMPLES = 100
+MAX_TOKENS = 1_000_000
+MAX_TEMPERATURE = 2.0
+MAX_SEED = 2**63 - 1
+MAX_TIER = 1000
+MAX_PATIENCE = 1000
+MAX_POINTS = 1_000_000
 
 _TOP_KEYS = {"ifbench", "benchmark", "description", "defaults", "instances", "options"}
 _INSTANCE_KEYS = {
@@ -35,6 +56,11 @@ _GENERATION_KEYS = {"temperature", "max_tokens", "top_p", "seed", "stop", "sampl
 #: Values of ``generation.reasoning_effort`` (litellm passes them on to reasoning models).
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 _ROLES = {"system", "user", "assistant", "tool"}
+#: Allowed range of each numeric ``generation`` field (int bounds: an int field).
+_GENERATION_RANGES: dict[str, tuple[float, float]] = {
+    "temperature": (0.0, MAX_TEMPERATURE), "top_p": (0.0, 1.0), "max_tokens": (1, MAX_TOKENS),
+    "seed": (-MAX_SEED - 1, MAX_SEED), "samples": (1, MAX_SAMPLES),
+}
 
 
 class SuiteError(Exception):
@@ -44,25 +70,78 @@ class SuiteError(Exception):
         self.path = Path(path)
         self.instance = instance
         self.field = field
-        self.message = message
+        self.message = message = _cut(str(message), _MAX_MESSAGE)
         where = str(path)
         if instance is not None:
-            where += f": instance {instance!r}"
+            where += f": instance {short_repr(instance, 80)}"
         if field:
-            where += f": {field}"
+            where += f": {_cut(str(field), 200)}"
         super().__init__(f"{where}: {message}")
 
 
-def is_suite_file(path: Path) -> bool:
-    """Cheap sniff: a YAML file whose top level has an ``ifbench:`` key."""
-    if path.suffix not in (".yaml", ".yml"):
+class NotASuite(SuiteError):
+    """A YAML file mentions an ``ifbench`` key but is not a suite (the key is not at its top level).
+
+    ``quiet``: nothing in it looks like a misplaced suite either (an ``ifbench`` service in a
+    compose file, a CI job of that name), so collection skips it without a word.
+    """
+
+    def __init__(self, path: Path | str, message: str, *, quiet: bool = False):
+        super().__init__(path, message)
+        self.quiet = quiet
+
+
+_SUITE_SIBLINGS = frozenset({"instances", "benchmark", "defaults"})
+
+
+def _holds_misplaced_suite(data: Any, depth: int = 0) -> bool:
+    """Whether a mapping with an ``ifbench`` key *and* a suite's other keys sits below the top level."""
+    if depth > 8:
         return False
+    if isinstance(data, dict):
+        if depth and "ifbench" in data and _SUITE_SIBLINGS & {k for k in data if isinstance(k, str)}:
+            return True
+        return any(_holds_misplaced_suite(v, depth + 1) for v in data.values())
+    if isinstance(data, list):
+        return any(_holds_misplaced_suite(v, depth + 1) for v in data[:1000])
+    return False
+
+
+def _num(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def sniff_suite(path: Path) -> str | None:
+    """Cheap look at a file: ``"suite"``, ``"maybe"`` or None (not worth parsing).
+
+    ``"suite"``: a ``.yaml``/``.yml`` file with ``ifbench:`` as a top-level key -- at the
+    start of a line, plain or quoted, after a byte-order mark, or anywhere in a document
+    that is one flow mapping (``{ifbench: 1, ...}``). ``"maybe"``: the key appears only
+    indented or inside a flow collection; parsing tells whether it is at the top level
+    (if not, collection warns instead of silently collecting nothing). The whole file is
+    scanned, up to the size limit (a file over it is then rejected by name).
+    """
+    if path.suffix not in (".yaml", ".yml"):
+        return None
     try:
         with path.open("rb") as handle:
-            head = handle.read(4096)
+            text = handle.read(LIMITS.max_bytes + 1)
     except OSError:
-        return False
-    return bool(_HEADER.search(head))
+        return None
+    if b"ifbench" not in text:  # the common case, at memchr speed
+        return None
+    if _TOP_KEY.search(text) or (_FLOW_DOCUMENT.match(text) and _ANY_KEY.search(text)):
+        return "suite"
+    return "maybe" if _ANY_KEY.search(text) else None
+
+
+def is_suite_file(path: Path) -> bool:
+    """Whether collection should open ``path`` as a suite (see :func:`sniff_suite`)."""
+    return sniff_suite(path) is not None
 
 
 def _type_name(value: Any) -> str:
@@ -85,15 +164,24 @@ class _Reader:
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in _as_tuple(types))
         if not ok:
             names = " or ".join(t.__name__ if t is not dict else "mapping" for t in _as_tuple(types))
-            raise self.fail(field, f"expected {names}, got {value!r}" if isinstance(value, (str, int, float)) else
-                            f"expected {names}, got {_type_name(value)}")
+            raise self.fail(field, f"expected {names}, got {short_repr(value)}" if isinstance(value, (str, int, float))
+                            else f"expected {names}, got {_type_name(value)}")
         return value
 
-    def unknown_keys(self, data: Mapping[str, Any], allowed: set[str], field: str) -> None:
-        unknown = sorted(set(data) - allowed)
+    def unknown_keys(self, data: Mapping[Any, Any], allowed: set[str], field: str) -> None:
+        # Keys may be of any hashable type (1, 2020-01-01, null): order them by their reprs.
+        unknown = sorted((key for key in data if key not in allowed), key=short_repr)
         if unknown:
             prefix = f"{field}." if field else ""
-            raise self.fail(f"{prefix}{unknown[0]}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
+            name = unknown[0] if isinstance(unknown[0], str) else short_repr(unknown[0])
+            raise self.fail(f"{prefix}{_cut(name, 80)}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+    def number(self, value: Any, field: str, low: float, high: float, *, integer: bool = False) -> Any:
+        """``value`` if it is a finite int (or float unless ``integer``) in ``[low, high]``."""
+        self.expect(value, int if integer else (int, float), field)
+        if not (isinstance(value, int) or math.isfinite(value)) or not low <= value <= high:
+            raise self.fail(field, f"must be between {_num(low)} and {_num(high)}, got {short_repr(value)}")
+        return value
 
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
@@ -117,16 +205,13 @@ def _generation(r: _Reader, raw: Any, base: GenerationParams, field: str) -> Gen
     }
     for key, value in raw.items():
         sub = f"{field}.{key}"
-        if key in ("temperature", "top_p"):
-            if value is not None:
-                r.expect(value, (int, float), sub)
-        elif key in ("max_tokens", "seed", "samples"):
-            if value is not None or key == "samples":
-                r.expect(value, int, sub)
-            if key in ("samples", "max_tokens") and value is not None and value < 1:
-                raise r.fail(sub, f"must be >= 1, got {value}")
+        if key in _GENERATION_RANGES and (value is not None or key == "samples"):
+            low, high = _GENERATION_RANGES[key]
+            r.number(value, sub, low, high, integer=isinstance(low, int))
         elif key == "stop":
             value = (value,) if isinstance(value, str) else tuple(r.expect(value, list, sub))
+            for index, stop in enumerate(value):
+                r.expect(stop, str, f"{sub}[{index}]")
         elif key == "reasoning_effort" and value is not None and value not in REASONING_EFFORTS:
             raise r.fail(sub, f"must be one of {', '.join(REASONING_EFFORTS)} or null, got {str(value)[:40]!r}")
         values[key] = value
@@ -142,7 +227,7 @@ def _check(r: _Reader, raw: Any, field: str, registry: Registry, turn: int | Non
         r.expect(raw[key], str, f"{field}.{key}")
     check_id = raw["id"]
     if not INSTANCE_ID.fullmatch(check_id):
-        raise r.fail(f"{field}.id", f"{check_id!r} is not a valid check id (letters, digits, '_', '.', '-')")
+        raise r.fail(f"{field}.id", f"{short_repr(check_id)} is not a valid check id (letters, digits, '_', '.', '-')")
     try:
         verifier = registry.get(raw["verifier"])
     except UnknownVerifier as exc:
@@ -152,12 +237,14 @@ def _check(r: _Reader, raw: Any, field: str, registry: Registry, turn: int | Non
     except ParamError as exc:
         where = f"{field}.params.{exc.field}" if exc.field != "params" else f"{field}.params"
         raise r.fail(where, exc.message) from None
+    except Exception as exc:  # noqa: BLE001 - a verifier's own validator choking on odd values
+        raise r.fail(f"{field}.params", f"rejected by {verifier.id}: {type(exc).__name__}: {exc}") from None
     kind = raw.get("kind", "check")
     if kind not in ("check", "bonus", "penalty"):
-        raise r.fail(f"{field}.kind", f"expected check, bonus or penalty, got {kind!r}")
+        raise r.fail(f"{field}.kind", f"expected check, bonus or penalty, got {short_repr(kind)}")
     points = r.expect(raw.get("points", 1), (int, float), f"{field}.points")
-    if points <= 0:
-        raise r.fail(f"{field}.points", f"must be > 0, got {points}")
+    if not (isinstance(points, int) or math.isfinite(points)) or not 0 < points <= MAX_POINTS:
+        raise r.fail(f"{field}.points", f"must be > 0 and <= {MAX_POINTS:,}, got {short_repr(points)}")
     check_turn = raw.get("turn", turn)
     if check_turn is not None:
         r.expect(check_turn, int, f"{field}.turn")
@@ -180,8 +267,8 @@ def _messages(r: _Reader, raw: Any, field: str) -> tuple[Mapping[str, Any], ...]
         sub = f"{field}[{index}]"
         r.expect(message, dict, sub)
         role = message.get("role")
-        if role not in _ROLES:
-            raise r.fail(f"{sub}.role", f"expected one of {', '.join(sorted(_ROLES))}, got {role!r}")
+        if not isinstance(role, str) or role not in _ROLES:
+            raise r.fail(f"{sub}.role", f"expected one of {', '.join(sorted(_ROLES))}, got {short_repr(role)}")
         if "content" not in message and "tool_calls" not in message:
             raise r.fail(f"{sub}.content", "required field is missing")
         out.append(dict(message))
@@ -198,7 +285,7 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
         r.expect(raw.get("markers", []), list, "markers"))
     for index, marker in enumerate(markers):
         if not isinstance(marker, str) or not NAME.fullmatch(marker):
-            raise r.fail(f"markers[{index}]", f"{marker!r} is not a valid marker name ([a-z][a-z0-9_]*)")
+            raise r.fail(f"markers[{index}]", f"{short_repr(marker)} is not a valid marker name ([a-z][a-z0-9_]*)")
     protocol = r.expect(merged.get("protocol", "single_turn"), str, "protocol")
     turns: list[Turn] = []
     for index, turn in enumerate(r.expect(merged.get("turns", []), list, "turns")):
@@ -234,14 +321,14 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
     if prompt is None and not messages and not turns:
         raise r.fail("prompt", "an instance needs a prompt, messages or turns")
     all_ids = [c.id for c in checks] + [c.id for t in turns for c in t.checks]
-    duplicates = sorted({i for i in all_ids if all_ids.count(i) > 1})
+    duplicates = sorted(i for i, n in Counter(all_ids).items() if n > 1)
     if duplicates:
         raise r.fail("checks", f"duplicate check id {duplicates[0]!r}")
     if not all_ids:
         raise r.fail("checks", "an instance needs at least one check")
     tier = merged.get("tier")
     if tier is not None:
-        r.expect(tier, int, "tier")
+        r.number(tier, "tier", 0, MAX_TIER, integer=True)
     for key in ("category", "scaffold"):
         if merged.get(key) is not None:
             r.expect(merged[key], str, key)
@@ -250,9 +337,10 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
         r.expect(system, str, "system")
     options = r.expect(merged.get("protocol_options", {}), dict, "protocol_options")
     if options.get("subtests", "check") not in ("check", "turn"):
-        raise r.fail("protocol_options.subtests", f"expected check or turn, got {options['subtests']!r}")
-    if "patience" in options and (type(options["patience"]) is not int or options["patience"] < 1):
-        raise r.fail("protocol_options.patience", f"expected an int >= 1, got {options['patience']!r}")
+        raise r.fail("protocol_options.subtests", f"expected check or turn, got {short_repr(options['subtests'])}")
+    if "patience" in options and (type(options["patience"]) is not int or not 1 <= options["patience"] <= MAX_PATIENCE):
+        raise r.fail("protocol_options.patience",
+                     f"expected an int from 1 to {MAX_PATIENCE}, got {short_repr(options['patience'])}")
     environment = _environment(r, merged.get("environment"), root)
     if protocol == "agent":
         from .agents.options import OptionError, agent_options
@@ -261,6 +349,8 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
             agent_options(options)
         except OptionError as exc:
             raise r.fail(f"protocol_options.{exc.field}", str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - odd values the option parser did not foresee
+            raise r.fail("protocol_options", f"{type(exc).__name__}: {exc}") from None
     return Instance(
         id=raw["id"], benchmark=benchmark, suite=path, protocol=protocol,
         protocol_options=options,
@@ -278,9 +368,13 @@ def _environment(r: _Reader, value: Any, root: Path) -> Path | None:
     if value is None:
         return None
     r.expect(value, str, "environment")
-    directory = (root / value).resolve()
-    if not directory.is_dir():
-        raise r.fail("environment", f"{value!r} is not a directory (looked for {directory})")
+    try:
+        directory = (root / value).resolve()
+        found = directory.is_dir()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long for the file system
+        raise r.fail("environment", f"{short_repr(value)} is not a usable path: {exc}") from None
+    if not found:
+        raise r.fail("environment", f"{short_repr(value)} is not a directory (looked for {_cut(str(directory), 200)})")
     return directory
 
 
@@ -297,10 +391,10 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
     r.unknown_keys(data, _TOP_KEYS, "")
     version = data.get("ifbench")
     if type(version) is not int or version != SUITE_VERSION:
-        raise r.fail("ifbench", f"unsupported suite format version {data.get('ifbench')!r} (supported: 1)")
+        raise r.fail("ifbench", f"unsupported suite format version {short_repr(version)} (supported: 1)")
     benchmark = data.get("benchmark")
     if not isinstance(benchmark, str) or not NAME.fullmatch(benchmark):
-        raise r.fail("benchmark", f"expected a name like 'my_bench' ([a-z][a-z0-9_]*), got {benchmark!r}")
+        raise r.fail("benchmark", f"expected a name like 'my_bench' ([a-z][a-z0-9_]*), got {short_repr(benchmark)}")
     defaults = r.expect(data.get("defaults", {}), dict, "defaults")
     r.unknown_keys(defaults, _INSTANCE_KEYS - {"id"}, "defaults")
     raw_instances = r.expect(data.get("instances"), list, "instances")
@@ -311,8 +405,8 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
             raise r.fail(f"instances[{index}]", f"expected mapping, got {_type_name(raw)}")
         instance_id = raw.get("id")
         if not isinstance(instance_id, str) or not INSTANCE_ID.fullmatch(instance_id):
-            raise r.fail(f"instances[{index}].id",
-                         f"{instance_id!r} is not a selectable id (letters, digits, '_', '.', '-'; no spaces)")
+            raise r.fail(f"instances[{index}].id", f"{short_repr(instance_id)} is not a selectable id "
+                                                    "(letters, digits, '_', '.', '-'; no spaces)")
         if instance_id in seen:
             raise SuiteError(path, "duplicate instance id", instance=instance_id, field="id")
         seen.add(instance_id)
@@ -320,10 +414,11 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         ir.unknown_keys(raw, _INSTANCE_KEYS, "")
         instance = _instance(ir, raw, defaults, benchmark, path, registry, root)
         if protocols is not None and instance.protocol not in protocols:
-            raise ir.fail("protocol", f"unknown protocol {instance.protocol!r} (known: {', '.join(sorted(protocols))})")
+            raise ir.fail("protocol",
+                          f"unknown protocol {short_repr(instance.protocol)} (known: {', '.join(sorted(protocols))})")
         instances.append(instance)
     return Suite(
-        path=path, benchmark=benchmark, description=str(data.get("description", "")),
+        path=path, benchmark=benchmark, description=r.expect(data.get("description", ""), str, "description"),
         instances=tuple(instances), options=r.expect(data.get("options", {}), dict, "options"),
     )
 
@@ -335,11 +430,38 @@ def load_suite(path: Path, registry: Registry, *, protocols: set[str] | None = N
     ``display`` is the path shown in messages and records (e.g. relative to rootdir).
     """
     shown = display or path
+    data = read_suite_yaml(path, shown)
+    return parse_suite(shown, data, registry, protocols=protocols, root=path.parent)
+
+
+def read_suite_yaml(path: Path, shown: Path | str | None = None) -> dict[str, Any]:
+    """The YAML mapping in a suite file, read within :data:`~._safe_yaml.LIMITS`.
+
+    Raises :class:`SuiteError` naming ``shown`` (default ``path``) for anything unreadable,
+    and :class:`NotASuite` when the document has no top-level ``ifbench`` key, saying why.
+    """
+    shown = shown or path
     try:
         with path.open("rb") as handle:
-            data = yaml.load(handle, Loader=yaml.CSafeLoader)
+            data = load_yaml(handle.read(LIMITS.max_bytes + 1))
+    except YamlLimitError as exc:
+        raise SuiteError(shown, f"refused: {exc}") from None
     except yaml.YAMLError as exc:
         raise SuiteError(shown, f"invalid YAML: {exc}") from None
     except OSError as exc:
         raise SuiteError(shown, f"cannot read: {exc}") from None
-    return parse_suite(shown, data, registry, protocols=protocols, root=path.parent)
+    except Exception as exc:  # noqa: BLE001 - PyYAML converting a scalar: a 5,000-digit int, month 13
+        raise SuiteError(shown, f"invalid YAML: a value cannot be read: {type(exc).__name__}: {exc}") from None
+    if not isinstance(data, dict):
+        what = "empty" if data is None else _a(_type_name(data))
+        raise NotASuite(shown, f"mentions 'ifbench' but its top level is {what}, not a mapping "
+                               "with 'ifbench: 1'; not collected as a suite",
+                        quiet=not _holds_misplaced_suite(data))
+    if "ifbench" not in data:
+        raise NotASuite(shown, "has an 'ifbench' key, but not at the top level; not collected as a suite "
+                               "(a suite starts with 'ifbench: 1')", quiet=not _holds_misplaced_suite(data))
+    return data
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun

@@ -373,15 +373,79 @@ def failed_checks_table(benchmark: str, records: Sequence[Mapping[str, Any]], li
 # plots
 
 
+#: Record fields that say how a result was obtained, not what it is: left out of a plot's input hash, so
+#: a re-score of cached responses (other timings, ``cached: true``, its tokens counted as cached and
+#: its cost as not paid again) reuses the plots it would redraw. A plot must not show these fields.
+_VOLATILE = frozenset({"latency", "duration", "durations", "cached", "attempts", "tokens", "cost"})
+#: Per plots folder: plugin name -> {"key": input hash, "images": [file names]} of the last rendering.
+PLOTS_MANIFEST = ".ifbench-plots.json"
+
+
+def plot_inputs_key(benchmark: str, records: Sequence[Mapping[str, Any]]) -> str:
+    """A hash of what a plot can show: the records less their timing/provenance fields (``_VOLATILE``).
+
+    Those fields sit at known places (the record, its checks, its turns' responses, its judge calls),
+    so only those levels are copied; the rest is hashed as it is, by the C JSON encoder.
+    """
+    import hashlib
+    import json
+
+    from ._version import __version__
+
+    def lean(mapping: Any) -> Any:
+        return {k: v for k, v in mapping.items() if k not in _VOLATILE} if isinstance(mapping, Mapping) else mapping
+
+    def project(record: Mapping[str, Any]) -> dict[str, Any]:
+        out = lean(record)
+        for key in ("checks", "judge_calls"):
+            if isinstance(out.get(key), list):
+                out[key] = [lean(entry) for entry in out[key]]
+        if isinstance(out.get("turns"), list):
+            out["turns"] = [lean(turn) | {"response": lean(turn.get("response"))} if isinstance(turn, Mapping)
+                            else turn for turn in out["turns"]]
+        return out
+
+    digest = hashlib.sha256(f"{__version__}\0{benchmark}".encode())
+    for record in records:
+        digest.update(json.dumps(project(record), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def _read_manifest(directory: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads((directory / PLOTS_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def render_plots(config: pytest.Config, benchmark: str, records: Sequence[Mapping[str, Any]],
                  directory: Path) -> tuple[list[Path], list[str]]:
-    """Call every ``pytest_ifbench_plots`` implementation; one that fails does not stop the others."""
+    """Call every ``pytest_ifbench_plots`` implementation; one that fails does not stop the others.
+
+    A plugin whose images from an earlier run are still there, drawn from the same inputs
+    (:func:`plot_inputs_key`), is not called again: re-scoring unchanged results imports no
+    matplotlib and draws nothing.
+    """
+    import json
+
     directory.mkdir(parents=True, exist_ok=True)
     kwargs = {"benchmark": benchmark, "records": list(records), "directory": directory}
+    key = plot_inputs_key(benchmark, records)
+    previous = _read_manifest(directory)
+    manifest: dict[str, Any] = {}
     images: list[Path] = []
     problems: list[str] = []
     for impl in config.hook.pytest_ifbench_plots.get_hookimpls():  # registration order: the core first
         if impl.hookwrapper or impl.wrapper:
+            continue
+        done = previous.get(impl.plugin_name)
+        if isinstance(done, dict) and done.get("key") == key and isinstance(done.get("images"), list) \
+                and all((directory / name).is_file() for name in done["images"]):
+            manifest[impl.plugin_name] = done
+            images.extend(directory / name for name in done["images"])
             continue
         try:
             out = impl.function(**{name: kwargs[name] for name in impl.argnames})
@@ -391,14 +455,22 @@ def render_plots(config: pytest.Config, benchmark: str, records: Sequence[Mappin
         except Exception as exc:
             problems.append(f"plots by {impl.plugin_name} failed: {type(exc).__name__}: {exc}")
             continue
+        drawn: list[Path] = []
         for item in out or ():
             image = Path(item)
             if not image.is_absolute():
                 image = directory / image
             if image.is_file():
-                images.append(image)
+                drawn.append(image)
             else:
                 problems.append(f"plots by {impl.plugin_name}: {item} does not exist")
+        images.extend(drawn)
+        if all(image.parent == directory for image in drawn):  # reusable only if it lives in this folder
+            manifest[impl.plugin_name] = {"key": key, "images": [image.name for image in drawn]}
+    try:
+        (directory / PLOTS_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    except OSError:
+        pass  # no reuse next time; the plots themselves are written
     return images, problems
 
 

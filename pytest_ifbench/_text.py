@@ -105,3 +105,52 @@ def first_json_object(text: str) -> str | None:
                     return text[start:index + 1]
         start = text.find("{", start + 1)
     return None
+
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters with ``…``, for error messages about untrusted data.
+
+    Never raises and never builds more than ``limit`` characters: an int too long for
+    ``repr`` (Python refuses more than 4,300 digits) is described by its size, and
+    strings and containers are rendered only as far as the limit reaches.
+    """
+    out: list[str] = []
+    _render(value, out, limit + 1)
+    text = "".join(out)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _render(value: object, out: list[str], budget: int) -> int:
+    """Append a repr of ``value`` to ``out``, stopping once ``budget`` characters are used; the rest."""
+    if budget <= 0:
+        return 0
+    if isinstance(value, (str, bytes)):
+        piece = repr(value[:budget])
+    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * budget:
+        piece = f"<int of about {int(value.bit_length() * 0.30103) + 1} digits>"
+    elif isinstance(value, (list, tuple, set, frozenset, dict)):
+        opening, closing = {list: "[]", tuple: "()", dict: "{}"}.get(type(value), "{}")
+        out.append(opening)
+        budget -= 1
+        items = value.items() if isinstance(value, dict) else value
+        for index, item in enumerate(items):
+            if budget <= 0:
+                return 0
+            if index:
+                out.append(", ")
+                budget -= 2
+            if isinstance(value, dict):
+                budget = _render(item[0], out, budget)
+                out.append(": ")
+                budget = _render(item[1], out, budget - 2)
+            else:
+                budget = _render(item, out, budget)
+        piece = closing
+    else:
+        try:
+            piece = repr(value)[:budget]
+        except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+            piece = f"<{type(value).__name__}>"
+    out.append(piece)
+    return budget - len(piece)

@@ -1,4 +1,8 @@
-"""ModelClient against the real stub server: retries, backoff, cache, accounting."""
+"""ModelClient against the real stub server: retries, backoff, cache, accounting.
+
+Every test runs twice: on the direct path for OpenAI-compatible endpoints (the stub is one) and
+through litellm (``PYTEST_IFBENCH_LITELLM_ONLY=1``), which must behave the same.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pytest_ifbench._background import BackgroundGenerator
 from pytest_ifbench._cache import ResponseCache
 from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench._openai_compat import LITELLM_ONLY_ENV, close_sessions, direct_route
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY
 
@@ -18,12 +23,41 @@ FAST = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.2, max_total_wai
 MESSAGES = [{"role": "user", "content": "hello"}]
 
 
+@pytest.fixture(autouse=True, params=["direct", "litellm"])
+def route(request, monkeypatch) -> str:
+    if request.param == "litellm":
+        monkeypatch.setenv(LITELLM_ONLY_ENV, "1")
+    else:
+        monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
+    return request.param
+
+
+def test_route_choice(stub_env, route, monkeypatch):
+    assert (client(stub_env).direct is not None) == (route == "direct")
+    assert client(stub_env).uses_litellm == (route == "litellm")
+    if route == "direct":  # litellm adds something for these, so they always go through it
+        assert not direct_route("openai/stub", None, {})  # no endpoint: OpenAI itself, or OPENAI_API_BASE
+        assert not direct_route("openai/gpt-4o-mini", stub_env.url, {})  # priced: litellm computes the cost
+        assert not direct_route("openai/o3-mini-local", stub_env.url, {})  # o-series: litellm rewrites params
+        assert not direct_route("anthropic/claude-x", stub_env.url, {})
+        assert not direct_route("openai/stub", stub_env.url, {"api_key": "k", "extra_headers": {}})
+        monkeypatch.delenv("OPENAI_API_KEY")
+        assert not direct_route("openai/stub", stub_env.url, {})  # litellm reports the missing key
+        assert direct_route("openai/stub", stub_env.url, {"api_key": "no-key"})
+
+
 def client(server, **kwargs) -> ModelClient:
     return ModelClient(model="openai/stub", api_base=server.url, retry=kwargs.pop("retry", FAST), **kwargs)
 
 
 def complete(c: ModelClient, messages=MESSAGES, **kwargs):
-    return asyncio.run(c.complete(messages, GenerationParams(max_tokens=20), **kwargs))
+    async def call():
+        try:
+            return await c.complete(messages, GenerationParams(max_tokens=20), **kwargs)
+        finally:  # this loop ends here: close its pooled connections (a run's generator does the same)
+            await close_sessions()
+
+    return asyncio.run(call())
 
 
 def test_completion_accounting(stub_env):

@@ -14,6 +14,7 @@ from pytest_ifbench._params import Param
 from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._registry import Registry
 from pytest_ifbench._suite import (
+    NotASuite,
     SuiteError,
     is_suite_file,
     load_suite,
@@ -430,7 +431,10 @@ def test_version_must_be_the_integer_one(registry, version):
 
 def test_top_level_must_be_mapping(tmp_path, registry):
     path, err = suite_error(tmp_path, registry, "- ifbench: 1\n")
-    assert str(err) == f"{path}: expected mapping, got list"
+    assert isinstance(err, NotASuite)
+    assert str(err) == (f"{path}: mentions 'ifbench' but its top level is a list, not a mapping with "
+                        "'ifbench: 1'; not collected as a suite")
+    assert str(parse_error(registry, ["x"])) == "s.yaml: expected mapping, got list"
 
 
 @pytest.mark.parametrize("bench_name", [None, "Demo", "1demo", "my-bench", 3])
@@ -473,8 +477,14 @@ def test_default_markers_must_be_a_list(registry):
     [
         ({"temperature": "hot"}, "generation.temperature", "expected int or float, got 'hot'"),
         ({"temperature": True}, "generation.temperature", "expected int or float, got True"),
-        ({"max_tokens": 0}, "generation.max_tokens", "must be >= 1, got 0"),
-        ({"samples": 0}, "generation.samples", "must be >= 1, got 0"),
+        ({"max_tokens": 0}, "generation.max_tokens", "must be between 1 and 1,000,000, got 0"),
+        ({"samples": 0}, "generation.samples", "must be between 1 and 100, got 0"),
+        ({"samples": 1000000000}, "generation.samples", "must be between 1 and 100, got 1000000000"),
+        ({"temperature": float("nan")}, "generation.temperature", "must be between 0 and 2, got nan"),
+        ({"top_p": 1.5}, "generation.top_p", "must be between 0 and 1, got 1.5"),
+        ({"seed": 10**5000}, "generation.seed", "must be between -9,223,372,036,854,775,808 and "
+                                                "9,223,372,036,854,775,807, got <int of about 5001 digits>"),
+        ({"stop": ["END", 5]}, "generation.stop[1]", "expected str, got 5"),
         ({"samples": None}, "generation.samples", "expected int, got NoneType"),
         ({"seed": 1.5}, "generation.seed", "expected int, got 1.5"),
         ({"stop": 5}, "generation.stop", "expected list, got 5"),
@@ -502,7 +512,8 @@ def test_generation_stop_string_becomes_tuple(registry):
     ("check", "field", "message"),
     [
         ({"kind": "reward"}, "checks[0].kind", "expected check, bonus or penalty, got 'reward'"),
-        ({"points": 0}, "checks[0].points", "must be > 0, got 0"),
+        ({"points": 0}, "checks[0].points", "must be > 0 and <= 1,000,000, got 0"),
+        ({"points": float("inf")}, "checks[0].points", "must be > 0 and <= 1,000,000, got inf"),
         ({"points": "two"}, "checks[0].points", "expected int or float, got 'two'"),
         ({"scored": "yes"}, "checks[0].scored", "expected bool, got 'yes'"),
         ({"turn": "last"}, "checks[0].turn", "expected int, got 'last'"),
@@ -575,7 +586,7 @@ def test_invalid_regex_is_a_suite_error(registry, params):
         ("b.yml", "# a comment\nbenchmark: x\nifbench: 1\n", True),
         ("c.yaml", "---\nifbench : 1\n", True),
         ("d.yaml", "benchmark: x\ninstances: []\n", False),
-        ("e.yaml", "outer:\n  ifbench: 1\n", False),
+        ("e.yaml", "outer:\n  ifbench: 1\n", True),  # opened, then a warning says why it is no suite
         ("f.yaml", "# ifbench: 1\nkey: value\n", False),
         ("g.yaml", "ifbench_version: 1\n", False),
         ("h.yaml", "name: ifbench: no\n", False),

@@ -1,0 +1,109 @@
+"""Checks reported without a capture per subtest (``_subtests``) read exactly as pytest's own subtests.
+
+Each case runs the same suite twice in a subprocess: once as shipped, once with the shared-capture
+reporter switched off (so ``subtests.test()`` reports every check), and compares what a user sees:
+the terminal with ``-rA`` (captured output and logs of passed and failed subtests included), the
+JUnit XML, and the outcome counts, with and without xdist.
+"""
+
+from __future__ import annotations
+
+import re
+from xml.etree import ElementTree
+
+import pytest
+
+from pytest_ifbench.testing import Reply
+from tests._support import demo_suite, stub_args, write_suite
+
+#: A check hook that writes to stdout, stderr and a logger, so every capture path carries something.
+NOISY_HOOK = '''
+import logging, sys
+
+
+
+def pytest_ifbench_report_check(item, name, outcomes):
+    print(f"out of {{name}}")
+    sys.stderr.write(f"err of {{name}}\\n")
+    logging.getLogger("checks").warning("log of %s", name)
+    return None
+
+
+{switch}
+'''
+#: conftest lines (last, so line numbers in log records agree) that restore pytest's ``subtests.test()`` path.
+FALLBACK = "import pytest_ifbench._subtests as _s\n_s.SubtestReport = None"
+
+SUITE = demo_suite(
+    {"id": "both-pass", "prompt": "say hi", "checks": [
+        {"id": "words", "verifier": "ifbench.word_count", "params": {"min": 1}},
+        {"id": "short", "verifier": "ifbench.word_count", "params": {"max": 50}}]},
+    {"id": "one-fails", "prompt": "say hi again", "checks": [
+        {"id": "words", "verifier": "ifbench.word_count", "params": {"min": 1}},
+        {"id": "upper", "verifier": "ifbench.case", "params": {"mode": "upper"}}]},
+)
+_VOLATILE = [
+    (re.compile(r'time="[\d.]+"'), 'time="T"'), (re.compile(r'timestamp="[^"]+"'), 'timestamp="T"'),
+    (re.compile(r'hostname="[^"]+"'), 'hostname="H"'), (re.compile(r"in [\d.]+s"), "in Ts"),
+    (re.compile(r"\d+(\.\d+)? ?s\b"), "Ns"), (re.compile(r"gw\d"), "gwN"),
+    (re.compile(r"(/tmp|/private)\S*"), "PATH"),
+]
+
+
+def _normalised(text: str) -> str:
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _run(pytester: pytest.Pytester, stub_env, *, fallback: bool, extra: tuple[str, ...]) -> tuple[str, str]:
+    pytester.makeconftest(NOISY_HOOK.format(switch=FALLBACK if fallback else ""))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-rA", "--junitxml=junit.xml",
+                                           "-o", "junit_logging=all", "--ifbench-results=", "--ifbench-no-cache",
+                                           *extra)
+    result.assert_outcomes(passed=1, failed=2)  # one-fails, and its [upper] subtest
+    lines = [line for line in result.stdout.lines if not line.startswith(("platform ", "rootdir", "plugins"))]
+    return _normalised("\n".join(lines)), _normalised((pytester.path / "junit.xml").read_text())
+
+
+@pytest.mark.parametrize("extra", [(), ("-n", "2")], ids=["no-xdist", "xdist"])
+def test_reports_match_pytest_subtests(pytester, stub_env, extra):
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    lean_terminal, lean_junit = _run(pytester, stub_env, fallback=False, extra=extra)
+    ref_terminal, ref_junit = _run(pytester, stub_env, fallback=True, extra=extra)
+    assert "out of upper" in ref_terminal and "log of upper" in ref_terminal  # the test sees the captures
+    if not extra:
+        assert lean_terminal == ref_terminal
+    else:  # under xdist, workers finish in any order: compare the lines but the progress characters
+        progress = re.compile(r"^[.uFsE]+ +\[ *\d+%\]$")
+        assert sorted(x for x in lean_terminal.splitlines() if not progress.match(x)) == \
+            sorted(x for x in ref_terminal.splitlines() if not progress.match(x))
+    if not extra:
+        assert lean_junit == ref_junit
+    else:  # the same test cases, in the order the workers happened to finish them
+        assert _testcases(lean_junit) == _testcases(ref_junit)
+
+
+def _testcases(junit: str) -> list[str]:
+    cases = ElementTree.fromstring(junit).iter("testcase")
+    return sorted(ElementTree.tostring(case, encoding="unicode") for case in cases)
+
+
+def test_item_output_outside_the_checks_stays_with_the_item(pytester, stub_env):
+    """What the item writes before its checks (the agent-run section's neighbours, a verifier's print)
+    is reported with the item, not with its first check."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", demo_suite(
+        {"id": "prints", "prompt": "x", "checks": [{"id": "upper", "verifier": "ifbench.case",
+                                                     "params": {"mode": "upper"}}]}))
+    pytester.makeconftest('''
+def pytest_ifbench_instance_verified(item, record):
+    print("item-level output")
+''')
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-rA", "--ifbench-results=")
+    text = result.stdout.str()
+    subtest_at, item_at = text.index(" prints (demo.yaml) [upper] _"), text.index("_ prints (demo.yaml) _")
+    assert subtest_at < item_at
+    assert "item-level output" not in text[subtest_at:item_at]
+    assert "item-level output" in text[item_at:text.index("ifbench summary")]
