@@ -78,6 +78,11 @@ def prefetch_litellm() -> None:
         return
     with _import_lock:
         if _prefetch is None:
+            # sysconfig fills its config vars lazily and not thread-safely: a reader on another thread
+            # (ruff's binary finder) could see EXE = None while the import initialises them.
+            import sysconfig
+
+            sysconfig.get_config_vars()
             _prefetch = threading.Thread(target=_import_quietly, name="ifbench-import-litellm", daemon=True)
             _prefetch.start()
 

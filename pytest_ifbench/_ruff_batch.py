@@ -106,7 +106,10 @@ class RuffBatcher:
                 if found:
                     items.append((extract_code(response), [rc for _, rc in found]))
             start = time.perf_counter()
-            results = check_many(items)
+            try:
+                results = check_many(items)
+            except Exception:  # noqa: BLE001 - each reply then runs ruff itself, which reports per check
+                return
             share = (time.perf_counter() - start) / max(1, sum(len(rcs) for _, rcs in items))
             with self._lock:
                 for (code, rcs), result in zip(items, results):

@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     # 1: the verifier registry and the response cache
     "_registry": 1, "_cache": 1,
     # 2: model access and the ruff runner
-    "_ruff": 2, "_openai_compat": 2, "_client": 2, "_responses": 2,
+    "_ruff": 2, "_ruff_rules_store": 0, "_openai_compat": 2, "_client": 2, "_responses": 2,
     # 3: checking, and agent runs (their trajectories are what trajectory verifiers check)
     "verifiers": 3, "_judge": 3, "_judge_trajectory": 3, "_ruff_batch": 3, "_verify": 3, "agents": 3,
     # 4: suites, protocols, result records

@@ -102,6 +102,40 @@ def test_a_broken_check_errors_alone_and_the_batch_still_holds(processes):
     assert len(processes["batch"]) > 1  # the failing process was split, not trusted
 
 
+def test_a_batch_that_crashes_leaves_each_reply_to_ruff_alone(monkeypatch):
+    from pytest_ifbench import _ruff_batch
+    from pytest_ifbench._plugins import default_registry
+
+    def crash(items):
+        raise TypeError("can only concatenate str (not 'NoneType') to str")  # e.g. a racing sysconfig
+
+    monkeypatch.setattr(_ruff_batch, "check_many", crash)
+    from pytest_ifbench._model_types import CheckSpec
+    from pytest_ifbench._ruff_batch import ruff_checks
+
+    registry = default_registry()
+    batcher = RuffBatcher(registry)
+    [reply] = build_corpus(1, seed=5)
+    [chosen] = instruction_sets(1, 3, seed=5)
+    specs = [CheckSpec(id=iid, verifier=f"vericode.{iid}", params=registry.get(f"vericode.{iid}").validate(params))
+             for iid, params in chosen]
+    batcher.queue(specs, reply)
+    checks = [rc for _, rc in ruff_checks(specs, registry)]
+    assert checks and batcher.results(extract_code(reply), checks) is None  # the caller runs check_code itself
+    assert batcher.unclaimed == 0
+
+
+def test_the_ruff_executable_is_found_when_ruffs_finder_fails(monkeypatch):
+    import ruff.__main__
+
+    def broken():
+        raise TypeError("can only concatenate str (not 'NoneType') to str")
+
+    monkeypatch.setattr(ruff.__main__, "find_ruff_bin", broken)
+    found = _ruff._find_ruff()
+    assert found.endswith("ruff") and check_code("x = 1\n", [RuffCheck(key="e", select=("E501",))])["e"] == []
+
+
 def test_replies_ruff_cannot_read_from_disk_alike_go_through_stdin(processes):
     shebang = "#!/usr/bin/env python\nx = 1\n"  # EXE001 reads the file's mode: only stdin agrees
     items = [(shebang, [RuffCheck(key="exe", select=("EXE",))]),
