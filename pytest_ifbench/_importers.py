@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ._plugins import BenchmarkLoadWarning
-from ._safe_yaml import LIMITS, check_shape
+from ._safe_yaml import LIMITS, within_limits
 from ._suite import SuiteError
 
 
@@ -58,10 +58,7 @@ def _safe_to_offer(path: Path) -> bool:
         return True
     try:
         with path.open("rb") as handle:
-            data = handle.read(LIMITS.max_bytes + 1)
-        if len(data) > LIMITS.max_bytes:
-            return False
-        check_shape(data)
+            within_limits(handle.read(LIMITS.max_bytes + 1))
     except Exception:  # noqa: BLE001 - unreadable, not YAML or over a limit: the core's loader says which
         return False
     return True

@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-ifbench"
+from ._user_cache import user_cache_dir, write_atomically
 
 
 class RuleStore:
@@ -42,7 +38,7 @@ class RuleStore:
             return self._entries
         try:
             stat = os.stat(self._binary)
-            self._path = _cache_dir() / f"ruff-rules-{stat.st_size}-{stat.st_mtime_ns}.json"
+            self._path = user_cache_dir() / f"ruff-rules-{stat.st_size}-{stat.st_mtime_ns}.json"
             data = json.loads(self._path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return self._entries
@@ -60,13 +56,5 @@ class RuleStore:
         with self._lock:
             entries = self._load()
             entries[repr(key)] = sorted(codes)
-            if self._path is None:
-                return
-            try:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=".ruff-rules-", suffix=".tmp")
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(entries, handle)
-                os.replace(tmp, self._path)
-            except OSError:
-                pass  # a read-only home: expansions are then per process, as before
+            if self._path is not None:  # a read-only home: expansions are then per process, as before
+                write_atomically(self._path, json.dumps(entries).encode("utf-8"))

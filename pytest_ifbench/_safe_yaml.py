@@ -27,6 +27,8 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
+from . import _yaml_cache
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class YamlLimits:
@@ -106,5 +108,21 @@ def load_yaml(data: bytes, limits: YamlLimits = LIMITS) -> Any:
     """
     if len(data) > limits.max_bytes:
         raise YamlLimitError(f"the file has {len(data):,} bytes, more than the {limits.max_bytes:,} allowed")
+    cacheable = limits is LIMITS and isinstance(data, bytes)
+    if cacheable:
+        kept = _yaml_cache.get(data)
+        if kept is not _yaml_cache.MISS:
+            return kept
     check_shape(data, limits)
-    return yaml.load(data, Loader=yaml.CSafeLoader)
+    document = yaml.load(data, Loader=yaml.CSafeLoader)
+    if cacheable:
+        _yaml_cache.put(data, document)
+    return document
+
+
+def within_limits(data: bytes) -> None:
+    """:func:`check_shape` with the default limits, answered at once for bytes loaded before."""
+    if len(data) > LIMITS.max_bytes:
+        raise YamlLimitError(f"the file has {len(data):,} bytes, more than the {LIMITS.max_bytes:,} allowed")
+    if not _yaml_cache.known(data):
+        check_shape(data)

@@ -21,7 +21,7 @@ NAME = "pytest_ifbench"
 LAYERS: dict[str, int] = {
     # 0: plain data, text helpers and self-contained leaves (the sandbox imports only the stdlib)
     "_version": 0, "_model_types": 0, "_params": 0, "_text": 0, "_redact": 0, "_jsonl": 0, "_safe_yaml": 0,
-    "_metrics": 0,
+    "_yaml_cache": 0, "_user_cache": 0, "_metrics": 0,
     "_background": 0, "_local_model": 0, "_local_tools": 0, "sandbox": 0,
     # 1: the verifier registry and the response cache
     "_registry": 1, "_cache": 1,

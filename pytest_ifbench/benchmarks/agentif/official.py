@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._suite import SuiteError
+from ..._user_cache import user_cache_dir
 
 BENCHMARK = "agentif"
 CATEGORIES = ("open_workflow", "latent_inference", "iterative_refinement")
@@ -58,8 +59,7 @@ def cache_root() -> Path:
     override = os.environ.get("IFBENCH_AGENTIF_CACHE")
     if override:
         return Path(override)
-    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return home / "pytest-ifbench" / "agentif"
+    return user_cache_dir() / "agentif"
 
 
 def environment_for(question_id: str, files: list[Path]) -> Path:

@@ -1,0 +1,34 @@
+"""The per-user cache folder for what only depends on tools and file contents (never on a run).
+
+``$XDG_CACHE_HOME/pytest-ifbench`` (default ``~/.cache/pytest-ifbench``): rule
+expansions of a ruff binary, parsed suite files. Everything in it can be
+deleted at any time; a damaged entry is treated as missing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-ifbench"
+
+
+def write_atomically(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` through a temporary file renamed into place; False when it cannot."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return False
+    return True
