@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from ._metrics import COLUMNS, Aggregate, MetricTable, instance_passed_share
+from ._run_settings import judge_warning, settings_lines
 
 FORMATS = (".md", ".html")
 _START_KEY = pytest.StashKey[float]()
@@ -256,6 +257,11 @@ def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], 
     if results:
         results_path = Path(results) if Path(results).is_absolute() else Path(config.invocation_params.dir) / results
         facts.append(f"results file: [{Path(results).name}]({_relative(results_path, base)})")
+    if not config.getoption("ifbench_responses", None):  # recorded replies: no generation settings apply
+        facts.extend(settings_lines(records))
+    warning = judge_warning(config, records)
+    if warning:
+        facts.append(f"**{warning}**")
     doc.bullets(facts)
 
     by_benchmark: dict[str, list[Mapping[str, Any]]] = defaultdict(list)

@@ -68,7 +68,9 @@ def test_self_judging_is_warned_about_once(pytester, stub_env):
     """)
     stub_env.add_rule("REQUIREMENTS", Reply(content=json.dumps(
         {"checks": [{"id": "polite", "verdict": "pass", "reasoning": "it is"}]})))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-summary=summary.md")
     result.stdout.fnmatch_lines(["warning: no --judge-model given, so the model under test judged its own answers*"])
+    summary = (pytester.path / "summary.md").read_text()
+    assert "**warning: no --judge-model given" in summary and "generation (judged): temperature 0.0" in summary
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--judge-model=openai/stub")
     assert "judged its own answers" not in result.stdout.str()
