@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +186,35 @@ class _Reader:
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
+
+
+def set_check_param(data: Mapping[str, Any], verifier_prefix: str, name: str, *, flag: Any = None,
+                    default: Any = None, coerce: Callable[[Any], Any] | None = None) -> None:
+    """Set ``params[name]`` of every check in raw suite ``data`` whose verifier id starts with
+    ``verifier_prefix`` (defaults, instances, turns): ``flag`` (a run-wide option) overrides, ``default``
+    (a suite option) fills in where the check sets nothing. For a benchmark's importer applying a
+    setting such as ``compat``; ``coerce`` first turns other accepted params shapes into a mapping.
+    Malformed parts are left alone for validation to report."""
+    if flag is None and default is None:
+        return
+    holders = [data.get("defaults"), *(data.get("instances") or [])]
+    holders += [turn for holder in holders if isinstance(holder, dict)
+                for turn in (holder.get("turns") or []) if isinstance(turn, dict)]
+    for holder in holders:
+        if not isinstance(holder, dict) or not isinstance(holder.get("checks"), list):
+            continue
+        for check in holder["checks"]:
+            if not isinstance(check, dict) or not str(check.get("verifier", "")).startswith(verifier_prefix):
+                continue
+            params = coerce(check.get("params")) if coerce else check.get("params")
+            params = {} if params is None else dict(params) if isinstance(params, Mapping) else params
+            if not isinstance(params, dict):
+                continue
+            if flag is not None:
+                params[name] = flag
+            else:
+                params.setdefault(name, default)
+            check["params"] = params
 
 
 def marker_name(prefix: str, value: Any) -> str:

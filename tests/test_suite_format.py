@@ -637,3 +637,24 @@ def test_marker_names_are_valid_marker_names():
 
     for value in ["X", "a b", "3", "Ünïcode x", "a.b", "--x--"]:
         assert NAME.match(marker_name("category", value))
+
+
+def test_set_check_param_flag_overrides_default_fills_in_everywhere():
+    from pytest_ifbench import set_check_param
+
+    data = {"defaults": {"checks": [{"id": "d", "verifier": "bench.x"}]},
+            "instances": [{"id": "i", "checks": [{"id": "a", "verifier": "bench.x", "params": {"compat": "paper"}},
+                                                 {"id": "b", "verifier": "other.x", "params": {}},
+                                                 {"id": "c", "verifier": "bench.y", "params": ["w1", "w2"]},
+                                                 "not a check"],
+                           "turns": [{"checks": [{"id": "t", "verifier": "bench.x", "params": None}]}]}]}
+    set_check_param(data, "bench.", "compat", default="reference", coerce=lambda p: {"keywords": p}
+                    if isinstance(p, list) else p)
+    checks = {c["id"]: c.get("params") for h in [data["defaults"], data["instances"][0],
+                                                  data["instances"][0]["turns"][0]]
+              for c in h["checks"] if isinstance(c, dict)}
+    assert checks == {"d": {"compat": "reference"}, "a": {"compat": "paper"}, "b": {},
+                      "c": {"keywords": ["w1", "w2"], "compat": "reference"}, "t": {"compat": "reference"}}
+    set_check_param(data, "bench.", "compat", flag="paper")
+    assert data["instances"][0]["checks"][0]["params"]["compat"] == "paper"
+    assert data["instances"][0]["turns"][0]["checks"][0]["params"] == {"compat": "paper"}

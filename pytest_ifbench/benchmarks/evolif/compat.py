@@ -14,42 +14,21 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..._suite import set_check_param
+
 COMPAT = ("paper", "reference")
 _SNIFF_BYTES = 1 << 16
 _PREFIX = "evolif."
 
 
-def _holders(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every mapping that may hold ``checks``: the defaults, each instance and each of its turns."""
-    out: list[dict[str, Any]] = []
-    for holder in [data.get("defaults")] + list(data.get("instances") or []):
-        if not isinstance(holder, dict):
-            continue
-        out.append(holder)
-        out.extend(t for t in holder.get("turns") or [] if isinstance(t, dict))
-    return out
-
-
 def apply_compat(data: dict[str, Any], *, flag: str | None, default: str | None) -> None:
     """Set ``params.compat`` on every ``evolif.*`` check: ``flag`` overrides, ``default`` fills in."""
-    for holder in _holders(data):
-        checks = holder.get("checks")
-        if not isinstance(checks, list):
-            continue
-        for check in checks:
-            if not isinstance(check, dict) or not str(check.get("verifier", "")).startswith(_PREFIX):
-                continue
-            params = check.get("params")
-            if isinstance(params, list):  # forbidden's official bare list
-                params = {"keywords": list(params)}
-            params = dict(params) if isinstance(params, dict) else ({} if params is None else params)
-            if not isinstance(params, dict):
-                continue
-            if flag is not None:
-                params["compat"] = flag
-            elif default is not None:
-                params.setdefault("compat", default)
-            check["params"] = params
+    set_check_param(data, _PREFIX, "compat", flag=flag, default=default, coerce=_official_params)
+
+
+def _official_params(params: Any) -> Any:
+    """``forbidden``'s official bare keyword list as the params mapping it stands for."""
+    return {"keywords": list(params)} if isinstance(params, list) else params
 
 
 def suite_yaml(path: Path, flag: str | None) -> Any:

@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..._suite import set_check_param
+
 COMPAT = ("paper", "reference")
 _SNIFF_BYTES = 1 << 16
 _cache: dict[tuple[str, int, int, str | None], Any] = {}
@@ -112,19 +114,4 @@ def _manyih_yaml(path: Path, flag: str | None) -> Any:
 
 def apply_compat(data: dict[str, Any], *, flag: str | None, default: str | None) -> None:
     """Set ``params.compat`` on every ``manyih.*`` check: ``flag`` overrides, ``default`` fills in."""
-    holders = [data.get("defaults")] + list(data.get("instances") or [])
-    for holder in holders:
-        if not isinstance(holder, dict) or not isinstance(holder.get("checks"), list):
-            continue
-        for check in holder["checks"]:
-            if not isinstance(check, dict) or not str(check.get("verifier", "")).startswith("manyih."):
-                continue
-            params = check.get("params")
-            params = dict(params) if isinstance(params, dict) else ({} if params is None else params)
-            if not isinstance(params, dict):
-                continue
-            if flag is not None:
-                params["compat"] = flag
-            elif default is not None:
-                params.setdefault("compat", default)
-            check["params"] = params
+    set_check_param(data, "manyih.", "compat", flag=flag, default=default)
