@@ -177,6 +177,11 @@ class _Engine:
         self._grammars: dict[str, Any] = {}
         self.llm = Llama(model_path=str(path), n_ctx=int(os.environ.get("IFBENCH_LOCAL_CTX", "4096")),
                          n_threads=threads, n_threads_batch=threads, seed=0, verbose=False)
+        # Freed at exit while llama_cpp is still whole: left to the final garbage collection, its
+        # __del__ runs after the module's globals are gone and prints an ignored AttributeError.
+        import atexit
+
+        atexit.register(self.llm.close)
 
     def chat(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
         if function_tools(params.get("tools")):
