@@ -147,8 +147,9 @@ def default_threads(*, load: float | None = None, cpus: int | None = None) -> in
 
     Why not every core: llama.cpp's threads wait for each other at every layer, so one busy core
     stalls them all. On a 2-core machine with the other core busy, 2 threads decode SmolLM2 at
-    ~22 tokens/s against ~49 tokens/s for 1 thread; on an idle machine 2 threads are faster. The
-    1-minute load average tells the two apart: the idle cores are ``cpus - load``, rounded.
+    ~22 tokens/s against ~49 tokens/s for 1 thread; on an idle one 2 threads are faster (108 against
+    70 tokens/s). ``load`` is the number of busy cores, measured at start (:func:`busy_cores`); the
+    idle cores are ``cpus - load``, rounded.
     """
     configured = os.environ.get("IFBENCH_LOCAL_THREADS")
     if configured:
@@ -158,11 +159,43 @@ def default_threads(*, load: float | None = None, cpus: int | None = None) -> in
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):  # no load average (Windows): assume the machine is shared
+        busy = busy_fraction()
+        if busy is None:  # nothing to measure with (no /proc, no load average): assume a shared machine
             return 1
+        load = busy * cpus
     return max(1, min(MAX_THREADS, cpus, round(cpus - load)))
+
+
+def busy_fraction(window: float = 0.1) -> float | None:
+    """The share of the machine's CPU time spent working over ``window`` seconds, from ``/proc/stat``.
+
+    Not the load average: it counts tasks waiting on I/O, so a machine whose CPUs are idle can show a
+    load of 1 for minutes (as our CI machines do), and it lags by a minute. It is the fallback without
+    ``/proc``."""
+    first = _cpu_times()
+    if first is None:
+        try:
+            return min(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        except (AttributeError, OSError):
+            return None
+    time.sleep(window)
+    second = _cpu_times()
+    if second is None or second[1] <= first[1]:
+        return None
+    return (second[0] - first[0]) / (second[1] - first[1])
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy ticks, all ticks) of the whole machine; idle and iowait count as not busy."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            fields = [int(v) for v in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 5:
+        return None
+    total = sum(fields[:8])  # guest time is already counted in user/nice
+    return total - fields[3] - fields[4], total
 
 
 class _Engine:

@@ -38,3 +38,32 @@ def test_explicit_override_wins(monkeypatch):
 
 def test_reads_the_machine_when_not_told():
     assert 1 <= default_threads() <= MAX_THREADS
+
+
+def test_busy_fraction_counts_working_ticks_not_io_wait(monkeypatch):
+    from pytest_ifbench import _local_model
+
+    # user nice system idle iowait irq softirq steal: 50 busy, 150 idle or waiting on I/O of 200 ticks
+    samples = iter([(0, 0), (50, 200)])
+    monkeypatch.setattr(_local_model, "_cpu_times", lambda: next(samples))
+    assert _local_model.busy_fraction(window=0) == 0.25
+
+
+def test_an_idle_machine_with_io_wait_gets_every_core(monkeypatch):
+    from pytest_ifbench import _local_model
+
+    monkeypatch.setattr(_local_model, "busy_fraction", lambda: 0.02)
+    monkeypatch.setattr(_local_model.os, "getloadavg", lambda: (1.0, 1.0, 1.0))  # what misled the old rule
+    assert default_threads(cpus=2) == 2
+    monkeypatch.setattr(_local_model, "busy_fraction", lambda: 0.5)
+    assert default_threads(cpus=2) == 1
+
+
+def test_cpu_times_reads_proc_stat():
+    from pytest_ifbench import _local_model
+
+    times = _local_model._cpu_times()
+    if times is None:
+        pytest.skip("no /proc/stat here")
+    busy, total = times
+    assert 0 <= busy <= total
