@@ -463,6 +463,15 @@ def load_suite(path: Path, registry: Registry, *, protocols: set[str] | None = N
     return parse_suite(shown, data, registry, protocols=protocols, root=path.parent)
 
 
+def suite_yaml_or_none(path: Path) -> dict[str, Any] | None:
+    """The suite mapping in ``path``, read as the core reads it (bounded, cached), or None when it is
+    not one -- for a benchmark's importer of YAML suites: the core then reports the file itself."""
+    try:
+        return read_suite_yaml(path)
+    except SuiteError:
+        return None
+
+
 def read_suite_yaml(path: Path, shown: Path | str | None = None) -> dict[str, Any]:
     """The YAML mapping in a suite file, read within :data:`~._safe_yaml.LIMITS`.
 

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..._suite import SuiteError
+from ..._suite import SuiteError, suite_yaml_or_none
 from ..._user_cache import user_cache_dir
 
 BENCHMARK = "agentif"
@@ -166,13 +166,8 @@ def _yaml(path: Path) -> Any:
         return None
     if b"agentif" not in raw[:_SNIFF]:
         return None
-    import yaml
-
-    try:
-        data = yaml.load(raw, Loader=yaml.CSafeLoader)
-    except yaml.YAMLError:
-        return None  # the core reports it
-    if not isinstance(data, dict) or data.get("benchmark") != BENCHMARK:
+    data = suite_yaml_or_none(path)  # None: the core reports the file
+    if data is None or data.get("benchmark") != BENCHMARK:
         return None
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     for index, instance in enumerate(data.get("instances") or []):
@@ -214,7 +209,8 @@ def _annotate(path: Path, instance: dict[str, Any], defaults: dict[str, Any], in
             raise SuiteError(path, f"expected bonus or penalty, got {check.get('kind')!r}", instance=iid,
                              field=f"{field}.kind")
         _one_of(path, check.get("category"), DIMENSIONS, iid, f"{field}.category")
-        aspect = (check.get("metadata") or {}).get("aspect")
+        check_metadata = check.get("metadata")
+        aspect = check_metadata.get("aspect") if isinstance(check_metadata, dict) else None
         _one_of(path, aspect, ASPECTS, iid, f"{field}.metadata.aspect")
     if not any(isinstance(c, dict) and c.get("kind") == "bonus" for c in instance.get("checks") or []):
         raise SuiteError(path, "at least one bonus item is needed (S_max > 0)", instance=iid, field="checks")

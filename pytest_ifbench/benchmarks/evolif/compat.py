@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..._suite import set_check_param
+from ..._suite import set_check_param, suite_yaml_or_none
 
 COMPAT = ("paper", "reference")
 _SNIFF_BYTES = 1 << 16
@@ -45,13 +45,8 @@ def suite_yaml(path: Path, flag: str | None) -> Any:
         return None
     if flag is None and not (re.search(rb"(?m)^options\s*:", raw) and (b"compat" in raw or b"system_prompt" in raw)):
         return None  # nothing to apply: the core loads it (no second parse)
-    import yaml
-
-    try:
-        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError:
-        return None  # the core reports it
-    if not isinstance(data, dict) or data.get("benchmark") != "evolif":
+    data = suite_yaml_or_none(path)  # None: the core reports the file
+    if data is None or data.get("benchmark") != "evolif":
         return None
     options = data.get("options") if isinstance(data.get("options"), dict) else {}
     option = options.get("compat")

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..._suite import set_check_param
+from ..._suite import set_check_param, suite_yaml_or_none
 
 COMPAT = ("paper", "reference")
 _SNIFF_BYTES = 1 << 16
@@ -92,13 +92,8 @@ def _manyih_yaml(path: Path, flag: str | None) -> Any:
     key = _key(path, flag)
     if key is not None and key in _cache:
         return _cache[key]
-    import yaml
-
-    try:
-        data = yaml.load(raw, Loader=yaml.CSafeLoader)
-    except yaml.YAMLError:
-        return None  # the core reports it
-    if not isinstance(data, dict) or data.get("benchmark") != "manyih":
+    data = suite_yaml_or_none(path)  # None: the core reports the file
+    if data is None or data.get("benchmark") != "manyih":
         return None
     options = data.get("options") if isinstance(data.get("options"), dict) else {}
     option = options.get("compat")

@@ -173,7 +173,8 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> None:
     if compat not in COMPAT:
         raise OfficialFormatError(f"options.compat: expected paper or reference, got {compat!r}")
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
-    for inst in data.get("instances") or []:
+    instances = data.get("instances")
+    for inst in instances if isinstance(instances, list) else []:  # another shape: the core reports it
         if not isinstance(inst, dict):
             continue
         metadata = inst.setdefault("metadata", {})
@@ -221,17 +222,12 @@ def suite_data(path: Path, settings: Settings) -> Any:
 
 
 def _octobench_yaml(path: Path, settings: Settings) -> Any:
-    from ..._suite import SuiteError, is_suite_file
+    from ..._suite import SuiteError, is_suite_file, suite_yaml_or_none
 
     if not is_suite_file(path):
         return None
-    import yaml
-
-    try:
-        data = yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)
-    except (OSError, yaml.YAMLError):
-        return None  # the core reports it
-    if not isinstance(data, dict) or data.get("benchmark") != BENCHMARK:
+    data = suite_yaml_or_none(path)  # None: the core reports the file
+    if data is None or data.get("benchmark") != BENCHMARK:
         return None
     try:
         apply_settings(data, settings)
