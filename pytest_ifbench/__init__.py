@@ -16,7 +16,7 @@ from ._params import Param, ParamError
 from ._protocols import Episode, ProtocolRegistry, Runtime, TurnRecord
 from ._registry import Registry, RuffSetting, RuffSpec, Verifier, VerifyContext
 from ._ruff import ruff_setting
-from ._suite import SuiteError, set_check_param
+from ._suite import SuiteError, set_check_param, suite_yaml_or_none
 from ._text import extract_code, strip_reasoning
 from ._verify import CheckOutcome
 from ._version import __version__
@@ -25,4 +25,5 @@ __all__ = [
     "CheckOutcome", "CheckSpec", "Episode", "GenerationParams", "Instance", "MetricTable", "Param", "ParamError",
     "ProtocolRegistry", "Registry", "RuffSetting", "RuffSpec", "Runtime", "SuiteError", "TurnRecord", "Verdict",
     "Verifier", "VerifyContext", "__version__", "extract_code", "ruff_setting", "set_check_param", "strip_reasoning",
+    "suite_yaml_or_none",
 ]
