@@ -125,13 +125,22 @@ def sniff_suite(path: Path) -> str | None:
     (if not, collection warns instead of silently collecting nothing). The whole file is
     scanned, up to the size limit (a file over it is then rejected by name).
     """
+    text = _yaml_bytes(path)
+    return None if text is None else _sniff(text)
+
+
+def _yaml_bytes(path: Path) -> bytes | None:
+    """A ``.yaml``/``.yml`` file's bytes up to one past the size limit; None for other or unreadable files."""
     if path.suffix not in (".yaml", ".yml"):
         return None
     try:
         with path.open("rb") as handle:
-            text = handle.read(LIMITS.max_bytes + 1)
+            return handle.read(LIMITS.max_bytes + 1)
     except OSError:
         return None
+
+
+def _sniff(text: bytes) -> str | None:
     if b"ifbench" not in text:  # the common case, at memchr speed
         return None
     if _TOP_KEY.search(text) or (_FLOW_DOCUMENT.match(text) and _ANY_KEY.search(text)):
@@ -463,13 +472,22 @@ def load_suite(path: Path, registry: Registry, *, protocols: set[str] | None = N
     return parse_suite(shown, data, registry, protocols=protocols, root=path.parent)
 
 
-def suite_yaml_or_none(path: Path) -> dict[str, Any] | None:
-    """The suite mapping in ``path``, read as the core reads it (bounded, cached), or None when it is
-    not one -- for a benchmark's importer of YAML suites: the core then reports the file itself."""
+def suite_yaml_or_none(path: Path, benchmark: str | None = None, *,
+                       worth_reading: Callable[[bytes], bool] | None = None) -> dict[str, Any] | None:
+    """The suite mapping in ``path``, read as the core reads it (one read, bounded, cached), or None
+    when it is not a suite -- of ``benchmark``, when given -- or ``worth_reading(raw bytes)`` says
+    there is nothing to do with it. For a benchmark's importer of YAML suites: on None the core
+    loads the file itself and reports whatever is wrong with it."""
+    raw = _yaml_bytes(path)
+    if raw is None or _sniff(raw) is None or (benchmark is not None and benchmark.encode() not in raw):
+        return None
+    if worth_reading is not None and not worth_reading(raw):
+        return None
     try:
-        return read_suite_yaml(path)
+        data = _suite_mapping(raw, path)
     except SuiteError:
         return None
+    return data if benchmark is None or data.get("benchmark") == benchmark else None
 
 
 def read_suite_yaml(path: Path, shown: Path | str | None = None) -> dict[str, Any]:
@@ -481,13 +499,19 @@ def read_suite_yaml(path: Path, shown: Path | str | None = None) -> dict[str, An
     shown = shown or path
     try:
         with path.open("rb") as handle:
-            data = load_yaml(handle.read(LIMITS.max_bytes + 1))
+            raw = handle.read(LIMITS.max_bytes + 1)
+    except OSError as exc:
+        raise SuiteError(shown, f"cannot read: {exc}") from None
+    return _suite_mapping(raw, shown)
+
+
+def _suite_mapping(raw: bytes, shown: Path | str) -> dict[str, Any]:
+    try:
+        data = load_yaml(raw)
     except YamlLimitError as exc:
         raise SuiteError(shown, f"refused: {exc}") from None
     except yaml.YAMLError as exc:
         raise SuiteError(shown, f"invalid YAML: {exc}") from None
-    except OSError as exc:
-        raise SuiteError(shown, f"cannot read: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - PyYAML converting a scalar: a 5,000-digit int, month 13
         raise SuiteError(shown, f"invalid YAML: a value cannot be read: {type(exc).__name__}: {exc}") from None
     if not isinstance(data, dict):

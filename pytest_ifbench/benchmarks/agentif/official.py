@@ -156,18 +156,8 @@ def _one_of(path: Path, value: Any, allowed: tuple[str, ...], instance: str, fie
 
 
 def _yaml(path: Path) -> Any:
-    from ..._suite import is_suite_file
-
-    if not is_suite_file(path):
-        return None
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if b"agentif" not in raw[:_SNIFF]:
-        return None
-    data = suite_yaml_or_none(path)  # None: the core reports the file
-    if data is None or data.get("benchmark") != BENCHMARK:
+    data = suite_yaml_or_none(path, BENCHMARK)  # None: not ours, or the core reports the file
+    if data is None:
         return None
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     for index, instance in enumerate(data.get("instances") or []):

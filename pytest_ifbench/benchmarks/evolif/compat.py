@@ -17,7 +17,6 @@ from typing import Any
 from ..._suite import set_check_param, suite_yaml_or_none
 
 COMPAT = ("paper", "reference")
-_SNIFF_BYTES = 1 << 16
 _PREFIX = "evolif."
 
 
@@ -33,20 +32,14 @@ def _official_params(params: Any) -> Any:
 
 def suite_yaml(path: Path, flag: str | None) -> Any:
     """An EvolIF suite YAML with ``options.compat`` / ``--evolif-compat`` applied; None if nothing to do."""
-    from ..._suite import SuiteError, is_suite_file
+    from ..._suite import SuiteError
 
-    if path.suffix not in (".yaml", ".yml") or not is_suite_file(path):
-        return None
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if b"evolif" not in raw[:_SNIFF_BYTES]:
-        return None
-    if flag is None and not (re.search(rb"(?m)^options\s*:", raw) and (b"compat" in raw or b"system_prompt" in raw)):
-        return None  # nothing to apply: the core loads it (no second parse)
-    data = suite_yaml_or_none(path)  # None: the core reports the file
-    if data is None or data.get("benchmark") != "evolif":
+    def worth_reading(raw: bytes) -> bool:  # else nothing to apply: the core loads it (no second parse)
+        return flag is not None or bool(re.search(rb"(?m)^options\s*:", raw)
+                                        and (b"compat" in raw or b"system_prompt" in raw))
+
+    data = suite_yaml_or_none(path, "evolif", worth_reading=worth_reading)  # None: the core loads the file
+    if data is None:
         return None
     options = data.get("options") if isinstance(data.get("options"), dict) else {}
     option = options.get("compat")

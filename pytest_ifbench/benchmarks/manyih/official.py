@@ -77,23 +77,17 @@ def _official(path: Path, flag: str | None) -> Any:
 
 def _manyih_yaml(path: Path, flag: str | None) -> Any:
     """Apply ``options.compat`` / ``--manyih-compat`` to a ManyIH suite's checks; None if nothing to do."""
-    from ..._suite import SuiteError, is_suite_file
+    from ..._suite import SuiteError
 
-    if not is_suite_file(path):
-        return None
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if b"manyih" not in raw[:_SNIFF_BYTES]:
-        return None
-    if flag is None and not (re.search(rb"(?m)^options\s*:", raw) and b"compat" in raw):
-        return None  # nothing to apply: let the core load it (no second parse)
     key = _key(path, flag)
     if key is not None and key in _cache:
         return _cache[key]
-    data = suite_yaml_or_none(path)  # None: the core reports the file
-    if data is None or data.get("benchmark") != "manyih":
+
+    def worth_reading(raw: bytes) -> bool:  # else nothing to apply: the core loads it (no second parse)
+        return flag is not None or bool(re.search(rb"(?m)^options\s*:", raw) and b"compat" in raw)
+
+    data = suite_yaml_or_none(path, "manyih", worth_reading=worth_reading)  # None: the core loads the file
+    if data is None:
         return None
     options = data.get("options") if isinstance(data.get("options"), dict) else {}
     option = options.get("compat")

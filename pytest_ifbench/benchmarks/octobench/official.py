@@ -222,12 +222,10 @@ def suite_data(path: Path, settings: Settings) -> Any:
 
 
 def _octobench_yaml(path: Path, settings: Settings) -> Any:
-    from ..._suite import SuiteError, is_suite_file, suite_yaml_or_none
+    from ..._suite import SuiteError, suite_yaml_or_none
 
-    if not is_suite_file(path):
-        return None
-    data = suite_yaml_or_none(path)  # None: the core reports the file
-    if data is None or data.get("benchmark") != BENCHMARK:
+    data = suite_yaml_or_none(path, BENCHMARK)  # None: not ours, or the core reports the file
+    if data is None:
         return None
     try:
         apply_settings(data, settings)
