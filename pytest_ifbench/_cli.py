@@ -303,6 +303,9 @@ class _Judges:
 
     def close(self) -> None:
         if self._runner is not None:
+            from ._openai_compat import close_sessions
+
+            self._runner.run(close_sessions())  # the direct path's connections live on this loop
             self._runner.close()
             self._runner = None
 

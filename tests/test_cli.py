@@ -158,7 +158,17 @@ def test_verify_plugin_verifiers(tmp_path, capsys, monkeypatch):
 
 
 def test_verify_judged_case_calls_the_judge(tmp_path, capsys, monkeypatch):
+    import aiohttp
+
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    sessions = []
+    real_init = aiohttp.ClientSession.__init__
+
+    def init(self, *args, **kwargs):
+        sessions.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(aiohttp.ClientSession, "__init__", init)
     verdicts = {"checks": [{"id": "case", "verdict": "pass", "reasoning": "It is polite."}]}
     with StubServer() as server:
         server.add_rule("", Reply(content=json.dumps(verdicts)))
@@ -171,6 +181,7 @@ def test_verify_judged_case_calls_the_judge(tmp_path, capsys, monkeypatch):
         code, results = _verify(capsys, cases, "--judge-model", "openai/stub", "--api-base", server.url)
         assert server.calls == 1
         body = server.requests[-1].body
+    assert sessions and all(s.closed for s in sessions)  # the direct path's connections are closed at the end
     assert code == 1
     assert results[0]["passed"] is True
     assert results[0]["evidence"] == "[openai/stub] pass: It is polite."
