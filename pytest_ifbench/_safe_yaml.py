@@ -74,29 +74,36 @@ def check_shape(data: bytes | str, limits: YamlLimits = LIMITS) -> None:
                 f"the document expands to more than {limits.max_expanded:,} nodes and characters once its "
                 "aliases and merge keys (*name, <<) are resolved")
 
-    for event in yaml.parse(data, Loader=yaml.CSafeLoader):
-        kind = type(event)
-        if kind is ScalarEvent:
-            size = 1 + len(event.value)
-            if event.anchor is not None:
-                sizes[event.anchor] = size
-            add(size)
-        elif kind is MappingStartEvent or kind is SequenceStartEvent:
-            if len(stack) >= limits.max_depth:
-                raise YamlLimitError(f"nested more than {limits.max_depth} levels deep")
-            if event.anchor is not None:
-                sizes.pop(event.anchor, None)  # a redefined anchor is not usable inside itself
-            stack.append([event.anchor, 1])
-        elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            anchor, size = stack.pop()
-            if anchor is not None:
-                sizes[anchor] = size
-            add(size)
-        elif kind is AliasEvent:
-            if any(entry[0] == event.anchor for entry in stack):
-                raise YamlLimitError(f"alias *{event.anchor} is used inside its own anchor (a recursive structure)")
-            # An undefined alias is left to the loader, which names it.
-            add(sizes.get(event.anchor, 1))
+    try:
+        for event in yaml.parse(data, Loader=yaml.CSafeLoader):
+            kind = type(event)
+            if kind is ScalarEvent:
+                size = 1 + len(event.value)
+                if event.anchor is not None:
+                    sizes[event.anchor] = size
+                add(size)
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                if len(stack) >= limits.max_depth:
+                    raise YamlLimitError(f"nested more than {limits.max_depth} levels deep")
+                if event.anchor is not None:
+                    sizes.pop(event.anchor, None)  # a redefined anchor is not usable inside itself
+                stack.append([event.anchor, 1])
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                anchor, size = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = size
+                add(size)
+            elif kind is AliasEvent:
+                if any(entry[0] == event.anchor for entry in stack):
+                    raise YamlLimitError(f"alias *{event.anchor} is used inside its own anchor (a recursive structure)")
+                # An undefined alias is left to the loader, which names it.
+                add(sizes.get(event.anchor, 1))
+    except yaml.YAMLError as error:
+        # libyaml 0.2.6 (in the PyYAML 6.0.4 wheels) refuses nesting past its own limit of 1,000 while it
+        # scans ahead, before the events at depth max_depth reach us: that document is over our limit too.
+        if "nesting depth" in str(getattr(error, "problem", None) or ""):
+            raise YamlLimitError(f"nested more than {limits.max_depth} levels deep") from None
+        raise
 
 
 def load_yaml(data: bytes, limits: YamlLimits = LIMITS) -> Any:

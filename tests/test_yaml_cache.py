@@ -70,3 +70,16 @@ def test_the_cache_can_be_switched_off_and_is_pruned(private_cache, monkeypatch)
     for n in range(6):
         load_yaml(b"ifbench: 1\nn: %d\n" % n)
     assert len(list(private_cache.glob("*.pickle"))) == 3
+
+
+@pytest.mark.parametrize("deep", [
+    b"x: " + b"[" * 100_000 + b"]" * 100_000 + b"\n",  # flow: libyaml >= 0.2.6 refuses it while scanning ahead
+    b"x:\n" + b"".join(b"  " * i + b"k:\n" for i in range(1, 1_500)),  # block
+    b"x: " + b"[" * 101 + b"]" * 101 + b"\n",  # over our limit, under libyaml's
+], ids=["flow-100k", "block-1500", "flow-101"])
+def test_deep_nesting_is_refused_as_over_the_limit_whatever_libyaml_version(private_cache, deep):
+    """PyYAML 6.0.4's libyaml has its own nesting limit (1,000): its scanner error is our limit error too."""
+    for check in (load_yaml, within_limits):
+        with pytest.raises(YamlLimitError, match="nested more than 100 levels deep"):
+            check(deep)
+    assert not private_cache.exists()
