@@ -14,7 +14,7 @@ from setuptools import setup
 BENCHMARKS = Path(__file__).resolve().parent / "pytest_ifbench" / "benchmarks"
 
 setup(entry_points={
-    "console_scripts": ["ifbench = pytest_ifbench._cli:main"],
+    "console_scripts": ["ifbench = pytest_ifbench.cli.main:main"],
     "pytest11": ["ifbench = pytest_ifbench._plugin"],
     "pytest_ifbench.benchmarks": [
         f"{folder.name} = pytest_ifbench.benchmarks.{folder.name}.plugin"

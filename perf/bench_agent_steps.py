@@ -45,13 +45,13 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 
 from _common import source_revision
 
-from pytest_ifbench._cache import ResponseCache
-from pytest_ifbench._client import ModelClient
-from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.agents.loop import run_loop
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.profiles import ToolRegistry
 from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
+from pytest_ifbench.models.cache import ResponseCache
+from pytest_ifbench.models.client import ModelClient
 from pytest_ifbench.testing import FAKE_API_KEY, Reply, StubServer
 
 TOOLS = {

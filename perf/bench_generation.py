@@ -69,7 +69,7 @@ FULL_LEVELS = (1, 8, 16, 32, 64)
 LITELLM_BASELINE = r"""
 import asyncio, json, resource, sys, time
 url, count, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-from pytest_ifbench._client import import_litellm
+from pytest_ifbench.models.client import import_litellm
 litellm = import_litellm()
 
 async def main():

@@ -58,13 +58,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from pytest_ifbench import _ruff  # noqa: E402
-from pytest_ifbench._model_types import CheckSpec  # noqa: E402
-from pytest_ifbench._ruff_batch import RuffBatcher  # noqa: E402
 from pytest_ifbench._text import extract_code  # noqa: E402
+from pytest_ifbench._types import CheckSpec  # noqa: E402
 from pytest_ifbench._verify import VerifyContext, evaluate  # noqa: E402
 from pytest_ifbench.benchmarks.vericode.corpus import build_corpus, instruction_sets  # noqa: E402
 from pytest_ifbench.benchmarks.vericode.instructions import BY_ID  # noqa: E402
+from pytest_ifbench.ruff import check as _ruff  # noqa: E402
+from pytest_ifbench.ruff.batch import RuffBatcher  # noqa: E402
 
 MODES = ("per-check", "per-reply", "all-at-once")
 #: Plugins of the development environment that are not the project's (see perf/README.md).
@@ -85,7 +85,7 @@ def apply_mode(mode: str) -> None:
 def child(mode: str, tool: str, args: list[str]) -> int:
     apply_mode(mode)
     if tool == "verify":
-        from pytest_ifbench._cli import main as cli_main
+        from pytest_ifbench.cli.main import main as cli_main
 
         return cli_main(["verify", *args])
     import pytest
@@ -161,7 +161,7 @@ def paper_style(code: str, instruction_id: str, params) -> bool:
 
 
 def library(responses: list[str], sets: list, repeat: int) -> dict:
-    from pytest_ifbench._plugins import default_registry
+    from pytest_ifbench._composition import default_registry
 
     registry = default_registry()
     ctx = VerifyContext(registry=registry)

@@ -10,16 +10,16 @@ docs/architecture.md).
 
 from __future__ import annotations
 
-from ._metrics import MetricTable
-from ._model_types import CheckSpec, GenerationParams, Instance, Verdict
 from ._params import Param, ParamError
 from ._protocols import Episode, ProtocolRegistry, Runtime, TurnRecord
 from ._registry import Registry, RuffSetting, RuffSpec, Verifier, VerifyContext
-from ._ruff import ruff_setting
-from ._suite import SuiteError, set_check_param, suite_yaml_or_none
 from ._text import extract_code, strip_reasoning
+from ._types import CheckSpec, GenerationParams, Instance, Verdict
 from ._verify import CheckOutcome
 from ._version import __version__
+from .reports.metrics import MetricTable
+from .ruff.check import ruff_setting
+from .suite.format import SuiteError, set_check_param, suite_yaml_or_none
 
 __all__ = [
     "CheckOutcome", "CheckSpec", "Episode", "GenerationParams", "Instance", "MetricTable", "Param", "ParamError",

@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from ._client import ModelCallError
-from ._judge import JudgeError
-from ._model_types import CheckSpec, Instance, Verdict
 from ._protocols import Episode, TurnRecord, run_samples
-from ._records import episode_record, error_record
 from ._state import STATE_KEY, IfbenchState
 from ._subtests import subtest_reporter
-from ._suite import NotASuite, SuiteError, marker_name
+from ._types import CheckSpec, Instance, Verdict
 from ._verify import CheckOutcome, VerifyContext, evaluate
 from .agents.session import AgentHarnessError
+from .judges.checklist import JudgeError
+from .models.client import ModelCallError
+from .reports.records import episode_record, error_record
+from .suite.format import NotASuite, SuiteError, marker_name
 
 _MARKER_HELP = {
     "ifbench": "every pytest-ifbench instance",

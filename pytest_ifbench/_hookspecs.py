@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ._metrics import MetricTable
     from ._protocols import ProtocolRegistry
     from ._registry import Registry
     from .agents.profiles import ToolRegistry
+    from .reports.metrics import MetricTable
 
 
 @pytest.hookspec(historic=True)

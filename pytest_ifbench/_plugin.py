@@ -12,26 +12,26 @@ from typing import Any
 import pytest
 
 from ._collect import InstanceError, InstanceItem, SuiteFile
-from ._run_settings import add_options as add_run_settings_options
-from ._run_settings import settings_by_benchmark
 from ._state import RECORDS_KEY, STATE_KEY, build_state
-from ._suite import is_suite_file
+from .suite.format import is_suite_file
+from .suite.run_settings import add_options as add_run_settings_options
+from .suite.run_settings import settings_by_benchmark
 
 #: Reporting plugins shipped with the core; each owns its options (``-p no:ifbench_<name>`` disables one).
-_REPORTERS = ("_baseline", "_allure", "_summary_file")
+_REPORTERS = {"ifbench_baseline": "reports.baseline", "ifbench_allure": "reports.allure",
+              "ifbench_summary_file": "reports.summary_file"}
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from importlib import import_module
 
     from . import _hookspecs
-    from ._plugins import register_benchmarks
+    from ._composition import register_benchmarks
 
     pluginmanager.add_hookspecs(_hookspecs)
-    for name in _REPORTERS:  # pytest_ifbench._allure -> ifbench_allure
-        plugin_name = "ifbench" + name
+    for plugin_name, module in _REPORTERS.items():
         if not pluginmanager.has_plugin(plugin_name) and not pluginmanager.is_blocked(plugin_name):
-            pluginmanager.register(import_module(f"{__package__}.{name}"), plugin_name)
+            pluginmanager.register(import_module(f"{__package__}.{module}"), plugin_name)
     # Benchmarks, shipped or third-party, arrive through their entry points: `-p no:<name>` blocks one.
     register_benchmarks(pluginmanager)
 
@@ -138,7 +138,7 @@ def _prefetch_model_stack(config: pytest.Config) -> None:
     if not any(c is not None and c.uses_litellm for c in (runtime.model, *runtime.judges)):
         return
     if state.cache is None or next(state.cache.root.glob("*/*.json"), None) is None:
-        from ._client import prefetch_litellm
+        from .models.client import prefetch_litellm
 
         prefetch_litellm()
 
@@ -173,8 +173,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if is_suite_file(file_path):  # a YAML file that mentions an `ifbench` key: SuiteFile says if it is none
         return SuiteFile.from_parent(parent, path=file_path)
     if file_path.suffix in (".json", ".jsonl", ".yaml", ".yml"):
-        from ._importers import import_suite_data
-        from ._suite import SuiteError
+        from .suite.format import SuiteError
+        from .suite.importers import import_suite_data
 
         try:
             data = import_suite_data(parent.config, file_path)
@@ -203,7 +203,7 @@ def _models_needed(instances: list[InstanceItem], config: pytest.Config) -> list
 
 def _check_models_available(names: list[str]) -> None:
     if any(n.startswith("local/") for n in names):
-        from ._local_model import local_model_problem
+        from .models.local import local_model_problem
 
         problem = local_model_problem()
         if problem:
@@ -365,8 +365,8 @@ class ResultsCollector:
         """An error record (``error_kind: crashed``) for every instance that failed without a record:
         its worker died (xdist reports that item as failed, ``worker 'gw0' crashed while running ...``),
         or the plugin failed before the record was made. Non-instance tests are left out."""
-        from ._records import error_record
         from ._redact import redact
+        from .reports.records import error_record
 
         records = self.config.stash[RECORDS_KEY]
         state = self.config.stash[STATE_KEY]
@@ -391,7 +391,7 @@ class ResultsCollector:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.generator is not None:
-        from ._openai_compat import close_sessions
+        from .models.openai_compat import close_sessions
 
         state.generator.shutdown(before_stop=close_sessions)  # the direct path's connections live on its loop
 
@@ -408,7 +408,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     records = list(config.stash[RECORDS_KEY].values())
     target = config.getoption("ifbench_results")
     if records and target:
-        from ._records import write_results
+        from .reports.records import write_results
 
         path = Path(target)
         if not path.is_absolute():
@@ -424,7 +424,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     records = list(config.stash[RECORDS_KEY].values())
     if not records:
         return
-    from ._summary import summary_lines
+    from .reports.terminal import summary_lines
 
     terminalreporter.section("ifbench summary")
     for line in summary_lines(config, records):

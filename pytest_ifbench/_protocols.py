@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._client import Completion, ModelClient
-from ._judge import judge_checks, judged_subset, task_text
-from ._model_types import CheckSpec, Instance, Verdict
 from ._registry import Registry
+from ._types import CheckSpec, Instance, Verdict
 from ._verify import CheckOutcome, VerifyContext, evaluate
+from .judges.checklist import judge_checks, judged_subset, task_text
+from .models.client import Completion, ModelClient
 
 
 @dataclass(kw_only=True)
@@ -228,8 +228,8 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
                           step_completions=list(run.completions))
         judged = judged_subset(runtime.registry, instance.all_checks())
         if judged and turns:
-            from ._judge_trajectory import judge_trajectory
             from .agents.transcript import render_transcript
+            from .judges.trajectory import judge_trajectory
 
             verdicts, completions = await judge_trajectory(
                 runtime.judges, runtime.registry, task_text(turns[-1].messages), render_transcript(run.trajectory),

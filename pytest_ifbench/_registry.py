@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ._model_types import Instance, Verdict
 from ._params import Param, validate_params
+from ._types import Instance, Verdict
 
 VerifierKind = Literal["python", "regex", "ruff", "judge", "unittest"]
 Target = Literal["response", "code"]

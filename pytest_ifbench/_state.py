@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._cache import ResponseCache
-from ._client import ModelClient, RetryPolicy
-from ._local_model import DEFAULT_LOCAL_MODEL
 from ._protocols import PROTOCOLS, ProtocolRegistry, Runtime
 from ._registry import Registry
-from ._ruff_batch import RuffBatcher
-from ._run_settings import apply_overrides, generation_overrides
-from ._suite import Suite, load_suite, parse_suite
+from .models.cache import ResponseCache
+from .models.client import ModelClient, RetryPolicy
+from .models.local import DEFAULT_LOCAL_MODEL
+from .ruff.batch import RuffBatcher
+from .suite.format import Suite, load_suite, parse_suite
+from .suite.run_settings import apply_overrides, generation_overrides
 
 if TYPE_CHECKING:
-    from ._background import BackgroundGenerator
+    from .models.background import BackgroundGenerator
 
 STATE_KEY = pytest.StashKey["IfbenchState"]()
 #: Result records by node id, gathered from reports (on the xdist controller: from every worker).
@@ -91,7 +91,7 @@ class IfbenchState:
 
     def generation(self) -> BackgroundGenerator:
         if self.generator is None:
-            from ._background import BackgroundGenerator
+            from .models.background import BackgroundGenerator
 
             concurrency = self.concurrency
             if concurrency <= 0:  # auto: llama.cpp serialises anyway; hosted APIs like parallelism
@@ -110,7 +110,7 @@ class IfbenchState:
             display = path
         data = self.imported.pop(path, None)
         if data is None:
-            from ._importers import import_suite_data
+            from .suite.importers import import_suite_data
 
             data = import_suite_data(self.config, path)
         if data is not None:
@@ -121,7 +121,7 @@ class IfbenchState:
 
 
 def build_state(config: pytest.Config) -> IfbenchState:
-    from ._plugins import build_registry
+    from ._composition import build_registry
 
     registry = build_registry(config.hook)
     protocols = ProtocolRegistry(PROTOCOLS)
@@ -136,7 +136,7 @@ def build_state(config: pytest.Config) -> IfbenchState:
         cache = ResponseCache(root)
     responses = None
     if config.getoption("ifbench_responses"):
-        from ._responses import ResponsesError, load_responses
+        from .models.recorded import ResponsesError, load_responses
 
         try:
             responses = load_responses(Path(config.getoption("ifbench_responses")))

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._model_types import CheckSpec, JudgeOmission, Verdict
 from ._registry import Registry, Verifier, VerifyContext
-from ._ruff import RuffError, check_code
-from ._ruff_batch import RuffBatcher, active_batcher, ruff_checks
 from ._text import extract_code
+from ._types import CheckSpec, JudgeOmission, Verdict
+from .ruff.batch import RuffBatcher, active_batcher, ruff_checks
+from .ruff.check import RuffError, check_code
 from .sandbox import SandboxUnavailable
 
 

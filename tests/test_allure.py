@@ -1,4 +1,5 @@
-"""Allure reporting (``pytest_ifbench/_allure.py``, ``_allure_render.py``): the ``*-result.json`` files a run writes.
+"""Allure reporting (``pytest_ifbench/reports/allure.py``, ``allure_render.py``): the ``*-result.json``
+files a run writes.
 
 One run of a suite with a passing, a failing, a judged, a per-turn and an errored
 instance, with and without xdist, read back from the alluredir.
@@ -13,9 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_ifbench import _allure, _allure_render
-from pytest_ifbench._model_types import CheckSpec, Verdict
+from pytest_ifbench._types import CheckSpec, Verdict
 from pytest_ifbench._verify import CheckOutcome
+from pytest_ifbench.reports import allure as _allure
+from pytest_ifbench.reports import allure_render as _allure_render
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY, stub_args, write_suite
 
@@ -246,7 +248,7 @@ def _outcome(verifier: str, evidence: str = "", error: str | None = None) -> Che
 
 
 def test_failure_kinds_pick_the_category():
-    from pytest_ifbench._plugins import default_registry
+    from pytest_ifbench._composition import default_registry
 
     item = SimpleNamespace(state=SimpleNamespace(registry=default_registry()))
     reporter = _allure.AllureReporter(SimpleNamespace())

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pytest_ifbench._cache import ResponseCache, cache_key
-from pytest_ifbench._client import ModelClient, RetryPolicy
-from pytest_ifbench._judge import parse_verdicts
-from pytest_ifbench._model_types import GenerationParams
 from pytest_ifbench._redact import REDACTED, redact
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.judges.checklist import parse_verdicts
+from pytest_ifbench.models.cache import ResponseCache, cache_key
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi."}]
 PARAMS = {"temperature": 0.0, "max_tokens": 100, "top_p": 0.9, "seed": 1, "stop": ["END"]}

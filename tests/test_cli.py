@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pytest_ifbench._cli import main
+from pytest_ifbench.cli.main import main
 from pytest_ifbench.testing import Reply, StubServer
 from tests._support import FAKE_KEY, write_suite
 
@@ -317,7 +317,7 @@ def test_console_script_entry_point(tmp_path):
 def test_litellm_is_imported_only_for_judged_cases(tmp_path):
     cases = _write_cases(tmp_path / "cases.jsonl", _case("ifbench.case", "hi", {"mode": "lower"}))
     script = (
-        "import sys; from pytest_ifbench._cli import main; "
+        "import sys; from pytest_ifbench.cli.main import main; "
         f"code = main(['verify', '--in', {str(cases)!r}]); code |= main(['verifiers']); "
         "assert 'litellm' not in sys.modules, 'litellm was imported'; sys.exit(code)"
     )

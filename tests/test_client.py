@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from pytest_ifbench._background import BackgroundGenerator
-from pytest_ifbench._cache import ResponseCache
-from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench._model_types import GenerationParams
-from pytest_ifbench._openai_compat import LITELLM_ONLY_ENV, close_sessions, direct_route
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.models.background import BackgroundGenerator
+from pytest_ifbench.models.cache import ResponseCache
+from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions, direct_route
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY
 

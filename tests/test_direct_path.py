@@ -11,9 +11,9 @@ import asyncio
 
 import pytest
 
-from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench._model_types import GenerationParams
-from pytest_ifbench._openai_compat import LITELLM_ONLY_ENV, close_sessions
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions
 from pytest_ifbench.testing import Fault, Reply
 from tests.test_reliability_faults import MALFORMED, _body
 

@@ -31,11 +31,11 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_ifbench._importers import import_suite_data
-from pytest_ifbench._plugins import build_registry, command_plugin_manager
+from pytest_ifbench._composition import build_registry, command_plugin_manager
 from pytest_ifbench._protocols import PROTOCOLS, ProtocolRegistry
-from pytest_ifbench._safe_yaml import load_yaml
-from pytest_ifbench._suite import NotASuite, SuiteError, load_suite, parse_suite
+from pytest_ifbench.suite.format import NotASuite, SuiteError, load_suite, parse_suite
+from pytest_ifbench.suite.importers import import_suite_data
+from pytest_ifbench.suite.safe_yaml import load_yaml
 from tests._support import ROOT
 
 SEED = 20240611

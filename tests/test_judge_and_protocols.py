@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from pytest_ifbench._client import ModelClient, RetryPolicy
-from pytest_ifbench._judge import JudgeError, judge_checks
-from pytest_ifbench._model_types import CheckSpec, Instance, Turn
-from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._protocols import PROTOCOLS, Runtime
+from pytest_ifbench._types import CheckSpec, Instance, Turn
+from pytest_ifbench.judges.checklist import JudgeError, judge_checks
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=2)

@@ -9,15 +9,15 @@ import re
 
 import pytest
 
-from pytest_ifbench._client import ModelClient, RetryPolicy
-from pytest_ifbench._judge import JudgeError
-from pytest_ifbench._judge_trajectory import judge_trajectory, neutralise
-from pytest_ifbench._metrics import core_tables, instance_passed_share, rubric_score
-from pytest_ifbench._model_types import CheckSpec, JudgeOmission, Verdict
-from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._composition import default_registry
+from pytest_ifbench._types import CheckSpec, JudgeOmission, Verdict
 from pytest_ifbench._verify import VerifyContext, evaluate
 from pytest_ifbench.agents.trajectory import Trajectory, TrajectoryBuilder
 from pytest_ifbench.agents.transcript import render_transcript
+from pytest_ifbench.judges.checklist import JudgeError
+from pytest_ifbench.judges.trajectory import judge_trajectory, neutralise
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
+from pytest_ifbench.reports.metrics import core_tables, instance_passed_share, rubric_score
 from pytest_ifbench.testing import Fault, Reply
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=5)

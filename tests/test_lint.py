@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from pytest_ifbench._ruff import ruff_binary
+from pytest_ifbench.ruff.check import ruff_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,10 +11,10 @@ from tests._support import write_suite
 
 pytest.importorskip("llama_cpp", reason="the embedded model needs the [local] extra")
 
-from pytest_ifbench._client import ModelClient  # noqa: E402
-from pytest_ifbench._judge import judge_checks  # noqa: E402
-from pytest_ifbench._model_types import CheckSpec, GenerationParams  # noqa: E402
-from pytest_ifbench._plugins import default_registry  # noqa: E402
+from pytest_ifbench._composition import default_registry  # noqa: E402
+from pytest_ifbench._types import CheckSpec, GenerationParams  # noqa: E402
+from pytest_ifbench.judges.checklist import judge_checks  # noqa: E402
+from pytest_ifbench.models.client import ModelClient  # noqa: E402
 
 
 def test_local_provider_through_litellm():

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from pytest_ifbench import _local_model
-from pytest_ifbench._cache import cache_key
-from pytest_ifbench._client import ModelClient, RetryPolicy, import_litellm
-from pytest_ifbench._local_model import local_model_problem
-from pytest_ifbench._local_tools import grammar_schema, render_tool_messages, tool_call_schema, tool_response
-from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.models import local as _local_model
+from pytest_ifbench.models.cache import cache_key
+from pytest_ifbench.models.client import ModelClient, RetryPolicy, import_litellm
+from pytest_ifbench.models.local import local_model_problem
+from pytest_ifbench.models.local_tools import grammar_schema, render_tool_messages, tool_call_schema, tool_response
 from pytest_ifbench.testing import Reply
 
 needs_llama = pytest.mark.skipif(local_model_problem() is not None, reason="the embedded model needs the [local] extra")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ifbench._local_model import MAX_THREADS, default_threads
+from pytest_ifbench.models.local import MAX_THREADS, default_threads
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ def test_reads_the_machine_when_not_told():
 
 
 def test_busy_fraction_counts_working_ticks_not_io_wait(monkeypatch):
-    from pytest_ifbench import _local_model
+    from pytest_ifbench.models import local as _local_model
 
     # user nice system idle iowait irq softirq steal: 50 busy, 150 idle or waiting on I/O of 200 ticks
     samples = iter([(0, 0), (50, 200)])
@@ -50,7 +50,7 @@ def test_busy_fraction_counts_working_ticks_not_io_wait(monkeypatch):
 
 
 def test_an_idle_machine_with_io_wait_gets_every_core(monkeypatch):
-    from pytest_ifbench import _local_model
+    from pytest_ifbench.models import local as _local_model
 
     monkeypatch.setattr(_local_model, "busy_fraction", lambda: 0.02)
     monkeypatch.setattr(_local_model.os, "getloadavg", lambda: (1.0, 1.0, 1.0))  # what misled the old rule
@@ -60,7 +60,7 @@ def test_an_idle_machine_with_io_wait_gets_every_core(monkeypatch):
 
 
 def test_cpu_times_reads_proc_stat():
-    from pytest_ifbench import _local_model
+    from pytest_ifbench.models import local as _local_model
 
     times = _local_model._cpu_times()
     if times is None:

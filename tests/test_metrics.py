@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ifbench._metrics import (
+from pytest_ifbench.reports.metrics import (
     COLUMNS,
     Aggregate,
     MetricTable,

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from pytest_ifbench._cache import ResponseCache
+from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.testing import Reply
 from tests._support import FAKE_KEY, bulk_suite, stub_args, write_suite
 
@@ -58,7 +58,7 @@ def test_markers_are_listed(pytester):
 def test_missing_local_extra_fails_at_start_with_instructions(pytester):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
     pytester.makeconftest("""
-        import pytest_ifbench._local_model as local
+        import pytest_ifbench.models.local as local
         local.local_model_problem = lambda: "llama_cpp is not installed; " + local.INSTALL_HINT
     """)
     result = pytester.runpytest_subprocess("suites")

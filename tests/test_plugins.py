@@ -6,8 +6,8 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from pytest_ifbench import _plugins
-from pytest_ifbench._plugins import (
+from pytest_ifbench import _composition as _plugins
+from pytest_ifbench._composition import (
     BenchmarkLoadWarning,
     build_registry,
     command_plugin_manager,

@@ -18,9 +18,9 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench._model_types import GenerationParams
 from pytest_ifbench._redact import REDACTED, redact
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY, bulk_suite, demo_suite, stub_args, write_suite
 

@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from pytest_ifbench._ruff import _ask_ruff_for_codes, ruff_binary
-from pytest_ifbench._ruff_rules_store import RuleStore
+from pytest_ifbench.ruff.check import _ask_ruff_for_codes, ruff_binary
+from pytest_ifbench.ruff.rules_store import RuleStore
 
 KEY = (("E501", "D2"), (("line-length", 100),))
 
@@ -21,7 +21,7 @@ def test_an_expansion_is_read_back_by_the_next_process(tmp_path, monkeypatch):
     assert json.loads(stored.read_text())[repr(KEY)] == sorted(codes)
     assert RuleStore(ruff_binary()).get(KEY) == codes
     # A fresh interpreter answers from the file without asking ruff (ruff's path is made unusable).
-    script = (f"import pytest_ifbench._ruff as r; r._BINARY.append({ruff_binary()!r}); "
+    script = (f"import pytest_ifbench.ruff.check as r; r._BINARY.append({ruff_binary()!r}); "
               f"r._ask_ruff_for_codes = None; print(sorted(r.enabled_codes(*{KEY!r})))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          env={"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._suite import SuiteError, parse_suite
+from pytest_ifbench.suite.format import SuiteError, parse_suite
 from pytest_ifbench.testing import Reply
 from tests._support import bulk_suite, stub_args, write_suite
 
@@ -21,7 +21,7 @@ def _suite(n: int = 2) -> str:
 
 
 def test_reasoning_effort_is_validated():
-    from pytest_ifbench._plugins import default_registry
+    from pytest_ifbench._composition import default_registry
 
     data = {"ifbench": 1, "benchmark": "b", "instances": [
         {"id": "a", "prompt": "p", "generation": {"reasoning_effort": "extreme"}, "checks": []}]}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._records import json_safe, write_results
-from pytest_ifbench._suite import sniff_suite
+from pytest_ifbench.reports.records import json_safe, write_results
+from pytest_ifbench.suite.format import sniff_suite
 
 CHECKS = "[{id: c, verifier: ifbench.case, params: {mode: lower}}]"
 BODY = f"benchmark: demo\ninstances:\n  - id: one\n    prompt: hi\n    checks: {CHECKS}\n"
@@ -111,7 +111,7 @@ def test_a_crashing_importer_leaves_its_file_alone_with_a_warning(pytester):
 
 def test_an_importer_suite_error_is_still_a_collection_error(pytester):
     pytester.makeconftest("""
-        from pytest_ifbench._suite import SuiteError
+        from pytest_ifbench.suite.format import SuiteError
 
         def pytest_ifbench_suite_data(path, config):
             if path.suffix == ".json":

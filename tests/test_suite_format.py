@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_ifbench._model_types import GenerationParams, Verdict
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._params import Param
-from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._registry import Registry
-from pytest_ifbench._suite import (
+from pytest_ifbench._types import GenerationParams, Verdict
+from pytest_ifbench.suite.format import (
     NotASuite,
     SuiteError,
     is_suite_file,
@@ -633,7 +633,7 @@ def test_marker_name_folding(prefix, value, expected):
 
 
 def test_marker_names_are_valid_marker_names():
-    from pytest_ifbench._suite import NAME
+    from pytest_ifbench.suite.format import NAME
 
     for value in ["X", "a b", "3", "Ünïcode x", "a.b", "--x--"]:
         assert NAME.match(marker_name("category", value))

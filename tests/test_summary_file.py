@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_ifbench._summary_file import summary_path
+from pytest_ifbench.reports.summary_file import summary_path
 from pytest_ifbench.testing import Reply
 from tests._support import FAKE_KEY, HELLO_LOWER, SHOUT, demo_suite, stub_args, write_suite
 
@@ -20,7 +20,7 @@ SUITE = demo_suite({**HELLO_LOWER, "markers": ["smoke"]}, SHOUT)
 #: A benchmark plugin as a conftest: a metric table, a plot, and a plot plugin that breaks.
 CONFTEST = '''
 import struct, zlib
-from pytest_ifbench._metrics import MetricTable
+from pytest_ifbench.reports.metrics import MetricTable
 
 
 def _png(path, width=4, height=3):

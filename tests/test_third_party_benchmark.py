@@ -88,7 +88,7 @@ def _ifbench(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[s
     """The ``ifbench`` console script of this environment, with the package on PYTHONPATH."""
     script = Path(sys.executable).with_name("ifbench")
     command = [str(script)] if script.is_file() else \
-        [sys.executable, "-c", "import sys; from pytest_ifbench._cli import main; sys.exit(main())"]
+        [sys.executable, "-c", "import sys; from pytest_ifbench.cli.main import main; sys.exit(main())"]
     pythonpath = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False,
                           env=os.environ | {"PYTHONPATH": pythonpath})

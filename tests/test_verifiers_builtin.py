@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from pytest_ifbench._model_types import CheckSpec, Verdict
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._params import Param, ParamError
-from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._registry import (
     Registry,
     RuffSetting,
     UnknownVerifier,
 )
-from pytest_ifbench._ruff import RuffCheck, Violation, check_code, plan_runs
+from pytest_ifbench._types import CheckSpec, Verdict
 from pytest_ifbench._verify import VerifyContext, evaluate, verify_one
+from pytest_ifbench.ruff.check import RuffCheck, Violation, check_code, plan_runs
 
 REG = default_registry()
 F = "```"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_ifbench._model_types import CheckSpec, Instance, JudgeOmission, Verdict
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._params import ParamError
-from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._types import CheckSpec, Instance, JudgeOmission, Verdict
 from pytest_ifbench._verify import CheckOutcome, VerifyContext, evaluate
 from pytest_ifbench.agents.trajectory import Trajectory, TrajectoryBuilder
 from pytest_ifbench.verifiers._unicode import (

@@ -8,8 +8,8 @@ import pickle
 
 import pytest
 
-from pytest_ifbench import _yaml_cache
-from pytest_ifbench._safe_yaml import YamlLimitError, load_yaml, within_limits
+from pytest_ifbench.suite import yaml_cache as _yaml_cache
+from pytest_ifbench.suite.safe_yaml import YamlLimitError, load_yaml, within_limits
 
 SUITE = b"ifbench: 1\nwhen: 2024-05-01\nat: 2024-05-01 10:00:00+02:00\nshared: &a [1, 2.5, x, null, true]\n" \
         b"again: *a\nblob: !!binary aGVsbG8=\nset: !!set {a, b}\n"
@@ -25,8 +25,8 @@ def private_cache(tmp_path, monkeypatch):
 def test_a_second_load_is_served_from_the_cache_with_the_same_data(private_cache, monkeypatch):
     first = load_yaml(SUITE)
     assert len(list(private_cache.glob("*.pickle"))) == 1 and _yaml_cache.known(SUITE)
-    monkeypatch.setattr("pytest_ifbench._safe_yaml.check_shape", None)  # a hit skips both passes
-    monkeypatch.setattr("pytest_ifbench._safe_yaml.yaml", None)
+    monkeypatch.setattr("pytest_ifbench.suite.safe_yaml.check_shape", None)  # a hit skips both passes
+    monkeypatch.setattr("pytest_ifbench.suite.safe_yaml.yaml", None)
     second = load_yaml(SUITE)
     assert second == first and second is not first
     assert second["when"] == datetime.date(2024, 5, 1) and second["at"].utcoffset() == datetime.timedelta(hours=2)

@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .._client import ModelClient
-from .._model_types import GenerationParams
+from .._types import GenerationParams
+from ..models.client import ModelClient
 from .normalize import load_raw, normalize
 from .options import AgentOptions
 from .proxy import RecordingProxy, Submit

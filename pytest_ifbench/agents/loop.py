@@ -18,7 +18,7 @@ Stop rules (:attr:`LoopResult.stop_reason`), limits checked before each model ca
   One call's ``max_tokens`` is capped by what is left of the run's budget.
 * ``repeated_action``: the same call (tool name and canonical JSON arguments) ``max_repeats``
   times in a row; that last call is answered "not executed", not run.
-* ``model_error``: a :class:`~pytest_ifbench._client.ModelCallError` (retries exhausted); the
+* ``model_error``: a :class:`~pytest_ifbench.models.client.ModelCallError` (retries exhausted); the
   trajectory is written, then the error is re-raised, so the item errors (a harness failure,
   not a model failure). Any other exception (no sandbox, a crashing tool) is recorded as
   ``harness_error`` (``cancelled`` when cancelled) and re-raised the same way.
@@ -50,8 +50,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._client import Completion, ModelCallError, ModelClient
-from .._model_types import GenerationParams
+from .._types import GenerationParams
+from ..models.client import Completion, ModelCallError, ModelClient
 from .options import BUILT_IN_RUNNER, AgentOptions
 from .profiles import Profile
 from .tools import ToolContext, ToolResult, command_line, truncate_middle

@@ -1,10 +1,10 @@
-"""The Anthropic Messages API on one side, :class:`~pytest_ifbench._client.ModelClient` on the other.
+"""The Anthropic Messages API on one side, :class:`~pytest_ifbench.models.client.ModelClient` on the other.
 
 The recording proxy (:mod:`.proxy`) answers agent CLIs in the Messages format and calls any litellm
 model; this module is the pure translation, both ways, with no I/O.
 
 Request (:func:`translate_request`) -> OpenAI chat messages, function tools and
-:class:`~pytest_ifbench._model_types.GenerationParams`:
+:class:`~pytest_ifbench._types.GenerationParams`:
 
 - ``system`` (a string or text blocks) -> one leading system message; a ``system`` message inside
   ``messages`` stays a system message at its place.
@@ -37,8 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._client import Completion
-from .._model_types import GenerationParams
+from .._types import GenerationParams
+from ..models.client import Completion
 
 #: Request keys that map onto the model call; every other key is dropped with a note.
 _USED_KEYS = frozenset({"model", "messages", "system", "tools", "max_tokens", "temperature", "top_p",

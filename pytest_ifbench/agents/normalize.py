@@ -53,7 +53,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from .._jsonl import JsonlError, iter_jsonl
+from ..suite.jsonl import JsonlError, iter_jsonl
 from .trajectory import Message, Trajectory, blocks_of, openai_tool, strings_in
 
 #: A tool-call argument that is only contained in (not equal to) a sub-agent's first message must be this long.

@@ -48,9 +48,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-from .._client import Completion, ModelClient
-from .._model_types import GenerationParams
 from .._redact import redact
+from .._types import GenerationParams
+from ..models.client import Completion, ModelClient
 from .messages_api import (
     RequestError,
     error_body,

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from .options import BUILT_IN_RUNNER, AgentOptions, agent_options
 
 if TYPE_CHECKING:
-    from .._client import Completion, ModelClient
-    from .._model_types import Instance
+    from .._types import Instance
+    from ..models.client import Completion, ModelClient
     from .trajectory import Trajectory
     from .workspace import Workspace
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .._model_types import Verdict
 from .._params import Param
+from .._types import Verdict
 
 
 def _limits(ctx):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .._model_types import Verdict
 from .._params import Param, ParamError
+from .._types import Verdict
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 

@@ -11,14 +11,14 @@ def _select(params):
 
 
 def _settings(params):
-    from .._ruff import ruff_setting
+    from ..ruff.check import ruff_setting
 
     return tuple(ruff_setting(k, v) for k, v in sorted(params["settings"].items()))
 
 
 def _validate(params):
     """Ask ruff now whether the selectors and settings are valid, not at run time."""
-    from .._ruff import RuffCheck, RuffError, enabled_codes
+    from ..ruff.check import RuffCheck, RuffError, enabled_codes
 
     if not params["select"]:
         raise ParamError("select", "select at least one rule")

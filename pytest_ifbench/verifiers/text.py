@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from .._model_types import Verdict
 from .._params import Param
+from .._types import Verdict
 
 _WORD = re.compile(r"\b[\w'-]+\b")
 

@@ -19,9 +19,9 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._model_types import Verdict
 from .._params import Param, ParamError
 from .._registry import Verifier
+from .._types import Verdict
 from ..agents.trajectory import strings_in
 from ._unicode import LANGUAGES, LATIN_LANGUAGES, SCRIPT_LANGUAGES, find_emoji, language_shares
 

@@ -14,9 +14,9 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from .._model_types import Verdict
 from .._params import Param, ParamError
 from .._registry import Verifier
+from .._types import Verdict
 
 #: Seconds a file test or read may take.
 FILE_TIMEOUT = 30.0

@@ -17,12 +17,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_ifbench import _cli
-from pytest_ifbench._client import ModelClient, RetryPolicy
 from pytest_ifbench.agents.cli import AGENT_CLIS, agents_dir, cli_problem, install, installed_version, run_cli
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.scaffolds import PLACEHOLDER_KEY, SCAFFOLDS
 from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
+from pytest_ifbench.cli import main as _cli
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY
 

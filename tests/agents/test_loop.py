@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from pytest_ifbench._cache import ResponseCache
-from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench._local_model import local_model_problem
-from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.agents.loop import STOP_REASONS, LoopResult, run_loop
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.profiles import ToolRegistry
 from pytest_ifbench.agents.trajectory import Trajectory
 from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
+from pytest_ifbench.models.cache import ResponseCache
+from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
+from pytest_ifbench.models.local import local_model_problem
 from pytest_ifbench.testing import Reply, StubServer
 from tests._support import FAKE_KEY
 

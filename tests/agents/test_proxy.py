@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._cache import ResponseCache
-from pytest_ifbench._client import ModelClient, RetryPolicy
-from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.agents.normalize import load_raw, normalize
 from pytest_ifbench.agents.proxy import LoopThread, RecordingProxy
+from pytest_ifbench.models.cache import ResponseCache
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY
 

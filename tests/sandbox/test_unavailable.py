@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_ifbench import sandbox
-from pytest_ifbench._model_types import CheckSpec
-from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._registry import VerifyContext
+from pytest_ifbench._types import CheckSpec
 from pytest_ifbench._verify import evaluate
 from pytest_ifbench.sandbox import SandboxUnavailable, _namespaces, _process
 

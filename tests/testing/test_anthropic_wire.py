@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pytest_ifbench._client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench._model_types import GenerationParams
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench.testing import Fault, Reply
 from pytest_ifbench.testing.anthropic_wire import reply_blocks
 from tests.testing._http import chat, content, post
@@ -190,7 +190,7 @@ def test_litellm_anthropic_provider_round_trip(stub_server, monkeypatch):
 
 def test_litellm_anthropic_streaming_and_errors(stub_server, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY)
-    from pytest_ifbench._client import import_litellm
+    from pytest_ifbench.models.client import import_litellm
 
     litellm = import_litellm()
     stub_server.add_rule("", Reply(content="streamed reply here"))

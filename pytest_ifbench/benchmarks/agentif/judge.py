@@ -30,9 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._client import Completion
-from ..._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
-from ..._model_types import CheckSpec, JudgeOmission, Verdict
+from ..._types import CheckSpec, JudgeOmission, Verdict
+from ...judges.checklist import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
+from ...models.client import Completion
 from .materials import Material
 
 _SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..._suite import SuiteError, suite_yaml_or_none
 from ..._user_cache import user_cache_dir
+from ...suite.format import SuiteError, suite_yaml_or_none
 
 BENCHMARK = "agentif"
 CATEGORIES = ("open_workflow", "latent_inference", "iterative_refinement")

@@ -12,8 +12,8 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from ..._model_types import Instance
 from ..._protocols import PROTOCOLS, Episode, Runtime
+from ..._types import Instance
 from . import materials, screenshot
 from .judge import JudgeInput, judge_task
 from .verifiers import RUBRIC

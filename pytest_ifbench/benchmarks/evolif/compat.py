@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..._suite import set_check_param, suite_yaml_or_none
+from ...suite.format import set_check_param, suite_yaml_or_none
 
 COMPAT = ("paper", "reference")
 _PREFIX = "evolif."
@@ -32,7 +32,7 @@ def _official_params(params: Any) -> Any:
 
 def suite_yaml(path: Path, flag: str | None) -> Any:
     """An EvolIF suite YAML with ``options.compat`` / ``--evolif-compat`` applied; None if nothing to do."""
-    from ..._suite import SuiteError
+    from ...suite.format import SuiteError
 
     def worth_reading(raw: bytes) -> bool:  # else nothing to apply: the core loads it (no second parse)
         return flag is not None or bool(re.search(rb"(?m)^options\s*:", raw)

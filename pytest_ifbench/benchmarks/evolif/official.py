@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._jsonl import JsonlError, iter_jsonl
+from ...suite.jsonl import JsonlError, iter_jsonl
 
 #: Defaults of imported suites, as the authors' ``src/eval.py`` runs (``ifbench generate evolif import``
 #: and the run flags can change them): patience 3, temperature 1.0 (their ``LLM_backend`` default), no
@@ -183,7 +183,7 @@ def suite_from_files(paths: Sequence[Path], *, patience: int = PATIENCE, max_tok
 def suite_data(path: Path, compat: str | None = None) -> Mapping[str, Any] | None:
     """Suite data for an official EvolIF dialogue file (``compat``: ``--evolif-compat``), or an EvolIF
     suite YAML with ``options.compat`` / ``options.system_prompt`` / ``--evolif-compat`` applied; else None."""
-    from ..._suite import SuiteError
+    from ...suite.format import SuiteError
 
     if not is_official(path):
         from .compat import suite_yaml

@@ -345,14 +345,14 @@ def _schema(name: str, key: str, kind: str) -> dict[str, Any]:
 class LLMSynthesizer:
     """Rewrites template drafts in the persona's voice with a model; checked, retried, else the draft."""
 
-    client: Any  # pytest_ifbench._client.ModelClient
+    client: Any  # pytest_ifbench.models.client.ModelClient
     attempts: int = 3
     temperature: float = 1.0
     llm_topic_check: bool = True
     calls: int = 0
 
     async def _ask(self, messages: list[dict[str, Any]], seed: int, fmt: dict[str, Any]) -> str:
-        from ..._model_types import GenerationParams
+        from ..._types import GenerationParams
 
         self.calls += 1
         reply = await self.client.complete(

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._model_types import Verdict
 from ..._params import Param, ParamError
 from ..._registry import Verifier
+from ..._types import Verdict
 from . import text as T
 from .catalog import (
     CASE_MODES,

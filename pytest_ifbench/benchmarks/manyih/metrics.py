@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._metrics import MetricTable
+from ...reports.metrics import MetricTable
 
 BENCHMARK = "manyih"
 

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..._suite import set_check_param, suite_yaml_or_none
+from ...suite.format import set_check_param, suite_yaml_or_none
 
 COMPAT = ("paper", "reference")
 _SNIFF_BYTES = 1 << 16
@@ -68,7 +68,7 @@ def _official(path: Path, flag: str | None) -> Any:
     try:
         result = official_suite(data, compat=flag or "paper")
     except ImportError_ as exc:
-        from ..._suite import SuiteError
+        from ...suite.format import SuiteError
 
         raise SuiteError(path, f"cannot import the official ManyIH file: {exc}") from None
     _cache[key] = result
@@ -77,7 +77,7 @@ def _official(path: Path, flag: str | None) -> Any:
 
 def _manyih_yaml(path: Path, flag: str | None) -> Any:
     """Apply ``options.compat`` / ``--manyih-compat`` to a ManyIH suite's checks; None if nothing to do."""
-    from ..._suite import SuiteError
+    from ...suite.format import SuiteError
 
     key = _key(path, flag)
     if key is not None and key in _cache:

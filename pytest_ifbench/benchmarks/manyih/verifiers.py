@@ -21,9 +21,9 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from ..._model_types import Verdict
 from ..._params import Param
 from ..._registry import Verifier
+from ..._types import Verdict
 from .checks import check_style
 from .ppi import COMPAT_MODES, extract, reference_asserts
 from .reference_styles import reference_code, reference_style

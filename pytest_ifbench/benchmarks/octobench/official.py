@@ -196,7 +196,7 @@ _cache: dict[tuple[Any, ...], Any] = {}
 
 def suite_data(path: Path, settings: Settings) -> Any:
     """Suite data for an official OctoBench file or an OctoBench suite YAML; None for other files."""
-    from ..._suite import SuiteError
+    from ...suite.format import SuiteError
 
     try:
         stat = path.stat()
@@ -222,7 +222,7 @@ def suite_data(path: Path, settings: Settings) -> Any:
 
 
 def _octobench_yaml(path: Path, settings: Settings) -> Any:
-    from ..._suite import SuiteError, suite_yaml_or_none
+    from ...suite.format import SuiteError, suite_yaml_or_none
 
     data = suite_yaml_or_none(path, BENCHMARK)  # None: not ours, or the core reports the file
     if data is None:

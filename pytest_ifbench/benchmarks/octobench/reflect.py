@@ -21,9 +21,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ..._model_types import Instance
 from ..._protocols import PROTOCOLS, Episode, Runtime
 from ..._registry import Registry
+from ..._types import Instance
 from ..._verify import CheckOutcome, VerifyContext, evaluate
 from .taxonomy import SOURCES
 

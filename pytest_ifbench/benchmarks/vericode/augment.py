@@ -358,7 +358,7 @@ def _param_spec(instruction: Instruction) -> str:
 class LLMSelector:
     """The judge model selects instructions and proposes parameters (paper: an LLM-based selector).
 
-    The calls go through :class:`pytest_ifbench._client.ModelClient` (retries,
+    The calls go through :class:`pytest_ifbench.models.client.ModelClient` (retries,
     response cache) at temperature 0 with a JSON schema. Whatever the model
     answers is validated by rule: unknown ids are ignored, the permuted order
     is kept, conflicting instructions are dropped, at most ``max_k`` are kept,
@@ -375,8 +375,8 @@ class LLMSelector:
         self.calls = 0
 
     def _ask(self, prompt: str, schema: Mapping[str, Any], name: str) -> Any:
-        from ..._model_types import GenerationParams
         from ..._text import first_json_object
+        from ..._types import GenerationParams
 
         fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
         messages = [{"role": "user", "content": prompt}]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..._model_types import Verdict
+from ..._types import Verdict
 
 #: A fenced block: indentation, tag, body (same shape as the core's code extraction).
 _FENCE = re.compile(r"^([ \t]*)```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$",

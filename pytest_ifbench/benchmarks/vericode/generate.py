@@ -133,8 +133,8 @@ def _selector(args: argparse.Namespace) -> Any:
         return RuleSelector()
     import os
 
-    from ..._cache import ResponseCache
-    from ..._client import ModelClient
+    from ...models.cache import ResponseCache
+    from ...models.client import ModelClient
 
     model = args.judge_model or "local/smollm2"
     extra: dict[str, Any] = {}

@@ -8,7 +8,7 @@ and allowed values, and a deterministic verifier registered as
 
 * 27 are ruff-backed: they declare the rule codes they select and the ruff
   settings their parameters imply (``RuffSpec``), so the ruff checks of many
-  responses run in one ``ruff`` process (``pytest_ifbench._ruff``) and the
+  responses run in one ``ruff`` process (``pytest_ifbench.ruff.check``) and the
   violations are mapped back to each instruction by exact rule code;
 * 3 are response-level (documentation outside the code block) and parse the
   reply: a JSON object, a bullet list or a headed section after the code
@@ -29,10 +29,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._model_types import Verdict
 from ..._params import Param, ParamError
 from ..._registry import RuffSetting
-from ..._ruff import ruff_setting
+from ..._types import Verdict
+from ...ruff.check import ruff_setting
 from .checks import check_bullet_explanation, check_json_explanation, check_section_explanation
 
 CATEGORIES: dict[str, str] = {

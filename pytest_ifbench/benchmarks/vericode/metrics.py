@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._metrics import MetricTable
+from ...reports.metrics import MetricTable
 
 BENCHMARK = "vericode"
 PROTOCOLS = ("single_turn", "multi_turn")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._model_types import Verdict
 from ..._registry import RuffSpec, Verifier
+from ..._types import Verdict
 from .instructions import INSTRUCTIONS, Instruction
 
 

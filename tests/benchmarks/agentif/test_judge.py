@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from pytest_ifbench._client import ModelClient, RetryPolicy
-from pytest_ifbench._judge import JudgeError
-from pytest_ifbench._model_types import CheckSpec, JudgeOmission, Verdict
+from pytest_ifbench._types import CheckSpec, JudgeOmission, Verdict
 from pytest_ifbench.benchmarks.agentif import judge as rubric_judge
 from pytest_ifbench.benchmarks.agentif.judge import JudgeInput, judge_task
 from pytest_ifbench.benchmarks.agentif.materials import Material
+from pytest_ifbench.judges.checklist import JudgeError
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Fault, Reply
 
 FAST = RetryPolicy(max_attempts=1, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=5)

@@ -8,8 +8,8 @@ import statistics
 
 import pytest
 
-from pytest_ifbench._metrics import rubric_score
 from pytest_ifbench.benchmarks.agentif import agreement, metrics
+from pytest_ifbench.reports.metrics import rubric_score
 
 
 def check(cid, kind, points, passed, *, category=None, votes=None, error=None):
@@ -121,7 +121,7 @@ def test_cohen_kappa_and_agreement_cli(tmp_path, capsys):
 
 
 def test_agreement_through_the_ifbench_command(tmp_path):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     (tmp_path / "h.jsonl").write_text('{"question_id": "x", "criterion": "c1", "satisfied": true}\n')
     (tmp_path / "r.json").write_text(json.dumps({"instances": [{"instance": "x", "checks": [

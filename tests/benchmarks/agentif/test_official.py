@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._plugins import default_registry
-from pytest_ifbench._suite import SuiteError, parse_suite
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench.benchmarks.agentif import official
+from pytest_ifbench.suite.format import SuiteError, parse_suite
 from tests._support import write_suite
 
 ROWS = [

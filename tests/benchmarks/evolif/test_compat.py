@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._plugins import build_registry, command_plugin_manager
+from pytest_ifbench._composition import build_registry, command_plugin_manager
 from pytest_ifbench._verify import verify_one
 from pytest_ifbench.benchmarks.evolif.compat import apply_compat
 from pytest_ifbench.benchmarks.evolif.official import suite_data

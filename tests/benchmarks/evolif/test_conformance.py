@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._cli import main
 from pytest_ifbench.benchmarks.evolif.authors_score import dialogue_rec, score
+from pytest_ifbench.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._client import ModelClient, RetryPolicy
-from pytest_ifbench._model_types import CheckSpec, Instance, Turn
-from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._protocols import PROTOCOLS, Runtime
+from pytest_ifbench._types import CheckSpec, Instance, Turn
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
 

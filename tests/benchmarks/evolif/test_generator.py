@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_ifbench._plugins import default_registry
-from pytest_ifbench._suite import parse_suite
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench.benchmarks.evolif import assemble as A
 from pytest_ifbench.benchmarks.evolif import generate as G
 from pytest_ifbench.benchmarks.evolif import realise as R
 from pytest_ifbench.benchmarks.evolif import sampling as S
 from pytest_ifbench.benchmarks.evolif import tracking as T
 from pytest_ifbench.benchmarks.evolif.catalog import GROUPS, PAPER_GROUPS, group_of
+from pytest_ifbench.suite.format import parse_suite
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITES = ROOT / "suites" / "evolif"
@@ -182,7 +182,7 @@ def test_cli_errors(tmp_path, capsys):
 
 
 def test_ifbench_generate_dispatch(tmp_path):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     out = tmp_path / "s.yaml"
     assert main(["generate", "evolif", "synth", "--seed", "1", "--dialogues", "1", "--turns", "4",
@@ -217,7 +217,7 @@ def _first_turn_with(kind: str):
 
 
 def _synthesizer(server, attempts=3, **kw):
-    from pytest_ifbench._client import ModelClient, RetryPolicy
+    from pytest_ifbench.models.client import ModelClient, RetryPolicy
 
     client = ModelClient(model="openai/synth", api_base=server.url,
                          retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_total_wait=1, timeout=5))

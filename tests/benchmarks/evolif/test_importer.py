@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_ifbench._plugins import default_registry
-from pytest_ifbench._suite import SuiteError, parse_suite
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench.benchmarks.evolif import official as I
 from pytest_ifbench.benchmarks.evolif import plugin
+from pytest_ifbench.suite.format import SuiteError, parse_suite
 from tests._support import shared_sample
 
 
@@ -94,7 +94,7 @@ def test_official_sample_converts_unchanged(SAMPLE):
 
 
 def test_import_command_writes_an_equivalent_suite(tmp_path, SAMPLE):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     out = tmp_path / "sample.yaml"
     assert main(["generate", "evolif", "import", str(SAMPLE), "--patience", "2", "--max-tokens", "300",

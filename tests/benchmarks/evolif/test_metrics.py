@@ -132,7 +132,7 @@ def test_group_rates_and_survival():
 
 
 def test_tables_render_and_skip_errors_and_other_benchmarks():
-    from pytest_ifbench._metrics import render_table
+    from pytest_ifbench.reports.metrics import render_table
 
     assert plugin.pytest_ifbench_metrics("vericode", records()) is None
     errored = record("Z", [], status="error")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._params import ParamError
-from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._verify import verify_one
 from pytest_ifbench.benchmarks.evolif import text as T
 from pytest_ifbench.benchmarks.evolif.catalog import GROUPS, group_of
@@ -236,7 +236,7 @@ def test_descriptions_render_the_params():
 
 
 def test_ifbench_verify_takes_official_args_unchanged(tmp_path, capsys):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     cases = [
         {"verifier": "evolif.forbidden", "params": ["mental health"], "response": "mental health"},
@@ -253,7 +253,7 @@ def test_ifbench_verify_takes_official_args_unchanged(tmp_path, capsys):
 
 
 def test_subjective_constraint_through_ifbench_verify_passes_above_six(stub_env, tmp_path, capsys):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
     from pytest_ifbench.testing import Reply
 
     def judge(body):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._verify import verify_one
 from pytest_ifbench.benchmarks.manyih.checks import CHECKERS, check_style
 from pytest_ifbench.benchmarks.manyih.ppi import extract
@@ -267,7 +267,7 @@ def test_unit_tests_setup_and_the_reference_assert_filter():
 
 
 def test_ifbench_verify_checks_any_style_on_any_code(tmp_path):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     reply = "```python\ndef f(x):\n    return x\n```"
     cases = tmp_path / "cases.jsonl"

@@ -17,7 +17,7 @@ def _corpus(name: str) -> tuple[dict, list[dict]]:
 
 
 def _verify(tmp_path: Path, cases: list[dict]) -> list[dict]:
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     source, target = tmp_path / "cases.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps(case) + "\n" for case in cases), encoding="utf-8")
@@ -67,7 +67,7 @@ def test_if_code_checks_match_the_authors_on_every_input(tmp_path):
 
 @pytest.mark.parametrize("official", ["doc_oneline"])
 def test_official_style_ids_are_verifier_ids(official):
-    from pytest_ifbench._plugins import default_registry
+    from pytest_ifbench._composition import default_registry
     from pytest_ifbench._verify import verify_one
 
     registry = default_registry()

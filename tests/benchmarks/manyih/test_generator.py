@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_ifbench._plugins import default_registry
-from pytest_ifbench._suite import load_suite
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench.benchmarks.manyih import generate as generator
 from pytest_ifbench.benchmarks.manyih.compose import load_if_tasks, load_problems
 from pytest_ifbench.benchmarks.manyih.ppi import ordinal_ranks, parse_tags, resolve
 from pytest_ifbench.benchmarks.manyih.styles import STYLES, conflicts
+from pytest_ifbench.suite.format import load_suite
 from tests._support import shared_sample
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ifbench._plugins import default_registry
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._verify import verify_one
 
 

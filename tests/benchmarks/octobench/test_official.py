@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_ifbench._plugins import build_registry, command_plugin_manager
-from pytest_ifbench._suite import parse_suite
+from pytest_ifbench._composition import build_registry, command_plugin_manager
 from pytest_ifbench.benchmarks.octobench import official, taxonomy
 from pytest_ifbench.benchmarks.octobench.generate import main as generate
+from pytest_ifbench.suite.format import parse_suite
 
 DATA = Path(__file__).parent / "data" / "official-sample.jsonl"
 
@@ -123,7 +123,7 @@ def test_generate_import(tmp_path, capsys):
 
 
 def test_suite_yaml_compat_option(tmp_path):
-    from pytest_ifbench._suite import SuiteError
+    from pytest_ifbench.suite.format import SuiteError
 
     path = tmp_path / "octo.yaml"
     text = ("ifbench: 1\nbenchmark: octobench\noptions: {compat: %s}\ninstances:\n  - id: a\n    prompt: hi\n"

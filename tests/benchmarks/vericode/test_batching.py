@@ -19,15 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from pytest_ifbench import _ruff
-from pytest_ifbench._model_types import CheckSpec
-from pytest_ifbench._plugins import default_registry
-from pytest_ifbench._ruff import RuffCheck, plan_runs, ruff_binary
-from pytest_ifbench._ruff_batch import RuffBatcher
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._text import extract_code
+from pytest_ifbench._types import CheckSpec
 from pytest_ifbench._verify import VerifyContext, evaluate
 from pytest_ifbench.benchmarks.vericode.corpus import build_corpus, instruction_sets, random_params
 from pytest_ifbench.benchmarks.vericode.instructions import BY_ID, INSTRUCTIONS
+from pytest_ifbench.ruff import check as _ruff
+from pytest_ifbench.ruff.batch import RuffBatcher
+from pytest_ifbench.ruff.check import RuffCheck, plan_runs, ruff_binary
 
 REGISTRY = default_registry()
 RUFF_BACKED = [i for i in INSTRUCTIONS if i.ruff_backed]

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ifbench._plugins import default_registry
-from pytest_ifbench._suite import load_suite, parse_suite
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench.benchmarks.vericode import generate as gen
 from pytest_ifbench.benchmarks.vericode.augment import (
     RELEVANCE,
@@ -23,6 +22,7 @@ from pytest_ifbench.benchmarks.vericode.augment import (
 )
 from pytest_ifbench.benchmarks.vericode.instructions import BY_ID, conflicting
 from pytest_ifbench.benchmarks.vericode.tasks import TaskFormatError, detect_source, load_tasks
+from pytest_ifbench.suite.format import load_suite, parse_suite
 
 ROOT = Path(__file__).resolve().parents[3]
 REGISTRY = default_registry()
@@ -150,7 +150,7 @@ def test_livevibe_prompts_and_quick_subset():
 
 
 def test_cli_help_and_errors(capsys, tmp_path):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     assert main(["generate", "vericode", "--help"]) == 0
     assert "--selector" in capsys.readouterr().out
@@ -219,7 +219,7 @@ def write_jsonl(path: Path, records) -> Path:
 
 
 def _run_functional(suite, instance_id, code):
-    from pytest_ifbench._model_types import CheckSpec
+    from pytest_ifbench._types import CheckSpec
     from pytest_ifbench._verify import VerifyContext, evaluate
 
     instance = next(i for i in suite.instances if i.id == instance_id)

@@ -14,13 +14,13 @@ import tempfile
 
 import pytest
 
-from pytest_ifbench import _ruff
-from pytest_ifbench._cli import main as cli_main
-from pytest_ifbench._ruff import RuffCheck, RuffError, check_code, check_many, ruff_setting
-from pytest_ifbench._ruff_batch import RuffBatcher
 from pytest_ifbench._text import extract_code
 from pytest_ifbench.benchmarks.vericode.corpus import build_corpus, instruction_sets
 from pytest_ifbench.benchmarks.vericode.instructions import BY_ID
+from pytest_ifbench.cli.main import main as cli_main
+from pytest_ifbench.ruff import check as _ruff
+from pytest_ifbench.ruff.batch import RuffBatcher
+from pytest_ifbench.ruff.check import RuffCheck, RuffError, check_code, check_many, ruff_setting
 
 LONG = "x = 1\nname = '" + "a" * 100 + "'\n"
 
@@ -103,15 +103,15 @@ def test_a_broken_check_errors_alone_and_the_batch_still_holds(processes):
 
 
 def test_a_batch_that_crashes_leaves_each_reply_to_ruff_alone(monkeypatch):
-    from pytest_ifbench import _ruff_batch
-    from pytest_ifbench._plugins import default_registry
+    from pytest_ifbench._composition import default_registry
+    from pytest_ifbench.ruff import batch as _ruff_batch
 
     def crash(items):
         raise TypeError("can only concatenate str (not 'NoneType') to str")  # e.g. a racing sysconfig
 
     monkeypatch.setattr(_ruff_batch, "check_many", crash)
-    from pytest_ifbench._model_types import CheckSpec
-    from pytest_ifbench._ruff_batch import ruff_checks
+    from pytest_ifbench._types import CheckSpec
+    from pytest_ifbench.ruff.batch import ruff_checks
 
     registry = default_registry()
     batcher = RuffBatcher(registry)
@@ -188,7 +188,7 @@ def _suite(n: int) -> str:
 
 CONFTEST = """
 import json, os
-from pytest_ifbench._ruff_batch import RuffBatcher
+from pytest_ifbench.ruff.batch import RuffBatcher
 from pytest_ifbench._state import STATE_KEY
 
 if os.environ.get("IFBENCH_TEST_UNBATCHED"):

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from pytest_ifbench._composition import default_registry
 from pytest_ifbench._params import ParamError
-from pytest_ifbench._plugins import default_registry
 from pytest_ifbench._verify import verify_one
 from pytest_ifbench.benchmarks.vericode.checks import text_after_code
 from pytest_ifbench.benchmarks.vericode.instructions import (
@@ -130,7 +130,7 @@ def test_taxonomy_shape():
 
 
 def test_the_five_published_instructions_match_the_paper():
-    from pytest_ifbench._ruff import enabled_codes
+    from pytest_ifbench.ruff.check import enabled_codes
 
     style_3 = BY_ID["style_3"]
     assert style_3.category == "style" and style_3.select({}) == ("E501",)
@@ -218,7 +218,7 @@ def test_invalid_params_are_rejected(verifier, params, field):
 
 
 def test_ifbench_verify_checks_one_instruction(monkeypatch, capsys):
-    from pytest_ifbench._cli import main
+    from pytest_ifbench.cli.main import main
 
     lines = [
         {"id": "ok", "verifier": "vericode.style_3", "params": {"line_length": 79}, "response": fenced("x = 1\n")},

@@ -16,11 +16,11 @@ from typing import Any
 
 import yaml
 
-from ._model_types import CheckSpec, GenerationParams, Instance, Suite, Turn
-from ._params import ParamError
-from ._registry import Registry, UnknownVerifier
-from ._safe_yaml import LIMITS, YamlLimitError, load_yaml
-from ._text import short_repr
+from .._params import ParamError
+from .._registry import Registry, UnknownVerifier
+from .._text import short_repr
+from .._types import CheckSpec, GenerationParams, Instance, Suite, Turn
+from .safe_yaml import LIMITS, YamlLimitError, load_yaml
 
 SUITE_VERSION = 1
 #: Ids must survive ``pytest path::id`` and ``-k``: no spaces, brackets or "::".
@@ -381,7 +381,7 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
                      f"expected an int from 1 to {MAX_PATIENCE}, got {short_repr(options['patience'])}")
     environment = _environment(r, merged.get("environment"), root)
     if protocol == "agent":
-        from .agents.options import OptionError, agent_options
+        from ..agents.options import OptionError, agent_options
 
         try:
             agent_options(options)

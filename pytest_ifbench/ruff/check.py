@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ._registry import RuffSetting
-from ._ruff_rules_store import RuleStore
+from .._registry import RuffSetting
+from .rules_store import RuleStore
 
 #: Rules ruff refuses to enable together (it silently drops one).
 INCOMPATIBLE = (("D203", "D211"), ("D212", "D213"))

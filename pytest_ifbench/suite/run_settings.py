@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ._model_types import Suite
+from .._types import Suite
 
 #: Flag destination -> ``generation`` field.
 _FLAGS = {"ifbench_temperature": "temperature", "ifbench_max_tokens": "max_tokens",
@@ -28,7 +28,7 @@ _SHOWN = ("temperature", "max_tokens", "reasoning_effort", "top_p", "seed", "sam
 
 
 def add_options(group: Any) -> None:
-    from ._suite import REASONING_EFFORTS
+    from .format import REASONING_EFFORTS
 
     group.addoption("--ifbench-temperature", dest="ifbench_temperature", type=float, default=None, metavar="T",
                     help="sampling temperature for every instance (overrides the suites' generation.temperature)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._jsonl import JsonlError, iter_jsonl
+from ..suite.jsonl import JsonlError, iter_jsonl
 
 
 class ResponsesError(ValueError):

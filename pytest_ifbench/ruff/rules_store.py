@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ._user_cache import user_cache_dir, write_atomically
+from .._user_cache import user_cache_dir, write_atomically
 
 
 class RuleStore:

@@ -30,7 +30,7 @@ import pytest
 from syrupy.exceptions import SnapshotDoesNotExist
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from ._collect import CheckFailed, InstanceItem, failure_message
+from .._collect import CheckFailed, InstanceItem, failure_message
 
 #: Format of the stored payload: ``{"ifbench_baseline": 1, "model", ["judges"], "checks": {id: {"passed", ["rate"]}}}``.
 PAYLOAD_FORMAT = 1

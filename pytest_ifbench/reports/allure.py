@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._allure_render import (
+from .._redact import redact
+from .allure_render import (
     allurerc,
     categories,
     check_title,
@@ -55,10 +56,9 @@ from ._allure_render import (
     spec_prompt,
     step_title,
 )
-from ._redact import redact
 
 if TYPE_CHECKING:
-    from ._verify import CheckOutcome
+    from .._verify import CheckOutcome
 
 _TIMEOUT = re.compile(r"\(limit: timeout\)|\btimeout: |wall-clock timeout", re.IGNORECASE)
 _ERROR_MAX = 20_000
@@ -136,7 +136,7 @@ class AllureReporter:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        from ._collect import InstanceItem
+        from .._collect import InstanceItem
 
         if not isinstance(item, InstanceItem):
             return
@@ -194,7 +194,7 @@ class AllureReporter:
 
     def _attachments(self, item: pytest.Item, record: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         """(name, text, extension) of every attachment of a verified instance, not yet redacted."""
-        from ._text import extract_code
+        from .._text import extract_code
 
         out: list[tuple[str, str, str]] = []
         turns = record.get("turns") or []
@@ -205,8 +205,8 @@ class AllureReporter:
             out.append(("trajectory", render_trajectory(turns), "txt"))
         agent = record.get("agent")
         if agent and agent.get("trajectory"):  # the agent's run, step by step, as the judge read it
-            from .agents.trajectory import Trajectory
-            from .agents.transcript import render_transcript
+            from ..agents.trajectory import Trajectory
+            from ..agents.transcript import render_transcript
 
             header = (f"runner: {agent.get('runner')}  stopped: {agent.get('stop_reason')}  "
                       f"steps: {agent.get('steps')}\n\n")
@@ -427,7 +427,7 @@ class AllureReporter:
     def _environment(self) -> dict[str, str]:
         from importlib.metadata import PackageNotFoundError, version
 
-        from ._version import __version__
+        from .._version import __version__
 
         config = self.config
         state = config.stash.get(_state_key(), None)
@@ -456,6 +456,6 @@ class AllureReporter:
 
 
 def _state_key() -> Any:
-    from ._state import STATE_KEY
+    from .._state import STATE_KEY
 
     return STATE_KEY

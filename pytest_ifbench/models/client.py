@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._cache import ResponseCache, cache_key
-from ._model_types import GenerationParams
-from ._openai_compat import DirectTransport, direct_route
-from ._redact import redact
-from ._text import strip_reasoning
+from .._redact import redact
+from .._text import strip_reasoning
+from .._types import GenerationParams
+from .cache import ResponseCache, cache_key
+from .openai_compat import DirectTransport, direct_route
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _litellm: Any = None
@@ -65,7 +65,7 @@ def _configured_litellm() -> Any:
     litellm.telemetry = False
     litellm.drop_params = True
     litellm.suppress_debug_info = True
-    from ._local_model import register_local_provider
+    from .local import register_local_provider
 
     register_local_provider(litellm)
     return litellm

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ._client import Completion, ModelCallError, ModelClient
-from ._model_types import CheckSpec, GenerationParams, Verdict
-from ._registry import Registry
-from ._text import first_json_object
+from .._registry import Registry
+from .._text import first_json_object
+from .._types import CheckSpec, GenerationParams, Verdict
+from ..models.client import Completion, ModelCallError, ModelClient
 
 JUDGE_PARAMS = GenerationParams(temperature=0.0, max_tokens=1024)
 

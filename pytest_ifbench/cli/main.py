@@ -26,9 +26,9 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
-    from ._client import ModelClient
-    from ._model_types import Verdict
-    from ._registry import Registry
+    from .._registry import Registry
+    from .._types import Verdict
+    from ..models.client import ModelClient
 
 #: Exit code for a bad command line or an unusable input (argparse's convention).
 USAGE_ERROR = 2
@@ -168,7 +168,7 @@ def _agents_parser(commands: Any) -> None:
 
 def _generators() -> dict[str, Any]:
     """``ifbench generate`` commands of the installed benchmark plugins, by name."""
-    from ._plugins import command_plugin_manager, generators
+    from .._composition import command_plugin_manager, generators
 
     return generators(command_plugin_manager().hook)
 
@@ -225,7 +225,7 @@ def _registry(plugins: Sequence[str]) -> Registry:
     """The core's and the installed benchmarks' verifiers, plus those of each ``--plugin`` module."""
     from importlib import import_module
 
-    from ._plugins import build_registry, command_plugin_manager
+    from .._composition import build_registry, command_plugin_manager
 
     modules = []
     for name in plugins:
@@ -262,10 +262,10 @@ class _Judges:
         if self._clients is None:
             import os
 
-            from ._client import ModelClient
+            from ..models.client import ModelClient
 
             if any(m.startswith("local/") for m in self.models):
-                from ._local_model import local_model_problem
+                from ..models.local import local_model_problem
 
                 problem = local_model_problem()
                 if problem:
@@ -285,9 +285,9 @@ class _Judges:
                 response: str) -> Verdict:
         import asyncio
 
-        from ._client import ModelCallError
-        from ._judge import JudgeError, judge_checks
-        from ._model_types import CheckSpec
+        from .._types import CheckSpec
+        from ..judges.checklist import JudgeError, judge_checks
+        from ..models.client import ModelCallError
 
         clients = self.clients()
         check = CheckSpec(id="case", verifier=verifier_id, params=params)
@@ -303,7 +303,7 @@ class _Judges:
 
     def close(self) -> None:
         if self._runner is not None:
-            from ._openai_compat import close_sessions
+            from ..models.openai_compat import close_sessions
 
             self._runner.run(close_sessions())  # the direct path's connections live on this loop
             self._runner.close()
@@ -312,9 +312,9 @@ class _Judges:
 
 def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[str, Any], Verdict]:
     """Parse and verify one input line; raise :class:`_CaseError` when it cannot be verified."""
-    from ._params import ParamError
-    from ._registry import UnknownVerifier
-    from ._verify import verify_one
+    from .._params import ParamError
+    from .._registry import UnknownVerifier
+    from .._verify import verify_one
 
     case = _json_line(line)
     if not isinstance(case, dict):
@@ -369,7 +369,7 @@ def _verify(args: argparse.Namespace) -> int:
                 sink = stack.enter_context(open(args.output, "w", encoding="utf-8"))
             except OSError as exc:
                 raise _Usage(f"--out {args.output}: cannot write: {exc.strerror or exc}") from None
-        from ._ruff_batch import batch_verify_cases
+        from ..ruff.batch import batch_verify_cases
 
         number = 0
         # Read ahead a chunk at a time: the ruff-backed cases of a chunk share ruff processes, memory
@@ -426,7 +426,7 @@ def _result_line(result: dict[str, Any]) -> str:
 
 
 def _default_judges() -> list[str]:
-    from ._local_model import DEFAULT_LOCAL_MODEL
+    from ..models.local import DEFAULT_LOCAL_MODEL
 
     return [DEFAULT_LOCAL_MODEL]
 
@@ -440,7 +440,7 @@ def _score(args: argparse.Namespace, extra: list[str]) -> int:
 
     import pytest
 
-    from ._responses import ResponsesError, load_responses
+    from ..models.recorded import ResponsesError, load_responses
 
     if args.responses is None and not args.trajectories:
         print("ifbench score: error: give --responses, --trajectories or both", file=sys.stderr)
@@ -477,7 +477,7 @@ def _screen_responses(path: Any) -> list[str] | None:
     """None when every line of the responses file is usable, else the usable lines, each
     unusable one reported on stderr as ``FILE:LINE: reason``. Raises ``ResponsesError``
     when the file cannot be read or no line is usable (then nothing could be scored)."""
-    from ._responses import ResponsesError
+    from ..models.recorded import ResponsesError
 
     try:
         raw = path.read_bytes()
@@ -560,7 +560,7 @@ def _list_verifiers(args: argparse.Namespace) -> int:
 def _agents(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .agents.cli import AGENT_CLIS, agents_dir, cli_problem, install
+    from ..agents.cli import AGENT_CLIS, agents_dir, cli_problem, install
 
     directory = Path(args.dir).absolute() if args.dir else agents_dir()
     if args.action == "install":

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._redact import redact
+from .._redact import redact
 
 CACHE_FORMAT = 1
 

@@ -19,7 +19,7 @@ Failures: a reply that is not the JSON asked for (no JSON, truncated JSON, a ``f
 ``length``, no ``checks`` list, a result outside the three) gets ONE repair turn, then raises
 :class:`~._judge.JudgeError` (the instance errors). A failing call -- a context-window error included --
 raises ``JudgeError`` too: never a silent zero. A check a judge leaves out of its answer gets a
-:class:`~._model_types.JudgeOmission` (an error outcome on that check only).
+:class:`~pytest_ifbench._types.JudgeOmission` (an error outcome on that check only).
 
 Panels: every judge answers on its own. A check's verdict keeps each judge's answer in
 ``details["judges"]`` (``{judge, result, passed, applicable, reasoning}``, the shape the metrics read per
@@ -38,10 +38,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._client import Completion, ModelClient
-from ._judge import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
-from ._model_types import CheckSpec, JudgeOmission, Verdict
-from ._registry import Registry
+from .._registry import Registry
+from .._types import CheckSpec, JudgeOmission, Verdict
+from ..models.client import Completion, ModelClient
+from .checklist import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
 
 RESULTS = ("success", "fail", "not_applicable")
 _ALIASES = {"pass": "success", "passed": "success", "failed": "fail", "failure": "fail",

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._verify import CheckOutcome
+    from .._verify import CheckOutcome
 
 #: Category tags that start a test's status message, and the Allure categories matching them.
 CATEGORIES: list[dict[str, Any]] = [
@@ -122,7 +122,7 @@ def render_judges(checks: Sequence[Mapping[str, Any]]) -> str:
 
 def render_evidence(outcome: CheckOutcome) -> str:
     """Everything known about one failed check: the failure message, then its details."""
-    from ._collect import failure_message
+    from .._collect import failure_message
 
     text = failure_message(outcome)
     verdict = outcome.verdict

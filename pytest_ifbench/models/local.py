@@ -90,7 +90,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ._local_tools import (
+from .local_tools import (
     _branch,
     _calls_so_far,
     _plan_schema,

@@ -25,7 +25,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from ._user_cache import user_cache_dir, write_atomically
+from .._user_cache import user_cache_dir, write_atomically
 
 #: Files kept in the folder; writing one more removes the least recently written.
 MAX_ENTRIES = 200

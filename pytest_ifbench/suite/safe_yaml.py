@@ -27,7 +27,7 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
-from . import _yaml_cache
+from . import yaml_cache as _yaml_cache
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

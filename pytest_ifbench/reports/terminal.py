@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ._metrics import MetricTable, core_tables, render_table
-from ._run_settings import judge_warning, settings_lines
+from ..suite.run_settings import judge_warning, settings_lines
+from .metrics import MetricTable, core_tables, render_table
 
 
 def benchmark_tables(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> dict[str, list[MetricTable]]:
@@ -27,7 +27,7 @@ def benchmark_tables(config: pytest.Config, records: Sequence[Mapping[str, Any]]
 
 
 def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> list[str]:
-    from ._state import STATE_KEY
+    from .._state import STATE_KEY
 
     state = config.stash[STATE_KEY]
     lines = [f"model: {state.model_name}    judges: {', '.join(state.judge_names)}"]

@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._redact import redact
-from ._version import __version__
+from .._redact import redact
+from .._version import __version__
 
 if TYPE_CHECKING:
-    from ._model_types import Instance
-    from ._protocols import Episode
-    from ._registry import Registry
-    from ._verify import CheckOutcome
+    from .._protocols import Episode
+    from .._registry import Registry
+    from .._types import Instance
+    from .._verify import CheckOutcome
 
 RESULTS_FORMAT = 1
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from ._plugins import BenchmarkLoadWarning
-from ._safe_yaml import LIMITS, within_limits
-from ._suite import SuiteError
+from .._composition import BenchmarkLoadWarning
+from .format import SuiteError
+from .safe_yaml import LIMITS, within_limits
 
 
 class SuiteImportWarning(BenchmarkLoadWarning):

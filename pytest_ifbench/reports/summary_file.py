@@ -33,8 +33,8 @@ from typing import Any
 
 import pytest
 
-from ._metrics import COLUMNS, Aggregate, MetricTable, instance_passed_share
-from ._run_settings import judge_warning, settings_lines
+from ..suite.run_settings import judge_warning, settings_lines
+from .metrics import COLUMNS, Aggregate, MetricTable, instance_passed_share
 
 FORMATS = (".md", ".html")
 _START_KEY = pytest.StashKey[float]()
@@ -83,7 +83,7 @@ def pytest_sessionfinish(session: pytest.Session):
     config = session.config
     if hasattr(config, "workerinput"):
         return result
-    from ._state import RECORDS_KEY
+    from .._state import RECORDS_KEY
 
     records = list(config.stash.get(RECORDS_KEY, {}).values())
     path = summary_path(config)
@@ -225,7 +225,7 @@ def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], p
     plots_dir = path.with_suffix("")
     doc = build_document(config, records, path.parent, plots_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from ._redact import redact
+    from .._redact import redact
 
     text = redact(doc.html("pytest-ifbench summary") if html_format else doc.markdown())
     tmp = path.with_name(path.name + ".tmp")
@@ -236,9 +236,9 @@ def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], p
 
 def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], base: Path,
                    plots_dir: Path) -> Document:
-    from ._state import STATE_KEY
-    from ._summary import benchmark_tables
-    from ._version import __version__
+    from .._state import STATE_KEY
+    from .._version import __version__
+    from .terminal import benchmark_tables
 
     records = sorted(records, key=lambda r: r["nodeid"])
     state = config.stash.get(STATE_KEY, None)
@@ -287,7 +287,7 @@ def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], 
         if problems:
             doc.bullets(problems)
 
-    from ._baseline import overview, overview_lines
+    from .baseline import overview, overview_lines
 
     baseline = overview(config)
     if baseline is not None:
@@ -396,7 +396,7 @@ def plot_inputs_key(benchmark: str, records: Sequence[Mapping[str, Any]]) -> str
     import hashlib
     import json
 
-    from ._version import __version__
+    from .._version import __version__
 
     def lean(mapping: Any) -> Any:
         return {k: v for k, v in mapping.items() if k not in _VOLATILE} if isinstance(mapping, Mapping) else mapping

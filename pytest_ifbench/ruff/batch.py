@@ -24,10 +24,10 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from ._model_types import CheckSpec
-from ._registry import Registry
-from ._ruff import RuffCheck, RuffError, Violation, check_many
-from ._text import extract_code
+from .._registry import Registry
+from .._text import extract_code
+from .._types import CheckSpec
+from .check import RuffCheck, RuffError, Violation, check_many
 
 #: The results of one reply's ruff checks: violations (or the error) per check key.
 RuffResults = dict[str, "list[Violation] | RuffError"]

@@ -1,0 +1,1 @@
+"""The ``ifbench`` command, one module per subcommand."""

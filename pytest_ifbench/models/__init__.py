@@ -1,0 +1,1 @@
+"""Model access: clients, providers, the response cache, background generation, the embedded model."""

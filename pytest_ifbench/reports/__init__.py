@@ -1,0 +1,1 @@
+"""Reporting: result records, metrics, the terminal summary, the summary file, Allure, baselines."""
