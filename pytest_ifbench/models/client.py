@@ -19,7 +19,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +114,8 @@ class RetryPolicy:
     #: Cap on the sum of all waits for one call; past it the call fails.
     max_total_wait: float = 300.0
     timeout: float = 600.0
+    #: How a wait between attempts is spent; tests pass a recorder instead of really sleeping.
+    sleep: Callable[[float], Awaitable[object]] = field(default=asyncio.sleep, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -432,4 +434,4 @@ class ModelClient:
                     ) from None
                 self.stats.retries += 1
                 waited += delay
-                await asyncio.sleep(delay)
+                await self.retry.sleep(delay)
