@@ -75,12 +75,32 @@ def test_keep_think(stub_env):
     assert complete(client(stub_env, strip_think=False)).text == "<think>x</think>y"
 
 
+def recording_sleep(waits: list[float]):
+    """A ``RetryPolicy.sleep`` that records each wait instead of spending it."""
+    async def sleep(delay: float) -> None:
+        waits.append(delay)
+
+    return sleep
+
+
 def test_429_honours_retry_after(stub_env):
     stub_env.inject_faults(Fault(kind="status", status=429, retry_after=1.0))
-    start = time.perf_counter()
-    result = complete(client(stub_env))
-    assert time.perf_counter() - start >= 1.0, "Retry-After: 1 must be waited out"
+    waits: list[float] = []
+    retry = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.2, max_total_wait=10, timeout=2,
+                        sleep=recording_sleep(waits))
+    result = complete(client(stub_env, retry=retry))
+    assert waits == [1.0], "Retry-After: 1 must be waited out (the backoff alone is at most 0.05 s)"
     assert result.attempts == 2 and stub_env.calls == 2
+
+
+def test_backoff_waits_go_through_the_policy_sleep(stub_env):
+    stub_env.inject_faults(*[Fault(kind="status", status=500)] * 3)
+    waits: list[float] = []
+    retry = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.08, max_total_wait=10, timeout=2,
+                        sleep=recording_sleep(waits))
+    result = complete(client(stub_env, retry=retry))
+    assert result.attempts == 4 and len(waits) == 3
+    assert all(0 <= wait <= bound for wait, bound in zip(waits, (0.05, 0.08, 0.08), strict=True))
 
 
 @pytest.mark.parametrize("fault", [
