@@ -34,7 +34,6 @@ MAX_CODE_LINES = 25
 BATCHES = 4
 SUBPROCESS_TIMEOUT_S = 10
 PER_PROBLEM_LIMIT_S = 2.0
-REFERENCE_BUDGET_S = 1.0
 
 FIELDS = {"id", "text", "signature", "entry_point", "test_list", "reference_code"}
 
@@ -322,7 +321,6 @@ def test_reference_solution_passes(problem, reference_results):
     ]
     assert not failures, failures
     assert len(record["asserts"]) == len(problem["test_list"])
-    assert record["elapsed"] < REFERENCE_BUDGET_S, record["elapsed"]
 
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
