@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
 from .._params import Param, ParamError
 from .._types import Verdict
+from ._patterns import DOTALL, IGNORECASE, MULTILINE, VERBOSE, BoundedPattern, compile_pattern
 
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_FLAGS = {"i": IGNORECASE, "m": MULTILINE, "s": DOTALL, "x": VERBOSE}
 
 
-def _compile(params) -> re.Pattern[str]:
+def _compile(params) -> BoundedPattern:
     flags = 0
     for letter in params["flags"]:
         if letter not in _FLAGS:
             raise ParamError("flags", f"unknown regex flag {letter!r} (use i, m, s, x)")
         flags |= _FLAGS[letter]
-    try:
-        return re.compile(params["pattern"], flags)
-    except re.error as exc:
-        raise ParamError("pattern", f"invalid regular expression: {exc}") from None
+    return compile_pattern(params["pattern"], flags)
 
 
 def _validate(params) -> None:

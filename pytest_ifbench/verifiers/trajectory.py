@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from .._params import Param, ParamError
 from .._registry import Verifier
 from .._types import Verdict
 from ..agents.trajectory import strings_in
+from ._patterns import MULTILINE, BoundedPattern, compile_pattern
 from ._unicode import LANGUAGES, LATIN_LANGUAGES, SCRIPT_LANGUAGES, find_emoji, language_shares
 
 SCOPES = ("final", "assistant", "all")
@@ -52,7 +52,7 @@ def _arguments_text(call: Any) -> str:
     return str(call.call["function"].get("arguments") or "")
 
 
-def _matches(pattern: re.Pattern[str] | None, call: Any) -> bool:
+def _matches(pattern: BoundedPattern | None, call: Any) -> bool:
     """The pattern occurs in the arguments' JSON text or in one of its decoded strings (escapes hide nothing)."""
     if pattern is None:
         return True
@@ -83,13 +83,10 @@ def _tool_list(params: Any) -> Any:
     return params
 
 
-def _regex(params: Mapping[str, Any], name: str) -> re.Pattern[str] | None:
+def _regex(params: Mapping[str, Any], name: str) -> BoundedPattern | None:
     if params.get(name) is None:
         return None
-    try:
-        return re.compile(params[name], re.MULTILINE)
-    except re.error as exc:
-        raise ParamError(name, f"invalid regular expression: {exc}") from None
+    return compile_pattern(params[name], MULTILINE, param=name)
 
 
 def _check_called(params: Mapping[str, Any]) -> None:

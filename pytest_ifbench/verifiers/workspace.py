@@ -9,7 +9,6 @@ left cannot point a check outside the workspace. Paths are relative to the works
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from .._params import Param, ParamError
 from .._registry import Verifier
 from .._types import Verdict
+from ._patterns import MULTILINE, compile_pattern
 
 #: Seconds a file test or read may take.
 FILE_TIMEOUT = 30.0
@@ -64,10 +64,7 @@ def _check_contains(params: Mapping[str, Any]) -> None:
     if (params["text"] is None) == (params["pattern"] is None):
         raise ParamError("text", "give exactly one of text and pattern")
     if params["pattern"] is not None:
-        try:
-            re.compile(params["pattern"], re.MULTILINE)
-        except re.error as exc:
-            raise ParamError("pattern", f"invalid regular expression: {exc}") from None
+        compile_pattern(params["pattern"], MULTILINE)
 
 
 def file_contains(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
@@ -83,7 +80,7 @@ def file_contains(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     body = result.stdout or ""
     cut = result.limit == "output" or len(body.encode("utf-8", "replace")) > cap
     if params["pattern"] is not None:
-        match = re.search(params["pattern"], body, re.MULTILINE)
+        match = compile_pattern(params["pattern"], MULTILINE).search(body)
         start, shown = (match.start(), match.group(0)) if match else (-1, "")
         what = f"/{params['pattern']}/"
     else:
@@ -99,10 +96,7 @@ def file_contains(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
 
 def _check_command(params: Mapping[str, Any]) -> None:
     if params["stdout_pattern"] is not None:
-        try:
-            re.compile(params["stdout_pattern"], re.MULTILINE)
-        except re.error as exc:
-            raise ParamError("stdout_pattern", f"invalid regular expression: {exc}") from None
+        compile_pattern(params["stdout_pattern"], MULTILINE, param="stdout_pattern")
 
 
 def workspace_command(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
@@ -117,7 +111,7 @@ def workspace_command(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict
         limit = f"; the sandbox reported the {result.limit} limit" if result.limit else ""
         problems.append(f"exit {result.returncode} (expected {params['exit_code']}){limit}")
     pattern = params["stdout_pattern"]
-    if pattern is not None and not re.search(pattern, result.stdout or "", re.MULTILINE):
+    if pattern is not None and not compile_pattern(pattern, MULTILINE).search(result.stdout or ""):
         problems.append(f"stdout does not match /{pattern}/")
     evidence = "; ".join(problems) or f"exit {result.returncode}" + (f", stdout matches /{pattern}/" if pattern else "")
     evidence += f"\nstdout: {_tail(result.stdout, 600)}" if result.stdout else ""
