@@ -84,7 +84,7 @@ def test_verify_reads_bad_bytes_from_stdin(tmp_path, capsys, monkeypatch):
 def test_verify_internal_error_exits_3_not_1(tmp_path, capsys, monkeypatch):
     path = tmp_path / "cases.jsonl"
     path.write_bytes(_case("hello") + b"\n")
-    monkeypatch.setattr("pytest_ifbench.cli.main._verify_case", lambda *a: 1 / 0)
+    monkeypatch.setattr("pytest_ifbench.cli.verify._verify_case", lambda *a: 1 / 0)
     assert main(["verify", "--in", str(path)]) == INTERNAL_ERROR == 3
     assert "ifbench verify: internal error: ZeroDivisionError" in capsys.readouterr().err
 

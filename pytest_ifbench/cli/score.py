@@ -1,0 +1,140 @@
+"""``ifbench score --suite X.yaml --responses R.jsonl``: score pre-generated responses.
+
+Runs pytest in-process (same items, metrics and results file as a normal run)
+without calling the model under test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .errors import CaseError
+from .lines import json_line, text_line
+
+_SCORE_DESCRIPTION = """\
+Score pre-generated responses against suites without calling the model
+under test. Runs pytest in-process with --ifbench-responses, so items,
+subtests, metrics and the results file are those of a normal run.
+Responses are JSONL lines {"id": "<instance id>", "response": "..."}
+(or "responses": [...] with one reply per turn). A line that cannot be
+used (not UTF-8, not JSON, not such an object, a repeated id) is reported
+on stderr as "FILE:LINE: ..." and left out; the other lines are scored.
+An instance without a recorded response errors with "no recorded
+response for instance ...".
+Judged checks still call the judge (--judge-model after "--")."""
+
+_SCORE_EPILOG = """\
+Arguments after "--" are passed to pytest unchanged (e.g. -- -q -k name).
+exit status: pytest's, unchanged: 0 all instances passed, 1 some checks
+failed or some instances errored, 2 interrupted, 3 internal error (also
+when ifbench itself fails before pytest runs), 4 usage error (e.g. an
+unreadable responses file, or one without a usable line), 5 no instances
+collected."""
+
+
+def add_parser(commands: Any) -> None:
+    score = commands.add_parser(
+        "score", help="score pre-generated responses against suites (runs pytest)",
+        usage="ifbench score [-h] --suite FILE [--suite FILE ...] (--responses JSONL | --trajectories PATH ...)\n"
+              "                     [--results FILE] [-- PYTEST_ARGS ...]",
+        description=_SCORE_DESCRIPTION, epilog=_SCORE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    score.add_argument("--suite", dest="suites", action="append", required=True, metavar="FILE",
+                       help="suite file (or directory of suites); repeatable")
+    score.add_argument("--responses", default=None, metavar="JSONL",
+                       help="pre-generated responses, one JSON object per line")
+    score.add_argument("--trajectories", action="append", default=[], metavar="PATH",
+                       help="recorded agent trajectories for agent instances (files or folders: ours, normalized "
+                            "JSONL, or raw proxy logs, the authors' included); repeatable; no agent is run")
+    score.add_argument("--results", default="ifbench-results.json", metavar="FILE",
+                       help="results JSON file (default: ifbench-results.json; '' to skip)")
+    score.set_defaults(run=run, takes_pytest_args=True)
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    """pytest's exit code for the suites; ``extra`` (after ``--``) goes to pytest unchanged."""
+    from pathlib import Path
+    from tempfile import TemporaryDirectory
+
+    import pytest
+
+    from ..models.recorded import ResponsesError, load_responses
+
+    if args.responses is None and not args.trajectories:
+        print("ifbench score: error: give --responses, --trajectories or both", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    usable = None
+    if args.responses is not None:
+        try:  # fail early, one line per unusable line, rather than inside pytest's configure
+            usable = _screen_responses(Path(args.responses))
+        except ResponsesError as exc:
+            print(f"ifbench score: error: {exc}", file=sys.stderr)
+            return int(pytest.ExitCode.USAGE_ERROR)
+    for path in args.trajectories:
+        if not Path(path).exists():
+            print(f"ifbench score: error: --trajectories {path}: no such file or folder", file=sys.stderr)
+            return int(pytest.ExitCode.USAGE_ERROR)
+    with TemporaryDirectory(prefix="ifbench-score-") as scratch:
+        recorded: list[str] = []
+        if args.responses is not None:
+            responses = args.responses
+            if usable is not None:  # some lines were left out: pytest reads the usable ones
+                clean = Path(scratch) / Path(args.responses).name
+                clean.write_text("".join(line.rstrip("\r\n") + "\n" for line in usable), encoding="utf-8")
+                load_responses(clean)  # pytest's own rules; disagreeing with the screen is a bug (exit 3)
+                responses = str(clean)
+            recorded += ["--ifbench-responses", responses]
+        for path in args.trajectories:
+            recorded += ["--ifbench-recorded-trajectories", path]
+        code = pytest.main([*args.suites, *recorded, "--ifbench-results", args.results, "-p", "no:cacheprovider",
+                            *extra])
+    return int(code)
+
+
+def _screen_responses(path: Any) -> list[str] | None:
+    """None when every line of the responses file is usable, else the usable lines, each
+    unusable one reported on stderr as ``FILE:LINE: reason``. Raises ``ResponsesError``
+    when the file cannot be read or no line is usable (then nothing could be scored)."""
+    from ..models.recorded import ResponsesError
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ResponsesError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    usable: list[str] = []
+    seen: set[str] = set()
+    bad = 0
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = text_line(line)
+            replies_id = _response_id(json_line(text))
+            if replies_id in seen:
+                raise CaseError(f"duplicate id {replies_id!r} (the first one is kept)")
+        except CaseError as exc:
+            bad += 1
+            print(f"ifbench score: error: {path}:{number}: {exc}", file=sys.stderr)
+            continue
+        seen.add(replies_id)
+        usable.append(text)
+    if not usable:
+        raise ResponsesError(f"{path}: no usable line" + (f" ({bad} unusable, reported above)" if bad else ""))
+    return usable if bad else None
+
+
+def _response_id(entry: Any) -> str:
+    """The instance id of one responses line, or :class:`CaseError` saying what is wrong with it."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        raise CaseError('expected an object with a string "id"')
+    if "responses" in entry:
+        replies = entry["responses"]
+        if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
+            raise CaseError('"responses" must be a list of strings')
+    elif not isinstance(entry.get("response"), str):
+        raise CaseError('needs "response" (string) or "responses" (list)')
+    return entry["id"]
+

@@ -1,0 +1,227 @@
+"""``ifbench verify --in cases.jsonl``: one verifier per JSONL line, one JSON verdict per line.
+
+Judged verifiers call the judge panel, built on the first judged case; litellm is
+imported only then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING, Any
+
+from .errors import CaseError, UsageError
+from .lines import json_line, text_line
+from .plugin_option import add_plugin_option, registry_with_plugins
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .._registry import Registry
+    from .._types import Verdict
+    from ..models.client import ModelClient
+
+_VERIFY_DESCRIPTION = """\
+Verify single texts against one verifier each, without a suite.
+
+Each non-blank input line is a JSON object
+  {"verifier": "<id>", "params": {...}, "response": "<text>"}
+("params" is optional; "task" optionally gives judged verifiers the task
+the response answers; "id" is echoed back). One JSON line is written per
+case, in input order:
+  {"passed": true|false, "evidence": "...", "details": {...}}
+or, when the case cannot be verified (malformed line, unknown verifier,
+invalid params, verifier or judge failure):
+  {"passed": null, "error": "line N: ..."}
+"""
+
+_VERIFY_EPILOG = """\
+A line that cannot be read (not UTF-8, not JSON, an integer over 4,300
+digits, nesting too deep for the parser) gets its own error line; the
+other lines are still verified.
+exit status: 0 when every case was verified (passed or failed),
+1 when at least one case errored, 2 on a usage error, 3 on an internal
+error (a bug in ifbench or a plugin: please report it)."""
+
+
+def add_parser(commands: Any) -> None:
+    verify = commands.add_parser(
+        "verify", help="verify JSONL cases (one verifier per text)",
+        description=_VERIFY_DESCRIPTION, epilog=_VERIFY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verify.add_argument("--in", dest="input", required=True, metavar="FILE",
+                        help="JSONL cases to verify ('-' reads standard input)")
+    verify.add_argument("--out", dest="output", default=None, metavar="FILE",
+                        help="write the JSONL verdicts here (default: standard output)")
+    verify.add_argument("--judge-model", dest="judge_models", action="append", default=None, metavar="MODEL",
+                        help="litellm model for judged verifiers; repeat for a panel (default: local/smollm2)")
+    verify.add_argument("--api-base", dest="api_base", default=None, metavar="URL",
+                        help="base URL of an OpenAI-compatible server for the judges")
+    add_plugin_option(verify)
+    verify.set_defaults(run=run)
+
+
+class _Judges:
+    """The judge panel, built on the first judged case; one event loop for all judge calls."""
+
+    def __init__(self, models: Sequence[str], api_base: str | None) -> None:
+        self.models = list(models)
+        self.api_base = api_base
+        self._clients: list[ModelClient] | None = None
+        self._runner: asyncio.Runner | None = None
+
+    def clients(self) -> list[ModelClient]:
+        if self._clients is None:
+            import os
+
+            from ..models.client import ModelClient
+
+            if any(m.startswith("local/") for m in self.models):
+                from ..models.local import local_model_problem
+
+                problem = local_model_problem()
+                if problem:
+                    raise CaseError(f"judge {self.models[0]!r} cannot run: {problem}")
+            clients = []
+            for model in self.models:
+                extra: dict[str, Any] = {}
+                if self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+                    extra["api_key"] = "no-key"  # self-hosted OpenAI-compatible servers rarely need one
+                clients.append(ModelClient(
+                    model=model, api_base=None if model.startswith("local/") else self.api_base, extra=extra,
+                ))
+            self._clients = clients
+        return self._clients
+
+    def verdict(self, registry: Registry, verifier_id: str, params: dict[str, Any], task: str,
+                response: str) -> Verdict:
+        import asyncio
+
+        from .._types import CheckSpec
+        from ..judges.checklist import JudgeError, judge_checks
+        from ..models.client import ModelCallError
+
+        clients = self.clients()
+        check = CheckSpec(id="case", verifier=verifier_id, params=params)
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        try:
+            verdicts, _ = self._runner.run(judge_checks(clients, registry, task, response, [check]))
+        except (JudgeError, ModelCallError) as exc:
+            raise CaseError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
+            raise CaseError(f"judging failed: {type(exc).__name__}: {exc}") from None
+        return verdicts["case"]
+
+    def close(self) -> None:
+        if self._runner is not None:
+            from ..models.openai_compat import close_sessions
+
+            self._runner.run(close_sessions())  # the direct path's connections live on this loop
+            self._runner.close()
+            self._runner = None
+
+
+def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[str, Any], Verdict]:
+    """Parse and verify one input line; raise :class:`CaseError` when it cannot be verified."""
+    from .._params import ParamError
+    from .._registry import UnknownVerifier
+    from .._verify import verify_one
+
+    case = json_line(line)
+    if not isinstance(case, dict):
+        raise CaseError(f'expected a JSON object with "verifier" and "response", got {type(case).__name__}')
+    echo = {"id": case["id"]} if "id" in case else {}
+    for key in ("verifier", "response"):
+        if key not in case:
+            raise CaseError(f'"{key}" is missing')
+        if not isinstance(case[key], str):
+            raise CaseError(f'"{key}" must be a string, got {type(case[key]).__name__}')
+    task = case.get("task", "(not given: judge the response on its own)")
+    if not isinstance(task, str):
+        raise CaseError(f'"task" must be a string, got {type(task).__name__}')
+    try:
+        verifier = registry.get(case["verifier"])
+        params = verifier.validate(case.get("params"))
+    except UnknownVerifier as exc:
+        raise CaseError(str(exc)) from None
+    except ParamError as exc:
+        where = "params" if exc.field == "params" else f"params.{exc.field}"
+        raise CaseError(f"{where}: {exc.message}") from None
+    except Exception as exc:  # noqa: BLE001 - a verifier's validator choking on odd values
+        raise CaseError(f"params: rejected by {case['verifier']}: {type(exc).__name__}: {str(exc)[:300]}") from None
+    judged = None
+    if verifier.kind == "judge":
+        judged = judges.verdict(registry, verifier.id, params, task, case["response"])
+    try:
+        return echo, verify_one(registry, verifier.id, params, case["response"], judged=judged)
+    except RuntimeError as exc:  # the verifier raised (message ends with its traceback), or ruff failed
+        raise CaseError(str(exc).strip()) from None
+    except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
+        raise CaseError(f"verifying failed: {type(exc).__name__}: {exc}") from None
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    """Verify every case of ``--in``; 1 when a case errored (``extra`` is always empty here)."""
+    from contextlib import ExitStack
+
+    registry = registry_with_plugins(args.plugins)
+    judges = _Judges(args.judge_models or _default_judges(), args.api_base)
+    errored = False
+    with ExitStack() as stack:
+        stack.callback(judges.close)
+        source: IO[Any] = getattr(sys.stdin, "buffer", sys.stdin)  # bytes: a bad byte errors its line only
+        if args.input != "-":
+            try:
+                source = stack.enter_context(open(args.input, "rb"))
+            except OSError as exc:
+                raise UsageError(f"--in {args.input}: cannot read: {exc.strerror or exc}") from None
+        sink: IO[str] = sys.stdout
+        if args.output:
+            try:
+                sink = stack.enter_context(open(args.output, "w", encoding="utf-8"))
+            except OSError as exc:
+                raise UsageError(f"--out {args.output}: cannot write: {exc.strerror or exc}") from None
+        from ..ruff.batch import batch_verify_cases
+
+        number = 0
+        # Read ahead a chunk at a time: the ruff-backed cases of a chunk share ruff processes, memory
+        # stays bounded and results stream out chunk by chunk.
+        while chunk := list(itertools.islice(source, VERIFY_CHUNK_LINES)):
+            with batch_verify_cases(registry, chunk):
+                for line in chunk:
+                    number += 1
+                    if not line.strip():
+                        continue
+                    try:
+                        echo, verdict = _verify_case(text_line(line), registry, judges)
+                        result = _result_line(echo | verdict.to_json())
+                    except CaseError as exc:
+                        errored = True
+                        result = json.dumps({"passed": None, "error": f"line {number}: {exc}"}, ensure_ascii=False)
+                    sink.write(result + "\n")
+                    sink.flush()
+    return 1 if errored else 0
+
+
+#: ``ifbench verify`` reads its input this many lines at a time (one ruff batch per chunk).
+VERIFY_CHUNK_LINES = 1000
+
+
+def _result_line(result: dict[str, Any]) -> str:
+    """The verdict as one JSON line; an echoed ``id`` JSON cannot write back errors this case alone."""
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError) as exc:
+        raise CaseError(f'the result cannot be written as JSON ("id" too deep or too large?): {exc}') from None
+
+
+def _default_judges() -> list[str]:
+    from ..models.local import DEFAULT_LOCAL_MODEL
+
+    return [DEFAULT_LOCAL_MODEL]
+
