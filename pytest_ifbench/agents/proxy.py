@@ -1,32 +1,36 @@
-"""The recording proxy: a local Anthropic Messages endpoint in front of any litellm model.
+"""The recording proxy: a local model endpoint, in the dialect an agent CLI speaks, in front of any litellm model.
 
 A real agent CLI is pointed at this server (inside the sandbox through a
 :class:`~pytest_ifbench.agents.workspace.ProxyRoute`, which relays ``127.0.0.1:<port>`` to the
-proxy's host Unix socket). Every ``POST /v1/messages`` is translated (:mod:`.messages_api`) into one
+proxy's host Unix socket). The proxy serves the wire formats it is given (:mod:`.wire`; default: the
+Anthropic Messages format alone, ``POST /v1/messages``; the CLI runner passes the one its CLI
+declares) and routes each ``POST`` by its path. A request is translated by its wire format into one
 :meth:`ModelClient.complete` call -- so the run uses our cache, retries and accounting -- and answered
-in the Messages format, as an event stream when the request says ``"stream": true``.
+in that format, as an event stream when the request says ``"stream": true``.
 
 Recording. Each model call appends one JSON line to ``log_path`` and flushes it::
 
     {"session_id": ..., "biz_id": "", "request_time": <ms since the epoch>,
      "request_body": <the CLI's request, unchanged>, "response_body": <the Messages answer>}
 
-the raw-trajectory format :func:`~pytest_ifbench.agents.normalize.normalize` reads. Request headers
+the raw-trajectory format :func:`~pytest_ifbench.agents.normalize.normalize` reads, whatever the wire
+format: a request in another dialect is recorded as its Messages-format equivalent
+(:meth:`~.wire.WireFormat.record`) and the line carries ``"wire": <its name>``. Request headers
 (the CLI's API key among them) are never read into the log, and each line passes through
 :func:`~pytest_ifbench._redact.redact`.
 
-Other endpoints: ``POST /v1/messages/count_tokens`` answers an estimate
-(:func:`~pytest_ifbench.agents.messages_api.estimate_tokens`, no model call, not recorded);
+Other endpoints: a wire format's helpers -- ``POST /v1/messages/count_tokens`` answers an estimate
+(:func:`~pytest_ifbench.agents.wire.anthropic_messages.estimate_tokens`, no model call, not recorded);
 ``HEAD /`` and ``GET /`` answer 200 (clients probe reachability); anything else is a 404 in the
-Messages error format, remembered in :attr:`RecordingProxy.notes`.
+error format of the first wire format served, remembered in :attr:`RecordingProxy.notes`.
 
 Failures are the harness's, not the agent's. When the model call fails (after the client's own
-retries) or a request cannot be translated, the CLI gets a Messages error carrying the provider's
-message (redacted): HTTP 413 ``request_too_large`` when the provider said 413, else HTTP 400
-``invalid_request_error``, with ``x-should-retry: false`` -- the CLIs retry any 5xx (some whatever
-the header says), repeating what the client already retried. The call is recorded with the error as
-its ``response_body`` and listed in :attr:`RecordingProxy.failures`, which the runner reports as a
-harness error.
+retries) or a request cannot be translated, the CLI gets an error in its wire format carrying the
+provider's message (redacted): HTTP 413 (Messages: ``request_too_large``) when the provider said 413,
+else HTTP 400 (``invalid_request_error``), with ``x-should-retry: false`` -- the CLIs retry any 5xx
+(some whatever the header says), repeating what the client already retried. The call is recorded with
+the error as its ``response_body`` (a Messages-format error, whatever the wire format) and listed in
+:attr:`RecordingProxy.failures`, which the runner reports as a harness error.
 
 Model calls are coroutines run by ``submit(coro) -> concurrent.futures.Future`` -- the plugin's
 background loop; without one the proxy starts its own (:class:`LoopThread`). Each HTTP request has
@@ -43,7 +47,7 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
@@ -51,14 +55,8 @@ from typing import Any, Self
 from .._redact import redact
 from .._types import GenerationParams
 from ..models.client import Completion, ModelClient
-from .messages_api import (
-    RequestError,
-    error_body,
-    estimate_tokens,
-    message_from_completion,
-    sse_stream,
-    translate_request,
-)
+from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
+from .wire.anthropic_messages import error_body
 
 __all__ = ["LoopThread", "RecordingProxy", "Submit"]
 
@@ -102,19 +100,30 @@ async def _cancel_tasks() -> None:
 
 
 class RecordingProxy:
-    """A Messages endpoint on a Unix socket and/or ``127.0.0.1`` that calls ``client`` and records.
+    """A model endpoint on a Unix socket and/or ``127.0.0.1`` that calls ``client`` and records.
 
-    ``socket_path``: where to listen (a fresh socket file; its directory must exist). ``tcp``: also
-    listen on a free local port (:attr:`url`), for debugging and tests. ``defaults``: the generation
+    ``wire_formats``: the dialects served, routed by path (default: Anthropic Messages alone; the
+    first one's error format answers unknown paths). ``socket_path``: where to listen (a fresh socket
+    file; its directory must exist). ``tcp``: also listen on a free local port (:attr:`url`), for
+    debugging and tests. ``defaults``: the generation
     parameters a request does not set (temperature, top_p, seed); ``max_tokens_cap`` bounds the
     ``max_tokens`` a CLI asks for. Use as a context manager, or :meth:`start` and :meth:`stop`.
     """
 
     def __init__(self, client: ModelClient, *, log_path: Path, session_id: str = "session",
                  socket_path: Path | None = None, tcp: bool = False, submit: Submit | None = None,
-                 defaults: GenerationParams = GenerationParams(), max_tokens_cap: int | None = None) -> None:
+                 defaults: GenerationParams = GenerationParams(), max_tokens_cap: int | None = None,
+                 wire_formats: Sequence[WireFormat] = (ANTHROPIC_MESSAGES,)) -> None:
         if socket_path is None and not tcp:
             raise ValueError("the proxy needs a socket_path, tcp=True or both")
+        if not wire_formats:
+            raise ValueError("the proxy needs at least one wire format")
+        self.wire_formats = tuple(wire_formats)
+        self._routes: dict[str, WireFormat] = {}
+        for wire in self.wire_formats:
+            for path in (*wire.paths, *wire.helpers):
+                if self._routes.setdefault(path, wire) is not wire:
+                    raise ValueError(f"wire formats {self._routes[path].name!r} and {wire.name!r} both serve {path}")
         self.client = client
         self.log_path = Path(log_path)
         self.session_id = session_id
@@ -215,13 +224,17 @@ class RecordingProxy:
             self._notes.update(dict.fromkeys(notes))
 
     # -- calls ---------------------------------------------------------------------------------
-    def answer_messages(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body answering one Messages request (the handler's one job)."""
+    def route(self, path: str) -> WireFormat | None:
+        """The wire format serving ``POST path`` (a model call or one of its helpers), or None."""
+        return self._routes.get(path)
+
+    def answer(self, wire: WireFormat, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body answering one model request in ``wire`` (the handler's one job)."""
         request_time = int(time.time() * 1000)
         try:
-            translated = translate_request(body, defaults=self.defaults, max_tokens_cap=self.max_tokens_cap)
+            translated = wire.translate(body, defaults=self.defaults, max_tokens_cap=self.max_tokens_cap)
         except RequestError as exc:
-            return self._fail(400, f"the proxy cannot translate this request: {exc}", body, request_time)
+            return self._fail(wire, 400, f"the proxy cannot translate this request: {exc}", body, request_time)
         self._note(*translated.notes)
         call = self.client.complete(translated.messages, translated.params, tools=translated.tools)
         try:
@@ -230,37 +243,38 @@ class RecordingProxy:
             future = self._submit(call)
         except RuntimeError as exc:  # the loop is closed: the proxy is stopping
             call.close()
-            return self._fail(400, f"the proxy cannot call the model: {exc}", body, request_time)
+            return self._fail(wire, 400, f"the proxy cannot call the model: {exc}", body, request_time)
         with self._lock:
             self._pending.add(future)
         try:
             completion = future.result()
         except concurrent.futures.CancelledError:
-            return self._fail(400, "the proxy stopped before the model answered", body, request_time)
+            return self._fail(wire, 400, "the proxy stopped before the model answered", body, request_time)
         except Exception as exc:  # noqa: BLE001 - any failure of the model call is reported, not raised
             status = 413 if getattr(exc, "status", None) == 413 else 400
-            return self._fail(status, f"model call failed: {exc}", body, request_time)
+            return self._fail(wire, status, f"model call failed: {exc}", body, request_time)
         finally:
             with self._lock:
                 self._pending.discard(future)
         message = message_from_completion(completion, translated)
-        self._record(body, message, request_time)
-        if translated.stream:
-            return 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, sse_stream(message)
-        return 200, {"Content-Type": "application/json"}, json.dumps(message, ensure_ascii=False).encode()
+        self._record(wire, body, message, request_time)
+        return 200, *wire.render(message, translated)
 
-    def _fail(self, status: int, message: str, body: dict[str, Any],
+    def _fail(self, wire: WireFormat, status: int, message: str, body: dict[str, Any],
               request_time: int) -> tuple[int, dict[str, str], bytes]:
         message = redact(message)
-        error = error_body(status, message)
         with self._lock:
             self.failures.append(message)
-        self._record(body, error, request_time)
-        return status, {"Content-Type": "application/json", "x-should-retry": "false"}, json.dumps(error).encode()
+        self._record(wire, body, error_body(status, message), request_time)
+        return (status, {"Content-Type": "application/json", "x-should-retry": "false"},
+                json.dumps(wire.error(status, message)).encode())
 
-    def _record(self, request: dict[str, Any], response: dict[str, Any], request_time: int) -> None:
-        line = json.dumps({"session_id": self.session_id, "biz_id": "", "request_time": request_time,
-                           "request_body": request, "response_body": response}, ensure_ascii=False)
+    def _record(self, wire: WireFormat, request: dict[str, Any], response: dict[str, Any], request_time: int) -> None:
+        record = {"session_id": self.session_id, "biz_id": "", "request_time": request_time,
+                  "request_body": request, "response_body": response}
+        if wire.name != ANTHROPIC_MESSAGES.name:  # the log's own shape: other dialects are converted
+            record.update(request_body=wire.record(request), wire=wire.name)
+        line = json.dumps(record, ensure_ascii=False)
         with self._lock:
             self.calls += 1
             self.last_response = response
@@ -326,8 +340,9 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the CLI hung up (it was killed, or timed out)
             self.close_connection = True
 
-    def _error(self, status: int, message: str) -> None:
-        self._send(status, {"Content-Type": "application/json"}, json.dumps(error_body(status, message)).encode())
+    def _error(self, status: int, message: str, wire: WireFormat | None = None) -> None:
+        wire = wire or self.proxy.wire_formats[0]
+        self._send(status, {"Content-Type": "application/json"}, json.dumps(wire.error(status, message)).encode())
 
     def _body(self) -> dict[str, Any] | None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -366,14 +381,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._body()
         except ValueError:
             body = None
-        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+        wire = self.proxy.route(path)
+        if wire is None:
             self.proxy._note(f"unknown endpoint asked for: POST {path}")
             self._error(404, f"not found: POST {path}")
         elif body is None:
             self.close_connection = True
-            self._error(400, "the request body is not a JSON object")
-        elif path.endswith("/count_tokens"):
-            self._send(200, {"Content-Type": "application/json"},
-                       json.dumps({"input_tokens": estimate_tokens(body)}).encode())
+            self._error(400, "the request body is not a JSON object", wire)
+        elif path in wire.helpers:
+            self._send(200, {"Content-Type": "application/json"}, json.dumps(wire.helpers[path](body)).encode())
         else:
-            self._send(*self.proxy.answer_messages(body))
+            self._send(*self.proxy.answer(wire, body))

@@ -1,7 +1,9 @@
-"""The Anthropic Messages API on one side, :class:`~pytest_ifbench.models.client.ModelClient` on the other.
+"""The Anthropic Messages wire format (``POST /v1/messages``): :data:`ANTHROPIC_MESSAGES`.
 
-The recording proxy (:mod:`.proxy`) answers agent CLIs in the Messages format and calls any litellm
-model; this module is the pure translation, both ways, with no I/O.
+The recording proxy (:mod:`..proxy`) answers agent CLIs such as Claude Code, Kilo and Droid in the
+Messages format and calls any litellm model; this module is the pure translation, both ways, with no
+I/O. Its message (:func:`message_from_completion`) is also what the raw log records for *every* wire
+format (see :mod:`._base`).
 
 Request (:func:`translate_request`) -> OpenAI chat messages, function tools and
 :class:`~pytest_ifbench._types.GenerationParams`:
@@ -34,11 +36,16 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._types import GenerationParams
-from ..models.client import Completion
+from ..._types import GenerationParams
+from ._base import RequestError, Translated
+
+if TYPE_CHECKING:
+    from ...models.client import Completion
+
+__all__ = ["ANTHROPIC_MESSAGES", "AnthropicMessages", "RequestError", "Translated", "error_body", "estimate_tokens",
+           "message_from_completion", "sse_stream", "translate_request"]
 
 #: Request keys that map onto the model call; every other key is dropped with a note.
 _USED_KEYS = frozenset({"model", "messages", "system", "tools", "max_tokens", "temperature", "top_p",
@@ -46,22 +53,6 @@ _USED_KEYS = frozenset({"model", "messages", "system", "tools", "max_tokens", "t
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
                 529: "overloaded_error"}
-
-
-class RequestError(ValueError):
-    """A request the proxy cannot translate (the CLI gets a 400 with this message)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Translated:
-    """A Messages request as :meth:`ModelClient.complete` arguments, plus what was left out."""
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    params: GenerationParams
-    stream: bool
-    model: str
-    notes: tuple[str, ...] = field(default=())
 
 
 def _text_blocks(content: Any, where: str) -> str:
@@ -262,3 +253,32 @@ def estimate_tokens(body: Mapping[str, Any]) -> int:
     to decide when to compact a long conversation)."""
     parts: Sequence[Any] = [body.get("system") or "", body.get("messages") or [], body.get("tools") or []]
     return max(1, math.ceil(len(json.dumps(parts, ensure_ascii=False)) / 4))
+
+
+class AnthropicMessages:
+    """The Messages dialect as a :class:`~._base.WireFormat`; the raw log's own shape, so
+    :meth:`record` is the identity."""
+
+    __slots__ = ()
+    name = "anthropic_messages"
+    paths = ("/v1/messages",)
+    helpers = {"/v1/messages/count_tokens": lambda body: {"input_tokens": estimate_tokens(body)}}
+
+    def translate(self, body: Mapping[str, Any], *, defaults: GenerationParams,
+                  max_tokens_cap: int | None) -> Translated:
+        return translate_request(body, defaults=defaults, max_tokens_cap=max_tokens_cap)
+
+    def record(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(body)
+
+    def render(self, message: Mapping[str, Any], translated: Translated) -> tuple[dict[str, str], bytes]:
+        if translated.stream:
+            return {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, sse_stream(message)
+        return {"Content-Type": "application/json"}, json.dumps(message, ensure_ascii=False).encode()
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        return error_body(status, message)
+
+
+#: The Messages wire format (Claude Code, Kilo's and Droid's ``anthropic`` providers).
+ANTHROPIC_MESSAGES = AnthropicMessages()
