@@ -13,9 +13,9 @@ suite generator draws them. Three ways to run ruff:
   verify`` and the suite it is the plugin with every check in its own group
   and batching off.
 * **per reply**: one ruff process per reply for all its checks
-  (``_ruff.check_code``), batching off. In ``ifbench verify`` every line is
+  (``ruff.check.check_code``), batching off. In ``ifbench verify`` every line is
   one check, so this equals per check and is not run.
-* **all at once**: one ruff process for every reply (``_ruff.check_many``
+* **all at once**: one ruff process for every reply (``ruff.batch.check_many``
   through a ``RuffBatcher``): what ``ifbench verify`` and suite runs do.
 
 Measured three times over:

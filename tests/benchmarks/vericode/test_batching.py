@@ -5,7 +5,7 @@ The reference ("alone") verdict runs ruff the way the paper's helper does
 exit status 0), plus ``--isolated`` so no project configuration leaks in. Two
 batched paths are compared with it: one ruff process per response (every
 check of the response through ``_verify.evaluate``), and one ruff process for
-all responses at once (``_ruff.check_many`` through a ``RuffBatcher``, as
+all responses at once (``ruff.batch.check_many`` through a ``RuffBatcher``, as
 suite runs and ``ifbench verify`` do). ``test_ruff_many.py`` covers the
 batch runner's own guarantees.
 """

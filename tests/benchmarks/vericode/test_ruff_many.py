@@ -1,4 +1,4 @@
-"""One ruff process over many replies (``_ruff.check_many``), in ``ifbench verify`` and in suite runs.
+"""One ruff process over many replies (``ruff.batch.check_many``), in ``ifbench verify`` and in suite runs.
 
 ``check_many`` must give exactly what ``check_code`` gives for each reply on
 its own (violations, messages, order, errors), which ``test_batching.py`` ties
@@ -18,9 +18,10 @@ from pytest_ifbench._text import extract_code
 from pytest_ifbench.benchmarks.vericode.corpus import build_corpus, instruction_sets
 from pytest_ifbench.benchmarks.vericode.instructions import BY_ID
 from pytest_ifbench.cli.main import main as cli_main
+from pytest_ifbench.ruff import batch as _ruff_batch
 from pytest_ifbench.ruff import check as _ruff
-from pytest_ifbench.ruff.batch import RuffBatcher
-from pytest_ifbench.ruff.check import RuffCheck, RuffError, check_code, check_many, ruff_setting
+from pytest_ifbench.ruff.batch import RuffBatcher, check_many
+from pytest_ifbench.ruff.check import RuffCheck, RuffError, check_code, ruff_setting
 
 LONG = "x = 1\nname = '" + "a" * 100 + "'\n"
 
@@ -47,7 +48,7 @@ def plain(result):
 def processes(monkeypatch):
     """Counts ruff processes: batch runs (files each) and single-reply runs."""
     seen = {"batch": [], "single": 0}
-    real_files, real_group = _ruff._run_files, _ruff.run_group
+    real_files, real_group = _ruff_batch._run_files, _ruff.run_group
 
     def files(root, units, timeout):
         seen["batch"].append(len(units))
@@ -57,7 +58,7 @@ def processes(monkeypatch):
         seen["single"] += 1
         return real_group(code, checks, **kwargs)
 
-    monkeypatch.setattr(_ruff, "_run_files", files)
+    monkeypatch.setattr(_ruff_batch, "_run_files", files)
     monkeypatch.setattr(_ruff, "run_group", group)
     return seen
 
@@ -104,7 +105,6 @@ def test_a_broken_check_errors_alone_and_the_batch_still_holds(processes):
 
 def test_a_batch_that_crashes_leaves_each_reply_to_ruff_alone(monkeypatch):
     from pytest_ifbench._composition import default_registry
-    from pytest_ifbench.ruff import batch as _ruff_batch
 
     def crash(items):
         raise TypeError("can only concatenate str (not 'NoneType') to str")  # e.g. a racing sysconfig
