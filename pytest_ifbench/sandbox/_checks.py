@@ -19,11 +19,16 @@ with its own types and applies the operator itself (:meth:`Check.verdict`), so
 an always-true ``__eq__``, a patched ``builtins`` or a forged "passed" record
 cannot turn a wrong answer into a pass: a forger would have to report the
 expected value, which never enters the sandbox.  ``assert X`` / ``assert not
-X`` become truth checks on a plain value (an object with a lying ``__bool__``
-is not plain data, so it fails).
+X`` become truth checks: the child reports ``bool(X)`` computed with the
+built-in ``bool`` as it was before the candidate ran, so a truthy object of any
+type (a ``re.Match``) passes as it does in Python.  Every test also runs with
+the built-ins as they were before the candidate ran (the harness puts back any
+it replaced and gives each test a private copy), so ``builtins.sorted = ...``
+in the candidate cannot change what ``sorted(f(x))`` computes.
 
-Limits, on purpose: a truth check carries one bit (a forger reporting ``True``
-passes a positive one) and ``!=``/``<``-style checks are guessable;
+Limits, on purpose: a truth check carries one bit (a forger reporting ``True``,
+or an object whose ``__bool__`` lies, passes a positive one), other modules the
+candidate patches (``json.dumps = ...``) stay patched, and ``!=``/``<``-style checks are guessable;
 asserts nested in functions, loops or branches, asserts comparing two
 computed values, and whole ``unittest`` classes still run -- and are decided
 -- in the candidate's process.  :class:`SplitTest` records how many checks a
@@ -135,6 +140,8 @@ def split_test(source: str) -> SplitTest:
         if node.msg is not None:
             msg = _span(node.msg, offsets)
             call += b", lambda: (" + data[msg[0]:msg[1]] + b")"
+        if check.op is None:
+            call += b", truth=True"
         call += b")"
         missing = original.count(b"\n") - call.count(b"\n")
         if missing > 0:  # keep the line numbers of what follows

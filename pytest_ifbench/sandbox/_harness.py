@@ -227,9 +227,34 @@ def _encode(value, depth=0, budget=None):
     raise _NotPlain(f"a {t.__name__} object is not plain data")
 
 
+#: The built-ins as they were before any candidate code ran (this module loads first): every test
+#: runs with a copy of them, so ``builtins.sorted = ...`` in the candidate cannot change what a test
+#: computes, and ``_bool`` decides truth checks.
+_PRISTINE_BUILTINS = dict(builtins.__dict__)
+_bool = bool
+
+
+def _pristine_builtins():
+    """Put back every original built-in the candidate replaced (names it added stay) and return a
+    private copy for one test's namespace, which later patching of the module cannot reach."""
+    current = builtins.__dict__
+    for key, value in _PRISTINE_BUILTINS.items():
+        if current.get(key) is not value:
+            current[key] = value
+    return dict(current)
+
+
 def _make_check(name, report):
-    """The ``_ifb_check_`` of one test: report the value the parent will judge (see ``_checks``)."""
-    def check(index, value, message=None):
+    """The ``_ifb_check_`` of one test: report the value the parent will judge (see ``_checks``).
+    A truth check (``truth=True``) reports ``bool(value)``, computed here as Python would, so any
+    truthy object passes ``assert x`` as it does outside the sandbox."""
+    def check(index, value, message=None, truth=False):
+        if truth:
+            try:
+                value = _bool(value)
+            except BaseException as e:
+                report(kind="check", step=name, k=index, error=_clip(f"{type(e).__name__}: {e}", 1500))
+                return
         text = ""
         if message is not None:
             try:
@@ -410,6 +435,7 @@ def _run_tests(P, report):
                 _register_source(filename, src)
                 code = compile_test(src, filename)
                 tns = dict(ns)
+                tns["__builtins__"] = _pristine_builtins()
                 tns["_ifb_assert_fail_"] = _assert_fail
                 tns["_ifb_check_"] = check
                 exec(code, tns)
