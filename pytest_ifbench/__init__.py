@@ -19,7 +19,9 @@ from ._verify import CheckOutcome
 from ._version import __version__
 from .reports.metrics import MetricTable
 from .ruff.check import ruff_setting
-from .suite.format import SuiteError, set_check_param, suite_yaml_or_none
+from .suite.detect import suite_yaml_or_none
+from .suite.errors import SuiteError
+from .suite.format import set_check_param
 
 __all__ = [
     "CheckOutcome", "CheckSpec", "Episode", "GenerationParams", "Instance", "MetricTable", "Param", "ParamError",

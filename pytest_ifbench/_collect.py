@@ -25,7 +25,8 @@ from .agents.session import AgentHarnessError
 from .judges.checklist import JudgeError
 from .models.client import ModelCallError
 from .reports.records import episode_record, error_record
-from .suite.format import NotASuite, SuiteError, marker_name
+from .suite.errors import NotASuite, SuiteError
+from .suite.format import marker_name
 
 _MARKER_HELP = {
     "ifbench": "every pytest-ifbench instance",

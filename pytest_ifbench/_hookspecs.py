@@ -16,6 +16,7 @@ import pytest
 if TYPE_CHECKING:
     from ._protocols import ProtocolRegistry
     from ._registry import Registry
+    from .agents.clis import AgentClis
     from .agents.profiles import ToolRegistry
     from .reports.metrics import MetricTable
 
@@ -45,6 +46,24 @@ def pytest_ifbench_register_tools(tools: ToolRegistry) -> None:
     ``alias(tools.tool("bash"), name="Shell", ...)``. The built-in tools and profiles
     (``generic``, ``claude_code``, ``kilo``, ``droid``) are registered first; names are unique.
     Every tool must execute inside the run's sandboxed workspace (``ToolContext.command``).
+    """
+
+
+@pytest.hookspec(historic=True)
+def pytest_ifbench_agent_clis(clis: AgentClis) -> None:
+    """Add real agent CLIs (runners) and the proxy wire formats they speak.
+
+    ``clis.add(cli)`` registers an :class:`~pytest_ifbench.agents.clis.AgentCli` (a subclass
+    declaring its runner ``name``, npm ``package``/``version``/``binary``, ``wire`` format,
+    ``multi_turn``, and implementing ``configure`` -- the environment and HOME files pointing it at
+    the proxy -- and ``invocation`` -- the argv of one turn, later turns continuing the session);
+    suites then use ``runner: <name>`` and ``ifbench agents install|status`` lists it.
+    ``clis.add_wire_format(wire)`` adds a :class:`~pytest_ifbench.agents.wire.WireFormat` the
+    proxy can serve (paths, translation to a model call, the Messages-shaped record, rendering).
+    The built-ins (``claude_code``, ``kilo``, ``droid``; ``anthropic_messages``, ``openai_chat``)
+    are registered first; names are unique. Called under pytest once per session, and by the
+    ``ifbench agents`` command (installed plugins and ``--plugin`` modules only: no conftests).
+    A CLI runs only inside the sandbox, reaching nothing but the proxy.
     """
 
 

@@ -70,9 +70,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ifbench-sandbox-timeout", dest="ifbench_sandbox_timeout", type=float, default=10.0,
                     metavar="SECONDS", help="wall-clock limit for sandboxed code per verifier (default: 10)")
     agents = parser.getgroup("ifbench-agents", "agent runs (pytest-ifbench): override every agent instance's options")
+    from .agents.clis import BUILTIN_CLIS
+
+    shipped = ", ".join(cli.name for cli in BUILTIN_CLIS)
     agents.addoption("--ifbench-agent-runner", dest="ifbench_agent_runner", default=None, metavar="NAME",
                      help="run agent instances with this runner: loop (the built-in tool loop) or a real agent "
-                          "CLI (claude_code, kilo, droid; see `ifbench agents status`)")
+                          f"CLI ({shipped}, or a plugin's; see `ifbench agents status`)")
     agents.addoption("--ifbench-agent-tools", dest="ifbench_agent_tools", default=None, metavar="PROFILE",
                      help="tool profile of the built-in loop (generic, claude_code, kilo, droid, ...)")
     for name, kind, unit in (("max-steps", int, "N"), ("max-tokens", int, "N"), ("max-seconds", float, "SECONDS"),
@@ -233,8 +236,9 @@ def _check_agents_available(instances: list[InstanceItem], config: pytest.Config
     if runners:
         from .agents.cli import cli_problem
 
+        clis = config.stash[STATE_KEY].agent_settings.clis
         for runner in sorted(runners):
-            problem = cli_problem(runner)
+            problem = cli_problem(runner, clis=clis)
             if problem:
                 raise pytest.UsageError(f"pytest-ifbench: agent runner {runner!r}: {problem}")
 

@@ -163,6 +163,7 @@ _AGENT_OVERRIDES = ("runner", "tools", "max_steps", "max_tokens", "max_seconds",
 
 def build_agent_settings(config: pytest.Config, state: IfbenchState) -> Any:
     """Agent settings from the command line: overrides, workspaces, trajectories, tools, recordings."""
+    from .agents.clis import collect_agent_clis
     from .agents.profiles import ToolRegistry
     from .agents.session import AgentSettings, recorded_trajectories
 
@@ -174,6 +175,7 @@ def build_agent_settings(config: pytest.Config, state: IfbenchState) -> Any:
 
     tools = ToolRegistry()
     config.hook.pytest_ifbench_register_tools.call_historic(kwargs={"tools": tools})
+    clis = collect_agent_clis(config.hook)
     recorded = None
     if config.getoption("ifbench_recorded_trajectories"):
         recorded = recorded_trajectories([base / p for p in config.getoption("ifbench_recorded_trajectories")])
@@ -184,7 +186,8 @@ def build_agent_settings(config: pytest.Config, state: IfbenchState) -> Any:
     return AgentSettings(
         overrides={key: config.getoption(f"ifbench_agent_{key}") for key in _AGENT_OVERRIDES},
         keep_workspaces=state.keep_workspaces, workspace_root=path_option("ifbench_workspaces"),
-        trajectories_dir=path_option("ifbench_trajectories"), tools=tools, recorded=recorded, submit=submit,
+        trajectories_dir=path_option("ifbench_trajectories"), tools=tools, clis=clis, recorded=recorded,
+        submit=submit,
         # One log line per agent step: `pytest --log-cli-level=INFO` shows them live.
         progress=logging.getLogger("pytest_ifbench.agents").info,
         slots=config.getoption("ifbench_agent_concurrency"),

@@ -33,7 +33,8 @@ import yaml
 
 from pytest_ifbench._composition import build_registry, command_plugin_manager
 from pytest_ifbench._protocols import PROTOCOLS, ProtocolRegistry
-from pytest_ifbench.suite.format import NotASuite, SuiteError, load_suite, parse_suite
+from pytest_ifbench.suite.errors import NotASuite, SuiteError
+from pytest_ifbench.suite.format import load_suite, parse_suite
 from pytest_ifbench.suite.importers import import_suite_data
 from pytest_ifbench.suite.safe_yaml import load_yaml
 from tests._support import ROOT

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ifbench.reports.records import json_safe, write_results
-from pytest_ifbench.suite.format import sniff_suite
+from pytest_ifbench.suite.detect import sniff_suite
 
 CHECKS = "[{id: c, verifier: ifbench.case, params: {mode: lower}}]"
 BODY = f"benchmark: demo\ninstances:\n  - id: one\n    prompt: hi\n    checks: {CHECKS}\n"

@@ -13,14 +13,9 @@ from pytest_ifbench._composition import default_registry
 from pytest_ifbench._params import Param
 from pytest_ifbench._registry import Registry
 from pytest_ifbench._types import GenerationParams, Verdict
-from pytest_ifbench.suite.format import (
-    NotASuite,
-    SuiteError,
-    is_suite_file,
-    load_suite,
-    marker_name,
-    parse_suite,
-)
+from pytest_ifbench.suite.detect import is_suite_file
+from pytest_ifbench.suite.errors import NotASuite, SuiteError
+from pytest_ifbench.suite.format import load_suite, marker_name, parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..._user_cache import user_cache_dir
-from ...suite.format import SuiteError, suite_yaml_or_none
+from ...suite.detect import suite_yaml_or_none
+from ...suite.errors import SuiteError
 
 BENCHMARK = "agentif"
 CATEGORIES = ("open_workflow", "latent_inference", "iterative_refinement")

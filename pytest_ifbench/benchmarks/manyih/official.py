@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...suite.format import set_check_param, suite_yaml_or_none
+from ...suite.detect import suite_yaml_or_none
+from ...suite.format import set_check_param
 
 COMPAT = ("paper", "reference")
 _SNIFF_BYTES = 1 << 16

@@ -222,7 +222,8 @@ def suite_data(path: Path, settings: Settings) -> Any:
 
 
 def _octobench_yaml(path: Path, settings: Settings) -> Any:
-    from ...suite.format import SuiteError, suite_yaml_or_none
+    from ...suite.detect import suite_yaml_or_none
+    from ...suite.errors import SuiteError
 
     data = suite_yaml_or_none(path, BENCHMARK)  # None: not ours, or the core reports the file
     if data is None:
