@@ -1,13 +1,16 @@
 """Real agent CLIs as runners: install them, check them, run one in a workspace behind the proxy.
 
-Each supported CLI is an npm package pinned to one version (:data:`AGENT_CLIS`), installed by
-``ifbench agents install`` into one directory (:func:`agents_dir`) that every sandboxed run sees
-read-only. A run (:func:`run_cli`):
+Each CLI is declared in a registry (:class:`~.clis.AgentClis`: the shipped ones in :mod:`.clis`,
+others through the ``pytest_ifbench_agent_clis`` hook) as an npm package pinned to one version,
+installed by ``ifbench agents install`` into one directory (:func:`agents_dir`) that every sandboxed
+run sees read-only. Every function here takes that registry as ``clis`` (default: the shipped CLIs).
+A run (:func:`run_cli`):
 
 1. starts the :class:`~pytest_ifbench.agents.proxy.RecordingProxy` on a Unix socket in the run's
-   private directory (``workspace.root``, never visible inside the sandbox), recording to ``log_path``;
-2. writes the CLI's own configuration into the run's private ``HOME`` (see :mod:`.scaffolds`), so the
-   workspace the agent sees is exactly the environment it was copied from;
+   private directory (``workspace.root``, never visible inside the sandbox), recording to ``log_path``
+   and serving the wire format the CLI declares;
+2. writes the CLI's own configuration into the run's private ``HOME`` (:meth:`AgentCli.configure`), so
+   the workspace the agent sees is exactly the environment it was copied from;
 3. runs each query as one sandboxed command (:meth:`Workspace.arun`) whose only way out is the proxy
    (``127.0.0.1:<PROXY_PORT>`` inside), later queries continuing the same conversation;
 4. stops the proxy and normalizes the raw log into trajectories (the main one, sub-agents as children).
@@ -34,22 +37,20 @@ from pathlib import Path
 
 from .._types import GenerationParams
 from ..models.client import ModelClient
+from .clis import BUILTIN_CLIS, AgentClis
 from .normalize import load_raw, normalize
 from .options import AgentOptions
 from .proxy import RecordingProxy, Submit
-from .scaffolds import SCAFFOLDS
 from .trajectory import Trajectory
 from .workspace import CommandResult, Limits, ProxyRoute, SandboxUnavailable, Workspace
 
 __all__ = ["AGENT_CLIS", "PROXY_PORT", "CliResult", "agents_dir", "cli_problem", "install", "installed_version",
            "run_cli"]
 
-#: name -> (npm package, pinned version, executable in ``node_modules/.bin``).
-AGENT_CLIS: dict[str, tuple[str, str, str]] = {
-    "claude_code": ("@anthropic-ai/claude-code", "2.1.330", "claude"),
-    "kilo": ("@kilocode/cli", "7.7.7", "kilo"),
-    "droid": ("droid", "0.215.0", "droid"),
-}
+#: The shipped CLIs: name -> (npm package, pinned version, executable in ``node_modules/.bin``), read
+#: from their declarations (:data:`~.clis.BUILTIN_CLIS`); a registry also holds the plugins' CLIs.
+AGENT_CLIS: dict[str, tuple[str, str, str]] = {cli.name: (cli.package, cli.version, cli.binary)
+                                               for cli in BUILTIN_CLIS}
 #: The port the CLI reaches the proxy on, inside the sandbox (its own network namespace).
 PROXY_PORT = 41777
 #: Address space for each process of a CLI run: Node and Bun reserve far more than they use.
@@ -63,43 +64,50 @@ def agents_dir() -> Path:
     return Path(os.environ.get("IFBENCH_AGENTS_DIR") or Path.cwd() / ".ifbench-agents").absolute()
 
 
-def installed_version(name: str, directory: Path | None = None) -> str | None:
+def _registry(clis: AgentClis | None) -> AgentClis:
+    return AgentClis() if clis is None else clis
+
+
+def installed_version(name: str, directory: Path | None = None, clis: AgentClis | None = None) -> str | None:
     """The version of ``name`` installed in ``directory`` (default :func:`agents_dir`), or None."""
-    package, _version, binary = AGENT_CLIS[name]
+    cli = _registry(clis).get(name)
     root = (directory or agents_dir()) / "node_modules"
-    if not (root / ".bin" / binary).exists():
+    if not (root / ".bin" / cli.binary).exists():
         return None
     try:
-        return str(json.loads((root / package / "package.json").read_text(encoding="utf-8"))["version"])
+        return str(json.loads((root / cli.package / "package.json").read_text(encoding="utf-8"))["version"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def cli_problem(name: str, directory: Path | None = None) -> str | None:
-    """None when ``name`` is installed at its pinned version, else one line saying how to install it."""
-    if name not in AGENT_CLIS:
-        return f"unknown agent CLI {name!r} (known: {', '.join(AGENT_CLIS)})"
+def cli_problem(name: str, directory: Path | None = None, clis: AgentClis | None = None) -> str | None:
+    """None when ``name`` is installed at its pinned version (or one it declares supported), else one
+    line saying how to install it."""
+    clis = _registry(clis)
+    if name not in clis:
+        return f"unknown agent CLI {name!r} (known: {', '.join(clis.names())})"
     directory = directory or agents_dir()
-    pinned = AGENT_CLIS[name][1]
-    found = installed_version(name, directory)
-    if found == pinned:
+    cli = clis.get(name)
+    found = installed_version(name, directory, clis)
+    if found == cli.version or (found is not None and found in cli.supported):
         return None
-    state = "is not installed" if found is None else f"{found} is installed, {pinned} is pinned"
+    state = "is not installed" if found is None else f"{found} is installed, {cli.version} is pinned"
     return f"agent CLI {name} {state} in {directory}: run `ifbench agents install {name}`"
 
 
-def install(names: Sequence[str], directory: Path) -> int:
+def install(names: Sequence[str], directory: Path, clis: AgentClis | None = None) -> int:
     """``npm install`` the pinned versions of ``names`` (all when empty) into ``directory``; npm's exit
     status (127 without npm, 2 for an unknown name), its output going to ours."""
-    unknown = [n for n in names if n not in AGENT_CLIS]
+    clis = _registry(clis)
+    unknown = [n for n in names if n not in clis]
     if unknown:
-        print(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(AGENT_CLIS)})", file=sys.stderr)
+        print(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(clis.names())})", file=sys.stderr)
         return 2
     npm = shutil.which("npm")
     if npm is None:
         print("npm is not on PATH: install Node.js (which ships npm) first", file=sys.stderr)
         return 127
-    specs = [f"{AGENT_CLIS[n][0]}@{AGENT_CLIS[n][1]}" for n in (names or AGENT_CLIS)]
+    specs = [f"{cli.package}@{cli.version}" for cli in (map(clis.get, names) if names else clis)]
     directory.mkdir(parents=True, exist_ok=True)
     return subprocess.run([npm, "install", "--prefix", str(directory), "--no-audit", "--no-fund", *specs],
                           check=False).returncode
@@ -131,7 +139,7 @@ def _last_line(text: str) -> str:
 async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], system: str | None, model_name: str,
                   client: ModelClient, submit: Submit | None, options: AgentOptions, log_path: Path,
                   session_id: str | None = None, params: GenerationParams = GenerationParams(),
-                  max_tokens_cap: int | None = None) -> CliResult:
+                  max_tokens_cap: int | None = None, clis: AgentClis | None = None) -> CliResult:
     """Run the CLI ``name`` on ``queries`` (one user turn each) in ``workspace`` (see the module doc).
 
     ``system`` is appended to the CLI's own system prompt; ``model_name`` is the model id the CLI is
@@ -139,22 +147,28 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     own loop); ``options.max_seconds`` bounds the whole run. ``log_path`` is truncated first; its
     records carry ``session_id`` (default: ``name``), which becomes the trajectory's id. ``params``
     supply what the CLI's requests leave out (temperature, top_p, seed); ``max_tokens_cap`` bounds
-    the ``max_tokens`` they ask for (a small local model's context cannot hold 32,000 more)."""
+    the ``max_tokens`` they ask for (a small local model's context cannot hold 32,000 more). ``clis``:
+    the registry ``name`` is looked up in (default: the shipped CLIs)."""
     if not queries:
         raise ValueError("run_cli needs at least one query")
+    clis = _registry(clis)
     directory = agents_dir()
     log_path.unlink(missing_ok=True)
     session = session_id or name
-    problem = cli_problem(name, directory)
-    scaffold = SCAFFOLDS[name] if problem is None else None
+    problem = cli_problem(name, directory, clis)
+    scaffold = clis.get(name) if problem is None else None
     if scaffold is not None and len(queries) > 1 and not scaffold.multi_turn:
         problem = f"agent CLI {name} cannot continue a conversation offline: it runs single-turn instances only"
+    if scaffold is not None and scaffold.wire not in clis.wire_formats():
+        problem = (f"agent CLI {name} speaks the wire format {scaffold.wire!r}, which is not registered "
+                   f"(known: {', '.join(clis.wire_formats())})")
     if scaffold is None or problem is not None:
-        return _result(name, session, log_path, None, problem, ())
-    binary = str(directory / "node_modules" / ".bin" / AGENT_CLIS[name][2])
+        return _result(name, session, log_path, None, problem, (), clis)
+    binary = str(directory / "node_modules" / ".bin" / scaffold.binary)
     route = ProxyRoute(socket=workspace.root / "proxy.sock", port=PROXY_PORT)
     proxy = RecordingProxy(client, log_path=log_path, session_id=session, socket_path=route.socket, submit=submit,
-                           defaults=params, max_tokens_cap=max_tokens_cap)
+                           defaults=params, max_tokens_cap=max_tokens_cap,
+                           wire_formats=(clis.wire_format(scaffold.wire),))
     deadline = time.monotonic() + options.max_seconds
     done: CommandResult | None = None
     error: str | None = None
@@ -177,7 +191,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                     break
         except SandboxUnavailable as exc:
             error = f"sandbox unavailable: {exc}"
-    return _result(name, session, log_path, done, error, proxy.notes)
+    return _result(name, session, log_path, done, error, proxy.notes, clis)
 
 
 _DENIED = ("EACCES", "EPERM", "Permission denied", "Operation not permitted", "ECONNREFUSED")
@@ -205,7 +219,7 @@ def _classify(name: str, done: CommandResult, proxy: RecordingProxy, before: int
 
 
 def _result(name: str, session: str, log_path: Path, done: CommandResult | None, error: str | None,
-            notes: Sequence[str]) -> CliResult:
+            notes: Sequence[str], clis: AgentClis) -> CliResult:
     records = load_raw(log_path) if log_path.exists() else []
     try:
         trajectories = normalize(records)
@@ -218,7 +232,7 @@ def _result(name: str, session: str, log_path: Path, done: CommandResult | None,
         stop = "error"
     else:
         stop = str((records[-1].get("response_body") or {}).get("stop_reason") or "end_turn")
-    version = installed_version(name) if name in AGENT_CLIS else None
+    version = installed_version(name, clis=clis) if name in clis else None
     main = replace(main, meta={**main.meta, "runner": name, "runner_version": version, "stop_reason": stop,
                                "harness_error": error, "proxy_notes": list(notes)})
     return CliResult(trajectory=main, final_text=main.final_text(), stop_reason=stop,

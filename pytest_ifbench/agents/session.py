@@ -51,6 +51,8 @@ class AgentSettings:
     trajectories_dir: Path | None = None
     #: Tools and profiles (built-ins plus the ``pytest_ifbench_register_tools`` hook).
     tools: Any = None
+    #: Agent CLIs and wire formats (built-ins plus the ``pytest_ifbench_agent_clis`` hook; None: built-ins).
+    clis: Any = None
     #: Recorded trajectories by instance id: score them instead of running anything.
     recorded: Mapping[str, Trajectory] | None = None
     #: Runs a coroutine on the background loop from another thread (the recording proxy needs it).
@@ -227,13 +229,13 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
                settings: AgentSettings, path: Path | None) -> AgentRun:
     from .cli import cli_problem, run_cli
 
-    problem = cli_problem(options.runner)
+    problem = cli_problem(options.runner, clis=settings.clis)
     if problem:
         raise AgentHarnessError(problem)
     log = (path.with_suffix(".raw.jsonl") if path else workspace.tmp.parent / "proxy.raw.jsonl")
     result = await run_cli(options.runner, workspace=workspace, queries=user_queries(instance),
                            system=instance.system, model_name=client.model, client=client,
-                           submit=settings.submit, options=options, log_path=log)
+                           submit=settings.submit, options=options, log_path=log, clis=settings.clis)
     if result.harness_error:
         raise AgentHarnessError(f"{options.runner}: {result.harness_error}")
     if path is not None:

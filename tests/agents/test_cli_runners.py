@@ -18,8 +18,8 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_ifbench.agents.cli import AGENT_CLIS, agents_dir, cli_problem, install, installed_version, run_cli
+from pytest_ifbench.agents.clis import PLACEHOLDER_KEY, AgentClis
 from pytest_ifbench.agents.options import AgentOptions
-from pytest_ifbench.agents.scaffolds import PLACEHOLDER_KEY, SCAFFOLDS
 from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
 from pytest_ifbench.cli import main as _cli
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
@@ -27,6 +27,8 @@ from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY
 
 MODEL = "claude-sonnet-4-5"
+#: The shipped CLI declarations by runner name.
+SCAFFOLDS = {cli.name: cli for cli in AgentClis()}
 
 
 def fake_install(directory: Path, name: str, version: str | None = None) -> None:

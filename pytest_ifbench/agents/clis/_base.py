@@ -1,0 +1,85 @@
+"""What an agent CLI declaration is: :class:`AgentCli`, the command it runs (:class:`Invocation`), and a
+helper for the configuration files it keeps in the run's private ``HOME``.
+
+Every CLI is pointed at the recording proxy (``url``, inside the sandbox), gets a placeholder API key
+(:data:`PLACEHOLDER_KEY`: the proxy ignores it; no real key ever enters the sandbox), runs
+non-interactively with every permission granted -- the sandbox is the boundary -- and keeps its
+configuration in the run's private ``HOME`` (``/home/agent`` inside), so the workspace holds only the
+environment's files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...sandbox._namespaces import HOME
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
+__all__ = ["HOME", "PLACEHOLDER_KEY", "AgentCli", "Invocation", "write_home"]
+
+#: The API key every CLI is given: not a secret, never accepted anywhere but by the proxy.
+PLACEHOLDER_KEY = "ifbench-proxy-placeholder"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Invocation:
+    """One sandboxed command: ``argv``, text on stdin and environment on top of the run's."""
+
+    argv: tuple[str, ...]
+    stdin: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentCli:
+    """One real agent CLI as a runner (``runner: <name>`` in a suite, ``--ifbench-agent-runner``).
+
+    A CLI module subclasses this (``__slots__ = ()``), implements :meth:`configure` and
+    :meth:`invocation`, and declares one instance; the registry (:class:`~._registry.AgentClis`) holds
+    it under :attr:`name`.
+    """
+
+    #: The runner name.
+    name: str
+    #: The npm package ``ifbench agents install`` installs, at :attr:`version`.
+    package: str
+    #: The pinned version (what is installed, and what the results record as ``runner_version``).
+    version: str
+    #: The executable in ``node_modules/.bin``.
+    binary: str
+    #: Other installed versions accepted as they are (``ifbench agents status`` reports them as fine).
+    supported: tuple[str, ...] = ()
+    #: The wire format its model requests use (a name in the registry, see :mod:`..wire`).
+    wire: str = "anthropic_messages"
+    #: Whether later queries can continue the first one's conversation offline.
+    multi_turn: bool = True
+
+    def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
+        """Write the CLI's configuration for this run into ``ws.home`` (:func:`write_home`) and return the
+        environment of its commands. ``url`` is the proxy's base URL inside the sandbox, ``model`` the
+        model name the CLI is told, ``system`` text to append to its system prompt (or None)."""
+        raise NotImplementedError
+
+    def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None) -> Invocation:
+        """The command asking ``query`` (``turn`` 0 starts the conversation, later ones continue it);
+        ``binary`` is the absolute path of :attr:`binary`."""
+        raise NotImplementedError
+
+
+def write_home(ws: Workspace, relative: str, text: str) -> Path:
+    """Write ``text`` to ``relative`` below the run's HOME, owned (with new parents) by the sandbox user."""
+    path = ws.home / relative
+    created = [p for p in reversed(path.relative_to(ws.home).parents) if not (ws.home / p).exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if os.geteuid() == 0:
+        for part in created:
+            os.chown(ws.home / part, ws.uid, ws.gid)
+        os.chown(path, ws.uid, ws.gid)
+    return path

@@ -1,0 +1,42 @@
+"""Claude Code (``@anthropic-ai/claude-code``): environment only, Messages wire format.
+
+``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``, ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``,
+``DISABLE_AUTOUPDATER=1`` and the model names; ``claude -p --model M --permission-mode bypassPermissions
+--output-format json [--append-system-prompt S] [-c]`` with the query on stdin (``-c`` continues the
+conversation for later queries). The model name ``M`` is only what the CLI is told (and what its
+requests carry); the proxy sends every call to the run's own model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._base import PLACEHOLDER_KEY, AgentCli, Invocation
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
+__all__ = ["CLI", "ClaudeCode"]
+
+
+class ClaudeCode(AgentCli):
+    __slots__ = ()
+
+    def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
+        return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "ANTHROPIC_MODEL": model, "ANTHROPIC_SMALL_FAST_MODEL": model,
+                "ANTHROPIC_DEFAULT_HAIKU_MODEL": model, "ANTHROPIC_DEFAULT_SONNET_MODEL": model,
+                "ANTHROPIC_DEFAULT_OPUS_MODEL": model}
+
+    def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None) -> Invocation:
+        argv = [binary, "-p", "--model", model, "--permission-mode", "bypassPermissions", "--output-format", "json"]
+        if system:
+            argv += ["--append-system-prompt", system]
+        if turn:
+            argv.append("-c")
+        return Invocation(argv=tuple(argv), stdin=query)
+
+
+CLI = ClaudeCode(name="claude_code", package="@anthropic-ai/claude-code", version="2.1.330", binary="claude",
+                 wire="anthropic_messages")

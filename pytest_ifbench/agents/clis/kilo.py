@@ -1,0 +1,56 @@
+"""Kilo (``@kilocode/cli``): a global configuration file in HOME, Messages wire format.
+
+``~/.config/kilo/kilo.json`` (Kilo's global configuration) sets the ``anthropic`` provider's
+``baseURL``/``apiKey``, registers the model, allows every permission and, for a system prompt, lists
+``~/.config/kilo/ifbench-system.md`` in ``instructions`` (Kilo appends instruction files to its system
+prompt); ``kilo run --model anthropic/M [--continue]`` with the query on stdin (given as an argument,
+Kilo would wrap a query with spaces in quotes). ``KILO_*`` variables turn off model-list fetches,
+updates, telemetry, sharing and LSP downloads, and allow one retry.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ._base import HOME, PLACEHOLDER_KEY, AgentCli, Invocation, write_home
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
+__all__ = ["CLI", "Kilo"]
+
+CONFIG = ".config/kilo/kilo.json"
+SYSTEM = ".config/kilo/ifbench-system.md"
+
+
+class Kilo(AgentCli):
+    __slots__ = ()
+    CONFIG = CONFIG
+    SYSTEM = SYSTEM
+
+    def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
+        config: dict[str, Any] = {
+            "model": f"anthropic/{model}", "autoupdate": False, "share": "disabled",
+            "provider": {"anthropic": {"options": {"baseURL": f"{url}/v1", "apiKey": PLACEHOLDER_KEY},
+                                       "models": {model: {"name": model}}}},
+            "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow", "doom_loop": "allow",
+                           "external_directory": "allow"},
+        }
+        if system:
+            write_home(ws, SYSTEM, system)
+            config["instructions"] = [f"{HOME}/{SYSTEM}"]
+        write_home(ws, CONFIG, json.dumps(config, indent=2))
+        return {"KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_TELEMETRY_LEVEL": "off",
+                "KILO_DISABLE_SHARE": "1", "KILO_DISABLE_LSP_DOWNLOAD": "1",
+                # One retry of a failed call, not five: the proxy's client has already retried.
+                "KILO_SESSION_RETRY_LIMIT": "1"}
+
+    def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None) -> Invocation:
+        argv = [binary, "run", "--model", f"anthropic/{model}"]
+        if turn:
+            argv.append("--continue")
+        return Invocation(argv=tuple(argv), stdin=query)
+
+
+CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages")
