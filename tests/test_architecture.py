@@ -40,7 +40,8 @@ LAYERS: dict[str, int] = {
     # 8: pytest items and the terminal summary
     "_collect": 8, "reports.terminal": 8, "_subtests": 8,
     # 9: reporters, entry points, the testing plugin and the public facade
-    "reports.baseline": 9, "reports.allure": 9, "reports.allure_render": 9, "reports.summary_file": 9, "reports": 9,
+    "reports.baseline": 9, "reports.allure": 9, "reports.allure_render": 9, "reports.summary_file": 9,
+    "reports.summary_writer": 9, "reports": 9,
     "_plugin": 9, "cli": 9, "testing": 9, "": 9,
 }
 

@@ -17,7 +17,7 @@ from importlib.util import find_spec
 import pytest
 
 from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV
-from pytest_ifbench.reports.summary_file import PLOTS_MANIFEST
+from pytest_ifbench.reports.summary_writer import PLOTS_MANIFEST
 from pytest_ifbench.testing import Reply
 from tests._support import HELLO_LOWER, SHOUT, demo_suite, stub_args, write_suite
 

@@ -10,8 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from .errors import CaseError
-from .lines import json_line, text_line
+from .errors import CaseError, UsageError
+from .lines import bounded_lines, json_line, text_line
 
 _SCORE_DESCRIPTION = """\
 Score pre-generated responses against suites without calling the model
@@ -22,7 +22,9 @@ Responses are JSONL lines {"id": "<instance id>", "response": "..."}
 used (not UTF-8, not JSON, not such an object, a repeated id) is reported
 on stderr as "FILE:LINE: ..." and left out; the other lines are scored.
 An instance without a recorded response errors with "no recorded
-response for instance ...".
+response for instance ...": score never calls the model under test, so
+with --trajectories alone every instance that is not an agent run errors.
+A --trajectories file or folder holding no trajectory is a usage error.
 Judged checks still call the judge (--judge-model after "--")."""
 
 _SCORE_EPILOG = """\
@@ -74,12 +76,19 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"ifbench score: error: {exc}", file=sys.stderr)
             return int(pytest.ExitCode.USAGE_ERROR)
     for path in args.trajectories:
-        if not Path(path).exists():
-            print(f"ifbench score: error: --trajectories {path}: no such file or folder", file=sys.stderr)
+        problem = _trajectories_problem(Path(path))
+        if problem:
+            print(f"ifbench score: error: --trajectories {path}: {problem}", file=sys.stderr)
             return int(pytest.ExitCode.USAGE_ERROR)
     with TemporaryDirectory(prefix="ifbench-score-") as scratch:
         recorded: list[str] = []
-        if args.responses is not None:
+        if args.responses is None:
+            # score never calls the model under test: without --responses, an instance that is not
+            # an agent run errors with "no recorded response" instead of being generated
+            none = Path(scratch) / "no-responses.jsonl"
+            none.write_text("", encoding="utf-8")
+            recorded += ["--ifbench-responses", str(none)]
+        else:
             responses = args.responses
             if usable is not None:  # some lines were left out: pytest reads the usable ones
                 clean = Path(scratch) / Path(args.responses).name
@@ -94,6 +103,22 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     return int(code)
 
 
+def _trajectories_problem(path: Any) -> str | None:
+    """Why ``path`` holds no usable trajectory (missing, unreadable, not a trajectory), else None."""
+    if not path.exists():
+        return "no such file or folder"
+    from ..agents.session import recorded_trajectories
+
+    try:
+        found = recorded_trajectories([path])
+    except (OSError, ValueError) as exc:  # TrajectoryFileError is a ValueError
+        return f"not a trajectory file: {exc}"
+    if not found:
+        return ("no trajectory found (expected ours as .json, normalized JSONL, or raw proxy logs "
+                "as .raw.jsonl)")
+    return None
+
+
 def _screen_responses(path: Any) -> list[str] | None:
     """None when every line of the responses file is usable, else the usable lines, each
     unusable one reported on stderr as ``FILE:LINE: reason``. Raises ``ResponsesError``
@@ -101,16 +126,23 @@ def _screen_responses(path: Any) -> list[str] | None:
     from ..models.recorded import ResponsesError
 
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as source:
+            lines = list(bounded_lines(source, str(path)))
     except OSError as exc:
         raise ResponsesError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UsageError as exc:
+        raise ResponsesError(str(exc)) from None
     usable: list[str] = []
     seen: set[str] = set()
     bad = 0
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
+    # bytes.splitlines as before: a lone \r ends a line too (JSON strings never hold a raw one).
+    split = (part for line in lines for part in ([line] if isinstance(line, CaseError) else line.splitlines()))
+    for number, line in enumerate(split, start=1):
+        if not isinstance(line, CaseError) and not line.strip():
             continue
         try:
+            if isinstance(line, CaseError):
+                raise line
             text = text_line(line)
             replies_id = _response_id(json_line(text))
             if replies_id in seen:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import CaseError, UsageError
-from .lines import json_line, text_line
+from .lines import bounded_lines, json_line, text_line
 from .plugin_option import add_plugin_option, registry_with_plugins
 
 if TYPE_CHECKING:
@@ -191,13 +191,16 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         number = 0
         # Read ahead a chunk at a time: the ruff-backed cases of a chunk share ruff processes, memory
         # stays bounded and results stream out chunk by chunk.
-        while chunk := list(itertools.islice(source, VERIFY_CHUNK_LINES)):
-            with batch_verify_cases(registry, chunk):
+        lines = bounded_lines(source, f"--in {args.input}")
+        while chunk := list(itertools.islice(lines, VERIFY_CHUNK_LINES)):
+            with batch_verify_cases(registry, [line for line in chunk if not isinstance(line, CaseError)]):
                 for line in chunk:
                     number += 1
-                    if not line.strip():
+                    if not isinstance(line, CaseError) and not line.strip():
                         continue
                     try:
+                        if isinstance(line, CaseError):
+                            raise line
                         echo, verdict = _verify_case(text_line(line), registry, judges)
                         result = _result_line(echo | verdict.to_json())
                     except CaseError as exc:
