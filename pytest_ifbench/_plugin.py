@@ -13,7 +13,7 @@ import pytest
 
 from ._collect import InstanceError, InstanceItem, SuiteFile
 from ._state import RECORDS_KEY, STATE_KEY, build_state
-from .suite.format import is_suite_file
+from .suite.detect import is_suite_file
 from .suite.run_settings import add_options as add_run_settings_options
 from .suite.run_settings import settings_by_benchmark
 
@@ -176,7 +176,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if is_suite_file(file_path):  # a YAML file that mentions an `ifbench` key: SuiteFile says if it is none
         return SuiteFile.from_parent(parent, path=file_path)
     if file_path.suffix in (".json", ".jsonl", ".yaml", ".yml"):
-        from .suite.format import SuiteError
+        from .suite.errors import SuiteError
         from .suite.importers import import_suite_data
 
         try:
