@@ -122,8 +122,9 @@ class RecordingProxy:
         self._routes: dict[str, WireFormat] = {}
         for wire in self.wire_formats:
             for path in (*wire.paths, *wire.helpers):
-                if self._routes.setdefault(path, wire) is not wire:
+                if path in self._routes:
                     raise ValueError(f"wire formats {self._routes[path].name!r} and {wire.name!r} both serve {path}")
+                self._routes[path] = wire
         self.client = client
         self.log_path = Path(log_path)
         self.session_id = session_id
