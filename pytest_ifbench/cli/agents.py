@@ -1,14 +1,25 @@
-"""``ifbench agents install|status``: install the pinned real agent CLIs with npm, or show their state."""
+"""``ifbench agents install|status``: install the pinned real agent CLIs with npm, or show their state.
+
+The CLIs are those of the agent-CLI registry: the shipped ones, every installed benchmark plugin's
+``pytest_ifbench_agent_clis`` and each ``--plugin MODULE``'s (conftest files are not read here).
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 
+if TYPE_CHECKING:
+    from ..agents.clis import AgentClis
+
 
 def add_parser(commands: Any) -> None:
+    from ..agents.clis import BUILTIN_CLIS
+
+    shipped = [cli.name for cli in BUILTIN_CLIS]
     agents = commands.add_parser(
         "agents", help="install or check the real agent CLIs (ifbench agents install|status)",
         description="Install the pinned agent CLIs that agent runners drive (npm install into one directory: "
@@ -17,28 +28,54 @@ def add_parser(commands: Any) -> None:
     actions = agents.add_subparsers(dest="action", title="actions", metavar="ACTION", required=True)
     install = actions.add_parser("install", help="npm install the pinned versions (all when no NAME is given)",
                                  epilog="exit status: npm's (127 when npm is missing).")
-    install.add_argument("names", nargs="*", metavar="NAME", help="claude_code, kilo or droid")
+    install.add_argument("names", nargs="*", metavar="NAME",
+                         help=f"{', '.join(shipped[:-1])} or {shipped[-1]}, or a plugin's CLI")
     status = actions.add_parser("status", help="show each CLI's pinned version and whether it is installed",
                                 epilog="exit status: 0 when every CLI is installed at its pinned version, else 1.")
     for action in (install, status):
         action.add_argument("--dir", default=None, metavar="DIR", help="the install directory")
+        action.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE",
+                            help="import MODULE and call its pytest_ifbench_agent_clis(clis); repeatable")
     agents.set_defaults(run=run)
+
+
+def _registry(plugins: Sequence[str]) -> AgentClis:
+    """The shipped CLIs, the installed plugins' and each ``--plugin`` module's."""
+    from importlib import import_module
+
+    from .._composition import command_plugin_manager
+    from ..agents.clis import collect_agent_clis
+
+    modules = []
+    for name in plugins:
+        try:
+            module = import_module(name)
+        except ImportError as exc:
+            raise UsageError(f"--plugin {name}: cannot import: {exc}") from None
+        if not callable(getattr(module, "pytest_ifbench_agent_clis", None)):
+            raise UsageError(f"--plugin {name}: the module has no pytest_ifbench_agent_clis(clis) function")
+        modules.append(module)
+    try:
+        return collect_agent_clis(command_plugin_manager(modules).hook)
+    except Exception as exc:  # noqa: BLE001 - any plugin failure is a usage error
+        raise UsageError(f"registering agent CLIs failed: {type(exc).__name__}: {exc}") from None
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from pathlib import Path
 
-    from ..agents.cli import AGENT_CLIS, agents_dir, cli_problem, install
+    from ..agents.cli import agents_dir, cli_problem, install
 
+    clis = _registry(args.plugins)
     directory = Path(args.dir).absolute() if args.dir else agents_dir()
     if args.action == "install":
-        unknown = [name for name in args.names if name not in AGENT_CLIS]
+        unknown = [name for name in args.names if name not in clis]
         if unknown:
-            raise UsageError(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(AGENT_CLIS)})")
-        return install(args.names, directory)
+            raise UsageError(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(clis.names())})")
+        return install(args.names, directory, clis)
     problems = 0
-    for name, (package, version, _binary) in AGENT_CLIS.items():
-        problem = cli_problem(name, directory)
+    for cli in clis:
+        problem = cli_problem(cli.name, directory, clis)
         problems += problem is not None
-        print(f"{name}: {package}@{version}: {'installed' if problem is None else problem}")
+        print(f"{cli.name}: {cli.package}@{cli.version}: {'installed' if problem is None else problem}")
     return 1 if problems else 0
