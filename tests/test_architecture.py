@@ -30,7 +30,7 @@ LAYERS: dict[str, int] = {
     # 3: checking, and agent runs (their trajectories are what trajectory verifiers check)
     "verifiers": 3, "judges": 3, "ruff.batch": 3, "_verify": 3, "agents": 3,
     # 4: suites, protocols, result records
-    "_protocols": 4, "suite.format": 4, "reports.records": 4, "suite.run_settings": 4,
+    "_protocols": 4, "suite.format": 4, "reports.records": 4, "reports.baseline_compare": 4, "suite.run_settings": 4,
     # 5: benchmarks
     "benchmarks": 5,
     # 6: hooks and the composition root
@@ -41,7 +41,7 @@ LAYERS: dict[str, int] = {
     "_collect": 8, "reports.terminal": 8, "_subtests": 8,
     # 9: reporters, entry points, the testing plugin and the public facade
     "reports.baseline": 9, "reports.allure": 9, "reports.allure_render": 9, "reports.summary_file": 9,
-    "reports.summary_writer": 9, "reports": 9,
+    "reports.summary_writer": 9, "reports.baseline_extension": 9, "reports": 9,
     "_plugin": 9, "cli": 9, "testing": 9, "": 9,
 }
 

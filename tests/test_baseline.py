@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from pytest_ifbench.reports.baseline import compare
+from pytest_ifbench.reports.baseline_compare import compare
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import stub_args, write_suite
 
