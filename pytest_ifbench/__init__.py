@@ -17,6 +17,8 @@ from ._text import extract_code, strip_reasoning
 from ._types import CheckSpec, GenerationParams, Instance, Verdict
 from ._verify import CheckOutcome
 from ._version import __version__
+from .models.provider_api import Provider
+from .models.providers import chat_reply, make_client
 from .reports.metrics import MetricTable
 from .ruff.check import ruff_setting
 from .suite.detect import suite_yaml_or_none
@@ -25,7 +27,7 @@ from .suite.format import set_check_param
 
 __all__ = [
     "CheckOutcome", "CheckSpec", "Episode", "GenerationParams", "Instance", "MetricTable", "Param", "ParamError",
-    "ProtocolRegistry", "Registry", "RuffSetting", "RuffSpec", "Runtime", "SuiteError", "TurnRecord", "Verdict",
-    "Verifier", "VerifyContext", "__version__", "extract_code", "ruff_setting", "set_check_param", "strip_reasoning",
-    "suite_yaml_or_none",
+    "ProtocolRegistry", "Provider", "Registry", "RuffSetting", "RuffSpec", "Runtime", "SuiteError", "TurnRecord",
+    "Verdict", "Verifier", "VerifyContext", "__version__", "chat_reply", "extract_code", "make_client", "ruff_setting",
+    "set_check_param", "strip_reasoning", "suite_yaml_or_none",
 ]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._registry import Registry
     from .agents.clis import AgentClis
     from .agents.profiles import ToolRegistry
+    from .models.providers import ProviderTable
     from .reports.metrics import MetricTable
 
 
@@ -64,6 +65,26 @@ def pytest_ifbench_agent_clis(clis: AgentClis) -> None:
     are registered first; names are unique. Called under pytest once per session, and by the
     ``ifbench agents`` command (installed plugins and ``--plugin`` modules only: no conftests).
     A CLI runs only inside the sandbox, reaching nothing but the proxy.
+    """
+
+
+@pytest.hookspec(historic=True)
+def pytest_ifbench_model_providers(providers: ProviderTable) -> None:
+    """Add model providers: ``providers.add(Provider(name=..., prefix="myprov/", transport=...))``.
+
+    A :class:`~pytest_ifbench.Provider` declares which model strings it serves (``prefix`` or a
+    ``serves_when(model, api_base, extra)`` predicate), the transport that sends its calls (see
+    :class:`pytest_ifbench.models.provider_api.Transport`; retries, the response cache, reasoning
+    stripping and accounting stay the client's), its availability check (``problem()``: a
+    non-None reason stops a run that selects one of its models, before anything is called), its
+    default concurrency (for ``--ifbench-concurrency=0``) and whether it needs litellm.
+
+    Providers added here are asked before the built-in ones, in the order added: the embedded
+    model (``local/``), recorded responses, the direct OpenAI-compatible path, and litellm, which
+    serves everything else and is always asked last (the ``trylast`` default). Names are unique.
+    Called once per session under pytest (historic: a conftest registered later adds its
+    providers too) and by the ``ifbench`` command; ``make_client`` and every client the run
+    builds use the resulting table.
     """
 
 

@@ -137,8 +137,8 @@ def _prefetch_model_stack(config: pytest.Config) -> None:
     if (config.getoption("collectonly") or state.responses is not None
             or (getattr(config.option, "numprocesses", None) and not _is_worker(config))):
         return
-    runtime = state.runtime
-    if not any(c is not None and c.uses_litellm for c in (runtime.model, *runtime.judges)):
+    models = {state.model_name, *state.judge_names}
+    if not any(state.providers.for_model(model, state.api_base).needs_litellm for model in models):
         return
     if state.cache is None or next(state.cache.root.glob("*/*.json"), None) is None:
         from .models.client import prefetch_litellm
@@ -204,15 +204,13 @@ def _models_needed(instances: list[InstanceItem], config: pytest.Config) -> list
     return names
 
 
-def _check_models_available(names: list[str]) -> None:
-    if any(n.startswith("local/") for n in names):
-        from .models.local import local_model_problem
-
-        problem = local_model_problem()
-        if problem:
-            raise pytest.UsageError(
-                f"pytest-ifbench: the embedded model is needed (no --model/--judge-model given) but {problem}"
-            )
+def _check_models_available(names: list[str], config: pytest.Config) -> None:
+    """Stop the run, in one line, when the provider of a model it will call cannot run here."""
+    state = config.stash[STATE_KEY]
+    found = state.providers.unavailable(names, state.api_base)
+    if found:
+        model, provider, problem = found
+        raise pytest.UsageError(f"pytest-ifbench: {provider.needed.format(model=model)} but {problem}")
 
 
 def _check_agents_available(instances: list[InstanceItem], config: pytest.Config) -> None:
@@ -249,7 +247,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # xdist controller: the workers collect, so sniff the arguments for suites up front.
         state = config.stash[STATE_KEY]
         if state.responses is None and _suite_paths(config):
-            _check_models_available([state.model_name])
+            _check_models_available([state.model_name], config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -276,7 +274,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     instances = [i for i in session.items if isinstance(i, InstanceItem)]
     if not instances or config.getoption("collectonly"):
         return
-    _check_models_available(_models_needed(instances, config))
+    _check_models_available(_models_needed(instances, config), config)
     _check_agents_available(instances, config)
     state = config.stash[STATE_KEY]
     if state.responses is not None and not _is_worker(config):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,8 @@ from ._registry import Registry
 from .models.cache import ResponseCache
 from .models.client import ModelClient, RetryPolicy
 from .models.local import DEFAULT_LOCAL_MODEL
+from .models.providers import ProviderTable, make_client
+from .models.recorded import RECORDED
 from .ruff.batch import RuffBatcher
 from .suite.format import Suite, load_suite, parse_suite
 from .suite.run_settings import apply_overrides, generation_overrides
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
 STATE_KEY = pytest.StashKey["IfbenchState"]()
 #: Result records by node id, gathered from reports (on the xdist controller: from every worker).
 RECORDS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
-#: The model name recorded when scoring pre-generated responses.
-RECORDED = "recorded-responses"
 
 
 @dataclass(kw_only=True)
@@ -43,6 +42,8 @@ class IfbenchState:
     concurrency: int
     strip_think: bool
     responses: Mapping[str, list[str]] | None = None
+    #: Who serves which model string (the built-ins plus ``pytest_ifbench_model_providers``).
+    providers: ProviderTable = field(default_factory=ProviderTable)
     sandbox: dict[str, Any] = field(default_factory=dict)
     generator: BackgroundGenerator | None = None
     _runtime: Runtime | None = None
@@ -67,11 +68,8 @@ class IfbenchState:
         return self.config.getoption("ifbench_model") is not None
 
     def client(self, model: str) -> ModelClient:
-        extra: dict[str, Any] = {}
-        if self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-            extra["api_key"] = "no-key"  # self-hosted OpenAI-compatible servers rarely need one
-        return ModelClient(model=model, api_base=None if model.startswith("local/") else self.api_base,
-                           cache=self.cache, retry=self.retry, strip_think=self.strip_think, extra=extra)
+        return make_client(model, api_base=self.api_base, cache=self.cache, retry=self.retry,
+                           strip_think=self.strip_think, providers=self.providers)
 
     @property
     def runtime(self) -> Runtime:
@@ -94,8 +92,8 @@ class IfbenchState:
             from .models.background import BackgroundGenerator
 
             concurrency = self.concurrency
-            if concurrency <= 0:  # auto: llama.cpp serialises anyway; hosted APIs like parallelism
-                concurrency = 1 if self.model_name.startswith("local/") else 16
+            if concurrency <= 0:  # auto: the model's provider knows (llama.cpp serialises; hosted APIs like many)
+                concurrency = self.providers.for_model(self.model_name, self.api_base).concurrency
             self.generator = BackgroundGenerator(concurrency)
             runtime = self.runtime
             for client in [runtime.model, *runtime.judges]:
@@ -128,6 +126,7 @@ def build_state(config: pytest.Config) -> IfbenchState:
     config.hook.pytest_ifbench_register_protocols.call_historic(kwargs={"protocols": protocols})
     model = config.getoption("ifbench_model") or DEFAULT_LOCAL_MODEL
     judges = config.getoption("ifbench_judge_models") or [model]
+    providers = ProviderTable.from_hook(config.hook)
     cache = None
     if not config.getoption("ifbench_no_cache"):
         root = Path(config.getoption("ifbench_cache"))
@@ -152,7 +151,7 @@ def build_state(config: pytest.Config) -> IfbenchState:
                           timeout=config.getoption("ifbench_timeout")),
         concurrency=config.getoption("ifbench_concurrency"),
         strip_think=not config.getoption("ifbench_keep_think"),
-        responses=responses,
+        responses=responses, providers=providers,
         sandbox={"timeout": config.getoption("ifbench_sandbox_timeout")},
         keep_workspaces=config.getoption("ifbench_keep_workspaces"),
     )

@@ -28,6 +28,7 @@ from .._text import strip_reasoning
 from .._types import GenerationParams
 from .cache import ResponseCache, cache_key
 from .openai_compat import DirectTransport, direct_route
+from .provider_api import Transport
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _litellm: Any = None
@@ -313,11 +314,13 @@ class ModelClient:
     stats: CallStats = field(default_factory=CallStats)
     #: Shared concurrency limit (set by the background generator); None = unlimited.
     limiter: Any = None
-    #: The direct path's transport when :func:`direct_route` allows it (see :mod:`._openai_compat`).
-    direct: DirectTransport | None = field(default=None, init=False, repr=False)
+    #: What sends the calls instead of litellm: the transport of the provider that serves the model
+    #: (``make_client`` passes it, see :mod:`.providers`); a client built without one takes the direct
+    #: path's when :func:`direct_route` allows it (see :mod:`.openai_compat`). None: litellm.
+    direct: Transport | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if self.api_base and direct_route(self.model, self.api_base, self.extra):
+        if self.direct is None and self.api_base and direct_route(self.model, self.api_base, self.extra):
             self.direct = DirectTransport(self.api_base, self.extra)
 
     @property

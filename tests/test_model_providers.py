@@ -1,0 +1,201 @@
+"""The model-provider seam: the provider table, ``make_client`` and ``pytest_ifbench_model_providers``."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from typing import Any
+
+import pytest
+
+from pytest_ifbench import Provider, make_client
+from pytest_ifbench.models.cache import ResponseCache
+from pytest_ifbench.models.client import ModelClient, RetryPolicy
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, DirectTransport
+from pytest_ifbench.models.providers import ProviderTable
+from tests._support import bulk_suite, write_suite
+
+#: A provider of a third-party package: echoes the prompt, counts the calls in flight.
+PROVIDER_CONFTEST = """
+    import asyncio
+    import pathlib
+
+    from pytest_ifbench import Provider, chat_reply
+
+    class Echo:
+        in_flight = 0
+        most = 0
+
+        async def acompletion(self, *, model, messages, timeout, **params):
+            Echo.in_flight += 1
+            Echo.most = max(Echo.most, Echo.in_flight)
+            try:
+                await asyncio.sleep(0.2)
+            finally:
+                Echo.in_flight -= 1
+            text = f"{model} says: {messages[-1]['content']}"
+            return chat_reply({"choices": [{"message": {"role": "assistant", "content": text},
+                                            "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 3, "completion_tokens": 4}})
+
+    def pytest_ifbench_model_providers(providers):
+        providers.add(Provider(name="myprov", prefix="myprov/", transport=lambda model, api_base, extra: Echo(),
+                               problem=lambda: PROBLEM, concurrency=2, needs_litellm=False))
+
+    def pytest_sessionfinish(session):
+        pathlib.Path("most-in-flight.txt").write_text(str(Echo.most))
+"""
+
+
+def _conftest(pytester: pytest.Pytester, problem: str | None) -> None:
+    pytester.makeconftest(f"PROBLEM = {problem!r}\n" + textwrap.dedent(PROVIDER_CONFTEST))
+
+
+def test_a_third_party_provider_serves_its_models_end_to_end(pytester):
+    _conftest(pytester, None)
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(6))
+    result = pytester.runpytest("suites", "--model=myprov/x", "-p", "no:cacheprovider", "--ifbench-summary=",
+                                "--ifbench-no-cache")
+    result.assert_outcomes(passed=6)
+    doc = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert doc["model"] == "myprov/x"
+    texts = {json.dumps(record) for record in doc["instances"]}
+    assert all("myprov/x says: question" in text for text in texts)
+    # --ifbench-concurrency left at 0 (auto): the provider's default of 2, not the hosted default of 16
+    assert (pytester.path / "most-in-flight.txt").read_text() == "2"
+
+
+def test_a_providers_problem_stops_the_run_with_its_message(pytester):
+    _conftest(pytester, "myprov needs MYPROV_TOKEN")
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(2))
+    result = pytester.runpytest("suites", "--model=myprov/x", "-p", "no:cacheprovider", "--ifbench-summary=")
+    result.stderr.fnmatch_lines(["*pytest-ifbench: model 'myprov/x' is needed but myprov needs MYPROV_TOKEN*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (pytester.path / "most-in-flight.txt").exists() or \
+        (pytester.path / "most-in-flight.txt").read_text() == "0"  # nothing was called
+
+
+def test_a_judge_of_a_provider_with_a_problem_stops_the_run_too(pytester, stub_env):
+    _conftest(pytester, "myprov is down")
+    write_suite(pytester.path, "suites/judged.yaml", """
+        ifbench: 1
+        benchmark: demo
+        instances:
+          - id: j1
+            prompt: hi
+            checks: [{id: polite, verifier: ifbench.judge, params: {criterion: "is polite"}}]
+    """)
+    result = pytester.runpytest("suites", "--model=openai/stub", f"--api-base={stub_env.url}",
+                                "--judge-model=myprov/judge", "-p", "no:cacheprovider", "--ifbench-summary=")
+    result.stderr.fnmatch_lines(["*pytest-ifbench: model 'myprov/judge' is needed but myprov is down*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# ------------------------------------------------------------------ make_client == the rule it replaced
+
+
+def _old_rule(model: str, api_base: str | None, **kwargs: Any) -> ModelClient:
+    """The client-building rule as it was written out in _state, the ifbench command and a generator."""
+    extra: dict[str, Any] = {}
+    if api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        extra["api_key"] = "no-key"
+    return ModelClient(model=model, api_base=None if model.startswith("local/") else api_base, extra=extra,
+                       **kwargs)
+
+
+def _shape(client: ModelClient) -> tuple[Any, ...]:
+    direct = client.direct
+    return (client.model, client.api_base, dict(client.extra), client.cache, client.retry, client.strip_think,
+            client.uses_litellm, type(direct), getattr(direct, "url", None),
+            getattr(direct, "_headers", None))
+
+
+@pytest.mark.parametrize("model", ["openai/stub", "openai/gpt-4o-mini", "openai/o3-mini-local", "local/smollm2",
+                                   "anthropic/claude-x", "recorded-responses"])
+@pytest.mark.parametrize("api_base", [None, "http://127.0.0.1:9/v1"])
+@pytest.mark.parametrize("key", [None, "sk-test"])
+@pytest.mark.parametrize("litellm_only", [False, True])
+def test_make_client_builds_what_the_old_rule_built(monkeypatch, tmp_path, model, api_base, key, litellm_only):
+    if key is None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+    if litellm_only:
+        monkeypatch.setenv(LITELLM_ONLY_ENV, "1")
+    else:
+        monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
+    settings = {"cache": ResponseCache(tmp_path), "retry": RetryPolicy(max_attempts=2), "strip_think": False}
+    new, old = make_client(model, api_base=api_base, **settings), _old_rule(model, api_base, **settings)
+    assert _shape(new) == _shape(old)
+    assert new.uses_litellm == ProviderTable().for_model(model, api_base).needs_litellm
+
+
+def test_the_direct_path_is_chosen_exactly_when_before(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
+    base = "http://127.0.0.1:9/v1"
+    direct = make_client("openai/stub", api_base=base)
+    assert isinstance(direct.direct, DirectTransport) and direct.extra == {"api_key": "no-key"}
+    assert ProviderTable().for_model("openai/stub", base).name == "openai-compatible"
+    for model, api_base in [("openai/stub", None), ("openai/gpt-4o-mini", base), ("anthropic/claude-x", base)]:
+        assert make_client(model, api_base=api_base).direct is None
+        assert ProviderTable().for_model(model, api_base).name == "litellm"
+    monkeypatch.setenv(LITELLM_ONLY_ENV, "1")
+    assert make_client("openai/stub", api_base=base).direct is None
+
+
+# ------------------------------------------------------------------ the table
+
+
+def test_the_built_in_table_and_its_defaults():
+    table = ProviderTable()
+    assert [p.name for p in table] == ["local", "recorded", "openai-compatible", "litellm"]
+    local = table.for_model("local/smollm2", "http://127.0.0.1:9/v1")
+    assert (local.name, local.concurrency, local.needs_litellm, local.uses_api_base) == ("local", 1, True, False)
+    assert table.for_model("openai/gpt-4o-mini").concurrency == 16
+    assert table.for_model("recorded-responses").name == "recorded"
+
+
+def test_added_providers_are_asked_first_and_names_are_unique():
+    table = ProviderTable()
+    mine = Provider(name="mine", prefix="openai/")
+    table.add(mine)
+    assert table.for_model("openai/stub", "http://127.0.0.1:9/v1") is mine
+    assert table.for_model("local/smollm2").name == "local"
+    with pytest.raises(ValueError, match="model provider 'mine' is already registered"):
+        table.add(Provider(name="mine", prefix="x/"))
+    with pytest.raises(ValueError, match="'litellm' is already registered"):
+        table.add(Provider(name="litellm", prefix="y/"))
+    with pytest.raises(TypeError, match="Provider declarations"):
+        table.add({"name": "dict"})  # type: ignore[arg-type]
+
+
+def test_unavailable_asks_each_provider_once_and_names_the_model():
+    asked = []
+
+    def problem() -> str:
+        asked.append(1)
+        return "no token"
+
+    table = ProviderTable([Provider(name="p", prefix="p/", problem=problem)])
+    assert table.unavailable(["openai/x", "p/a", "p/b"]) == ("p/a", table.for_model("p/a"), "no token")
+    assert asked == [1]
+    assert table.unavailable(["openai/x", "anthropic/y"]) is None
+
+
+def test_make_client_uses_a_providers_transport_and_its_api_base_setting():
+    class Sender:
+        async def acompletion(self, **kwargs: Any) -> Any:
+            raise AssertionError("not called here")
+
+    seen = []
+
+    def transport(model, api_base, extra):
+        seen.append((model, api_base, dict(extra)))
+        return Sender()
+
+    table = ProviderTable([Provider(name="t", prefix="t/", transport=transport, uses_api_base=False)])
+    client = make_client("t/m", api_base="http://127.0.0.1:9/v1", extra={"x": 1}, providers=table)
+    assert isinstance(client.direct, Sender) and not client.uses_litellm
+    assert client.api_base is None and seen == [("t/m", None, {"x": 1})]
