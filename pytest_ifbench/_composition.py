@@ -7,17 +7,24 @@ entry-point names (so ``-p no:<name>`` switches one off); the ``ifbench``
 command builds its own plugin manager from the same group. Both then build
 the registry the same way: the core's ``ifbench.*`` verifiers, then every
 plugin's ``pytest_ifbench_register_verifiers``.
+
+A plugin module that holds a :class:`~._benchmark.Benchmark` declaration has
+the declaration registered as its hooks, under the entry-point name; the
+module itself, under its module name, keeps any hook functions of its own.
+The same goes for a ``conftest.py`` or ``-p`` module (``register_declared``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoint, entry_points
+from types import ModuleType
 from typing import Any
 
 import pluggy
 
 from . import _hookspecs
+from ._benchmark import Benchmark
 from ._registry import Registry
 
 #: The entry-point group a benchmark package publishes its plugin module under.
@@ -59,9 +66,45 @@ def register_benchmarks(manager: pluggy.PluginManager) -> list[str]:
                 f"pytest-ifbench: benchmark plugin {point.name!r} ({point.value}) could not be loaded: "
                 f"{type(exc).__name__}: {exc}"), stacklevel=2)
             continue
-        manager.register(plugin, point.name)
+        register_plugin(manager, plugin, point.name)
         registered.append(point.name)
     return registered
+
+
+def declared_benchmarks(module: Any) -> list[Benchmark]:
+    """The :class:`Benchmark` declarations a module holds at its top level."""
+    found: list[Benchmark] = []
+    for value in vars(module).values() if isinstance(module, ModuleType) else ():
+        if isinstance(value, Benchmark) and all(value is not other for other in found):
+            found.append(value)
+    return found
+
+
+def register_plugin(manager: pluggy.PluginManager, module: Any, name: str) -> None:
+    """Register a benchmark plugin module under ``name``; a module declaring a :class:`Benchmark`
+    gives that name to the declaration (its hooks), and is itself registered under its module name
+    (its own hook functions, if any)."""
+    declared = [b for b in declared_benchmarks(module) if not manager.is_registered(b)]
+    if not declared:
+        manager.register(module, name)
+        return
+    manager.register(declared[0], name)
+    register_declared(manager, module)
+    if not manager.is_registered(module):
+        manager.register(module, module.__name__)
+
+
+def register_declared(manager: pluggy.PluginManager, module: Any) -> None:
+    """Register the :class:`Benchmark` declarations of a plugin module registered some other way
+    (a ``conftest.py``, ``-p module``): each under its benchmark name, or ``<module>:<name>`` if taken."""
+    for benchmark in declared_benchmarks(module):
+        if not manager.is_registered(benchmark):
+            name = benchmark.name
+            if manager.is_blocked(name):  # -p no:<name>
+                continue
+            if manager.has_plugin(name):
+                name = f"{getattr(module, '__name__', module)}:{benchmark.name}"
+            manager.register(benchmark, name)
 
 
 def build_registry(hook: Any) -> Registry:
@@ -102,6 +145,7 @@ def command_plugin_manager(modules: Iterable[Any] = (), *, blocked: Iterable[str
     for module in modules:
         if not manager.is_registered(module):
             manager.register(module)
+        register_declared(manager, module)
     return manager
 
 

@@ -36,6 +36,13 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     register_benchmarks(pluginmanager)
 
 
+def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:
+    """A ``conftest.py`` or ``-p`` module declaring a ``Benchmark``: register the declaration's hooks."""
+    from ._composition import register_declared
+
+    register_declared(manager, plugin)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ifbench", "instruction-following benchmarks (pytest-ifbench)")
     group.addoption("--model", dest="ifbench_model", default=None, metavar="MODEL",

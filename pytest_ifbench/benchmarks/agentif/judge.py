@@ -30,9 +30,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._types import CheckSpec, JudgeOmission, Verdict
-from ...judges.checklist import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
-from ...models.client import Completion
+from pytest_ifbench import (
+    JUDGE_PARAMS,
+    CheckSpec,
+    Completion,
+    JudgeError,
+    JudgeOmission,
+    Verdict,
+    ask_with_repair,
+    call_judge,
+    reply_entries,
+)
+
 from .materials import Material
 
 _SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ...reports.metrics import MetricTable
+from pytest_ifbench import MetricTable
 
 RUBRIC = "agentif.rubric"
 DIMENSIONS = ("instruction_following", "factuality", "logic", "negative_constraint")

@@ -2,48 +2,53 @@
 ``data.jsonl`` files and AgentIF YAML suites, the ``needs_web`` skip, start-up checks (sandbox, Chromium),
 metrics and ``ifbench generate agentif agreement``.
 
-Registered through the ``pytest_ifbench.benchmarks`` entry point ``agentif``; everything heavy is imported
-inside the hooks.
+Registered through the ``pytest_ifbench.benchmarks`` entry point ``agentif``; the core derives the declared
+hooks and imports each module named there when first needed. The collection hooks are ordinary hook
+functions; everything heavy is imported inside them.
 """
 
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCHMARK = "agentif"
+from pytest_ifbench import Benchmark
+
+_HERE = "pytest_ifbench.benchmarks.agentif"
 WEB_TOOLS = ("web_search", "web_fetch")
 
 
-def pytest_ifbench_register_verifiers(registry: Any) -> None:
-    from .verifiers import register
+def generate(argv: list[str]) -> int:
+    """``ifbench generate agentif agreement ...``."""
+    commands = ("agreement",)
+    if not argv or argv[0] not in commands:
+        print(f"usage: ifbench generate {BENCHMARK.name} {{{','.join(commands)}}} ...")
+        return 2
+    from .agreement import main
 
-    register(registry)
+    return main(argv[1:])
 
 
-def pytest_ifbench_register_protocols(protocols: Any) -> None:
-    from .protocol import register
-
-    register(protocols)
-
-
-def pytest_ifbench_suite_data(path: Any, config: pytest.Config) -> Any:
-    from .official import suite_data
-
-    return suite_data(Path(path))
+BENCHMARK = Benchmark(
+    name="agentif",
+    verifiers=f"{_HERE}.verifiers:register",
+    protocols=f"{_HERE}.protocol:register",
+    official_reader=f"{_HERE}.official:read",
+    metrics=f"{_HERE}.metrics:tables",
+    generator=generate,
+)
 
 
 def _spec(item: pytest.Item) -> Any:
     spec = getattr(item, "spec", None)
-    return spec if getattr(spec, "benchmark", None) == BENCHMARK else None
+    return spec if getattr(spec, "benchmark", None) == BENCHMARK.name else None
 
 
 def web_tools(config: pytest.Config) -> list[str]:
     """Names of the web tools plugins register (``pytest_ifbench_register_tools``), on a fresh registry."""
-    from ...agents.profiles import ToolRegistry
+    from pytest_ifbench import ToolRegistry
 
     tools = ToolRegistry()
     for impl in config.hook.pytest_ifbench_register_tools.get_hookimpls():
@@ -89,7 +94,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Say at start-up, in one line each, what AgentIF tasks will lack: the sandbox, Chromium."""
     config = session.config
-    tasks = [spec for item in session.items if (spec := _spec(item)) is not None and spec.protocol == BENCHMARK]
+    tasks = [spec for item in session.items if (spec := _spec(item)) is not None and spec.protocol == BENCHMARK.name]
     if not tasks or config.getoption("collectonly"):
         return
     recorded = False
@@ -98,7 +103,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     except ValueError:
         pass
     if not recorded:
-        from ...sandbox import sandbox_problem
+        from pytest_ifbench.sandbox import sandbox_problem
 
         problem = sandbox_problem()
         if problem:
@@ -111,24 +116,3 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if reporter is not None:
             reporter.write_line(message, yellow=True)
         warnings.warn(pytest.PytestWarning(message), stacklevel=1)
-
-
-def pytest_ifbench_metrics(benchmark: str, records: list[dict[str, Any]]) -> list[Any] | None:
-    if benchmark != BENCHMARK:
-        return None
-    from .metrics import tables
-
-    return tables(records)
-
-
-def pytest_ifbench_generators(generators: dict[str, Any]) -> None:
-    def generate(argv: list[str]) -> int:
-        commands = ("agreement",)
-        if not argv or argv[0] not in commands:
-            print(f"usage: ifbench generate {BENCHMARK} {{{','.join(commands)}}} ...")
-            return 2
-        from .agreement import main
-
-        return main(argv[1:])
-
-    generators[BENCHMARK] = generate

@@ -12,8 +12,8 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from ..._protocols import PROTOCOLS, Episode, Runtime
-from ..._types import Instance
+from pytest_ifbench import PROTOCOLS, Episode, Instance, Runtime
+
 from . import materials, screenshot
 from .judge import JudgeInput, judge_task
 from .verifiers import RUBRIC

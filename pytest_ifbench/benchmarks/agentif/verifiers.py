@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._params import Param
-from ..._registry import Verifier
+from pytest_ifbench import Param, Verifier
 
 RUBRIC = "agentif.rubric"
 

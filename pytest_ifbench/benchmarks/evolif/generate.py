@@ -145,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          description=args.description)
     synthesizer = None
     if args.synthesizer_model:
-        from ...models.cache import ResponseCache
-        from ...models.client import ModelClient
+        from pytest_ifbench import ModelClient, ResponseCache
 
         client = ModelClient(model=args.synthesizer_model, api_base=args.api_base,
                              cache=ResponseCache(Path(args.cache)) if args.cache else None)

@@ -243,7 +243,8 @@ def _num(value: float) -> str:
 
 
 def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
-    from ...reports.metrics import MetricTable
+    from pytest_ifbench import MetricTable
+
     from .catalog import GROUPS
 
     items = dialogues(records)
@@ -328,7 +329,8 @@ def _reference(record: Mapping[str, Any]) -> bool:
 
 def authors_table(items: Sequence[Dialogue]) -> Any:
     """The authors' ``score.py`` reading of the same turns, REC's nan/inf/-0 dialogues counted apart."""
-    from ...reports.metrics import MetricTable
+    from pytest_ifbench import MetricTable
+
     from .authors_score import score
 
     turns = [[[True] * s + [False] * (n - s) if n else [True] for s, n in d.turns] for d in items]

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...suite.jsonl import JsonlError, iter_jsonl
+from pytest_ifbench import JsonlError, ReadOptions, SuiteError, iter_jsonl
 
 #: Defaults of imported suites, as the authors' ``src/eval.py`` runs (``ifbench generate evolif import``
 #: and the run flags can change them): patience 3, temperature 1.0 (their ``LLM_backend`` default), no
@@ -180,15 +180,18 @@ def suite_from_files(paths: Sequence[Path], *, patience: int = PATIENCE, max_tok
     }
 
 
+def read(path: Path, options: ReadOptions) -> Mapping[str, Any] | None:
+    """The core's official reader (cached per file content): :func:`suite_data` with ``--evolif-compat``."""
+    return suite_data(path, options.compat)
+
+
 def suite_data(path: Path, compat: str | None = None) -> Mapping[str, Any] | None:
     """Suite data for an official EvolIF dialogue file (``compat``: ``--evolif-compat``), or an EvolIF
-    suite YAML with ``options.compat`` / ``options.system_prompt`` / ``--evolif-compat`` applied; else None."""
-    from ...suite.format import SuiteError
-
+    suite YAML with ``options.system_prompt`` applied (the core applies ``compat`` to YAML suites); else None."""
     if not is_official(path):
         from .compat import suite_yaml
 
-        return suite_yaml(path, compat)
+        return suite_yaml(path)
     try:
         data = suite_from_files([path])
     except EvolifFormatError as exc:

@@ -352,7 +352,7 @@ class LLMSynthesizer:
     calls: int = 0
 
     async def _ask(self, messages: list[dict[str, Any]], seed: int, fmt: dict[str, Any]) -> str:
-        from ..._types import GenerationParams
+        from pytest_ifbench import GenerationParams
 
         self.calls += 1
         reply = await self.client.complete(
@@ -362,7 +362,7 @@ class LLMSynthesizer:
     async def _related(self, query: str, topic: Mapping[str, Any], seed: int) -> bool:
         import json
 
-        from ..._text import first_json_object
+        from pytest_ifbench import first_json_object
 
         prompt = (f"Message: {query}\nTopic: {topic['title']}\nDoes the message contain a concrete reference to "
                   "the topic (a paraphrase or a specific keyword of it)? A generic reference such as 'the earlier "
@@ -378,7 +378,7 @@ class LLMSynthesizer:
                       seed: int) -> tuple[str, dict[str, Any]]:
         import json
 
-        from ..._text import first_json_object
+        from pytest_ifbench import first_json_object
 
         messages = [{"role": "system", "content": _SYNTH_SYSTEM},
                     {"role": "user", "content": synthesis_prompt(turn, persona, draft)}]

@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._params import Param, ParamError
-from ..._registry import Verifier
-from ..._types import Verdict
+from pytest_ifbench import Param, ParamError, Verdict, Verifier
+
 from . import text as T
 from .catalog import (
     CASE_MODES,

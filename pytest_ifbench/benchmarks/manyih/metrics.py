@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...reports.metrics import MetricTable
+from pytest_ifbench import MetricTable
 
 BENCHMARK = "manyih"
 

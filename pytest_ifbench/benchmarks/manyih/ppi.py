@@ -148,7 +148,7 @@ def extract(response: str) -> str:
     """The code of a reply in ``paper`` mode: the core rule (``python``/``py``/``python3``
     fence, else an untagged fence, else the reply; an unclosed python fence counts).
     ``reference`` mode extracts the authors' way (``reference_styles.reference_code``)."""
-    from ..._text import extract_code
+    from pytest_ifbench import extract_code
 
     return extract_code(response)
 

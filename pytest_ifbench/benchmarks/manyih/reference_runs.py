@@ -132,7 +132,7 @@ class AssertRun:
 
 def run_reference_asserts(code: str, asserts: Sequence[str], limits: Any) -> AssertRun:
     """Every assert line against ``code`` the authors' way, in one sandboxed child."""
-    from ...sandbox import run_python
+    from pytest_ifbench.sandbox import run_python
 
     marker = f"@@manyih-{secrets.token_hex(8)}@@"
     budget = ASSERT_SECONDS * len(asserts) + 5
@@ -157,7 +157,7 @@ def reference_if_response(reply: str) -> str:
 
 def run_reference_if_code(code: str, reply: str, limits: Any) -> dict[str, Any]:
     """``{"kind": "bool"|"str"|"NoneType"|"other"|"error", ...}``: what ``check_following`` gave."""
-    from ...sandbox import run_python
+    from pytest_ifbench.sandbox import run_python
 
     marker = f"@@manyih-{secrets.token_hex(8)}@@"
     payload = {"code": code, "response": reference_if_response(reply), "marker": marker}

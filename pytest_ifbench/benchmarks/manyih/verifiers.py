@@ -21,9 +21,8 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from ..._params import Param
-from ..._registry import Verifier
-from ..._types import Verdict
+from pytest_ifbench import Param, Verdict, Verifier
+
 from .checks import check_style
 from .ppi import COMPAT_MODES, extract, reference_asserts
 from .reference_styles import reference_code, reference_style
@@ -34,7 +33,7 @@ _COMPAT = Param(str, default="paper", choices=COMPAT_MODES,
 
 
 def _limits(ctx: Any):
-    from ...sandbox import SandboxLimits
+    from pytest_ifbench.sandbox import SandboxLimits
 
     return SandboxLimits(**dict(ctx.sandbox)) if ctx is not None and getattr(ctx, "sandbox", None) else SandboxLimits()
 
@@ -57,7 +56,7 @@ def _style_verifier(style_id: str):
 def _unit_tests(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     if params["compat"] == "reference":
         return _reference_unit_tests(text, params, ctx)
-    from ...sandbox import run_assert_tests
+    from pytest_ifbench.sandbox import run_assert_tests
 
     tests, setup = list(params["tests"]), params["setup"]
     run = run_assert_tests(extract(text), tests, setup=setup, limits=_limits(ctx))
@@ -91,7 +90,7 @@ def _if_code(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """Run the constraint's ``check_following(response)`` in the sandbox with the reply on stdin."""
     if params["compat"] == "reference":
         return _reference_if_code(text, params, ctx)
-    from ...sandbox import run_python
+    from pytest_ifbench.sandbox import run_python
 
     marker = f"@@manyih-{secrets.token_hex(8)}@@"
     source = (

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...reports.metrics import MetricTable
+from pytest_ifbench import MetricTable
+
 from .reflect import META_KEY
 from .scoring import MODES, Panel, check_result, judges_of, panel, rates, scored
 from .taxonomy import ATTRIBUTIONS, CHECK_TYPES, CONFLICT_PAIRS, SOURCES

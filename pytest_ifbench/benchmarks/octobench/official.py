@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_ifbench import ReadOptions, SuiteError, suite_yaml_or_none
+
 from .taxonomy import CONFLICT_SCENARIOS, SCAFFOLDS, conflict_pair, scaffold, source
 
 BENCHMARK = "octobench"
@@ -191,15 +193,20 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> None:
                 raise OfficialFormatError(f"instance {inst.get('id')!r}: {OFFLINE}")
 
 
-_cache: dict[tuple[Any, ...], Any] = {}
+def read(path: Path, options: ReadOptions) -> Any:
+    """The core's official reader (cached per file content and options): the run's :class:`Settings`
+    from ``--octobench-workspaces``, ``--ifbench-recorded-trajectories``, ``--octobench-compat`` and
+    ``--octobench-reflect``, then :func:`suite_data`."""
+    workspaces = options.option("octobench_workspaces")
+    settings = Settings(workspaces=Path(workspaces).resolve() if workspaces else None,
+                        recorded=bool(options.option("ifbench_recorded_trajectories")),
+                        compat=options.compat, reflect=bool(options.option("octobench_reflect")))
+    return suite_data(path, settings)
 
 
 def suite_data(path: Path, settings: Settings) -> Any:
     """Suite data for an official OctoBench file or an OctoBench suite YAML; None for other files."""
-    from ...suite.format import SuiteError
-
     try:
-        stat = path.stat()
         with path.open("rb") as handle:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
@@ -207,24 +214,18 @@ def suite_data(path: Path, settings: Settings) -> Any:
     if path.suffix in (".json", ".jsonl"):
         if not sniff(head):
             return None
-        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, settings)
-        if key not in _cache:
-            try:
-                data = official_suite(load_rows(path), settings, name=path.name)
-                apply_settings(data, settings)
-            except (OfficialFormatError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise SuiteError(path, f"cannot read the official OctoBench file: {exc}") from None
-            _cache[key] = data
-        return _cache[key]
+        try:
+            data = official_suite(load_rows(path), settings, name=path.name)
+            apply_settings(data, settings)
+        except (OfficialFormatError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SuiteError(path, f"cannot read the official OctoBench file: {exc}") from None
+        return data
     if path.suffix not in (".yaml", ".yml") or b"octobench" not in head:
         return None
     return _octobench_yaml(path, settings)
 
 
 def _octobench_yaml(path: Path, settings: Settings) -> Any:
-    from ...suite.detect import suite_yaml_or_none
-    from ...suite.errors import SuiteError
-
     data = suite_yaml_or_none(path, BENCHMARK)  # None: not ours, or the core reports the file
     if data is None:
         return None

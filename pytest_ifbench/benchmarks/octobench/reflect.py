@@ -21,10 +21,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ..._protocols import PROTOCOLS, Episode, Runtime
-from ..._registry import Registry
-from ..._types import Instance
-from ..._verify import CheckOutcome, VerifyContext, evaluate
+from pytest_ifbench import PROTOCOLS, CheckOutcome, Episode, Instance, Registry, Runtime, VerifyContext, evaluate
+
 from .taxonomy import SOURCES
 
 META_KEY = "octobench_reflection"

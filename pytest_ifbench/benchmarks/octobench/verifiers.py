@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._params import Param
-from ..._registry import Verifier
+from pytest_ifbench import Param, Verifier
+
 from .taxonomy import CONFLICT_PAIRS
 
 _NAMES = {"user_query": "the user's request", "system_prompt": "the system prompt",

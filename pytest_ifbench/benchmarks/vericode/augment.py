@@ -29,7 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._params import ParamError
+from pytest_ifbench import ParamError
+
 from .instructions import BY_ID, CATEGORIES, INSTRUCTIONS, Instruction, conflicting
 from .tasks import Task
 
@@ -375,8 +376,7 @@ class LLMSelector:
         self.calls = 0
 
     def _ask(self, prompt: str, schema: Mapping[str, Any], name: str) -> Any:
-        from ..._text import first_json_object
-        from ..._types import GenerationParams
+        from pytest_ifbench import GenerationParams, first_json_object
 
         fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
         messages = [{"role": "user", "content": prompt}]

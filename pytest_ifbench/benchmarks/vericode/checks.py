@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Verdict
+from pytest_ifbench import Verdict
 
 #: A fenced block: indentation, tag, body (same shape as the core's code extraction).
 _FENCE = re.compile(r"^([ \t]*)```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$",
@@ -32,7 +32,7 @@ def text_after_code(response: str) -> str | None:
     that is raw code only (or whose code fence is never closed) has no code
     block, hence nothing after it.
     """
-    from ..._text import code_block
+    from pytest_ifbench import code_block
 
     block = code_block(response)
     return response[block.end():] if block is not None else None
@@ -48,7 +48,7 @@ def _no_code_block() -> Verdict:
 
 def _json_after(text: str) -> tuple[Any, str] | None:
     """The JSON value explaining the code: a ```json block, else the first {...} object."""
-    from ..._text import first_json_object
+    from pytest_ifbench import first_json_object
 
     for match in _FENCE.finditer(text):
         if match.group(2).lower() in ("json", "jsonc", "json5"):

@@ -29,10 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._params import Param, ParamError
-from ..._registry import RuffSetting
-from ..._types import Verdict
-from ...ruff.check import ruff_setting
+from pytest_ifbench import Param, ParamError, RuffSetting, Verdict, ruff_setting
+
 from .checks import check_bullet_explanation, check_json_explanation, check_section_explanation
 
 CATEGORIES: dict[str, str] = {
@@ -94,7 +92,7 @@ class Instruction:
 
     def validate(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Schema validation (raises ParamError), as the registry does at collection."""
-        from ..._params import validate_params
+        from pytest_ifbench import validate_params
 
         clean = validate_params(self.params, params)
         if self.check_params is not None:

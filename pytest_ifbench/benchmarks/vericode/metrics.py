@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...reports.metrics import MetricTable
+from pytest_ifbench import MetricTable
 
 BENCHMARK = "vericode"
 PROTOCOLS = ("single_turn", "multi_turn")

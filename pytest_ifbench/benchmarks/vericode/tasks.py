@@ -42,7 +42,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ...suite.jsonl import JsonlError, iter_jsonl
+from pytest_ifbench import JsonlError, iter_jsonl
 
 SOURCES = ("builtin", "bigcodebench", "livecodebench", "mbpp")
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._registry import RuffSpec, Verifier
-from ..._types import Verdict
+from pytest_ifbench import RuffSpec, Verdict, Verifier
+
 from .instructions import INSTRUCTIONS, Instruction
 
 

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ifbench import ReadOptions
 from pytest_ifbench._composition import build_registry, command_plugin_manager
 from pytest_ifbench._verify import verify_one
 from pytest_ifbench.benchmarks.evolif.compat import apply_compat
 from pytest_ifbench.benchmarks.evolif.official import suite_data
+from pytest_ifbench.benchmarks.evolif.plugin import BENCHMARK
 from pytest_ifbench.benchmarks.evolif.settings import authors_system_prompt
 
 REGISTRY = build_registry(command_plugin_manager([]).hook)
@@ -108,8 +110,8 @@ def test_suite_options_set_compat_and_system_prompt(tmp_path: Path) -> None:
         "instances:\n- id: d\n  turns:\n  - user: hi\n    checks:\n"
         "    - {id: c, verifier: evolif.case, params: {mode: all_upper}}\n",
         encoding="utf-8")
-    data = suite_data(path)
+    data = BENCHMARK.read(path, ReadOptions())  # the reader (system prompt), then the core's compat
     assert "system" not in data["defaults"]
     assert data["instances"][0]["turns"][0]["checks"][0]["params"]["compat"] == "reference"
     path.write_text(path.read_text().replace("system_prompt: none", "system_prompt: authors"), encoding="utf-8")
-    assert suite_data(path)["defaults"]["system"] == authors_system_prompt()
+    assert BENCHMARK.read(path, ReadOptions())["defaults"]["system"] == authors_system_prompt()

@@ -47,7 +47,7 @@ def test_sniff_only_official_files(tmp_path):
     yaml_file = tmp_path / "x.yaml"
     yaml_file.write_text("turn: 1\ninstructions: []\n", encoding="utf-8")
     assert not I.is_official(yaml_file)
-    assert plugin.pytest_ifbench_suite_data(other, None) is None
+    assert plugin.BENCHMARK.pytest_ifbench_suite_data(other, None) is None
 
 
 def test_conversion(tmp_path):
@@ -71,10 +71,10 @@ def test_malformed_files_name_file_and_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(turn(1, "q", [LENGTH])) + "\nnot json\n", encoding="utf-8")
     with pytest.raises(SuiteError, match=r"bad.jsonl: line 2: not JSON"):
-        plugin.pytest_ifbench_suite_data(path, None)
+        plugin.BENCHMARK.pytest_ifbench_suite_data(path, None)
     path.write_text(json.dumps(turn(1, "q", [{"args": {}}])) + "\n", encoding="utf-8")
     with pytest.raises(SuiteError, match="needs an 'id'"):
-        plugin.pytest_ifbench_suite_data(path, None)
+        plugin.BENCHMARK.pytest_ifbench_suite_data(path, None)
 
 
 def test_official_sample_converts_unchanged(SAMPLE):
@@ -121,7 +121,7 @@ def test_a_json_array_of_turns_is_accepted(tmp_path):
     path = tmp_path / "dialog.json"
     path.write_text(json.dumps([turn(1, "q1", [LENGTH]), turn(2, "q2", [LENGTH, EXIST])]), encoding="utf-8")
     assert I.is_official(path)
-    data = plugin.pytest_ifbench_suite_data(path, None)
+    data = plugin.BENCHMARK.pytest_ifbench_suite_data(path, None)
     assert [t["user"] for t in data["instances"][0]["turns"]] == ["q1", "q2"]
     other = tmp_path / "list.json"
     other.write_text(json.dumps([{"a": 1}]), encoding="utf-8")

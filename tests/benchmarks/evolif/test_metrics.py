@@ -94,7 +94,7 @@ def test_turns_under_patience(outcomes, patience, expected):
 
 
 def test_patience_sweep_from_one_run():
-    tables = {t.title: t for t in plugin.pytest_ifbench_metrics("evolif", records())}
+    tables = {t.title: t for t in plugin.BENCHMARK.pytest_ifbench_metrics("evolif", records())}
     sweep = tables["evolif: endurance by patience (Table 3)"]
     rows = {row[0]: row for row in sweep.rows}
     assert list(rows) == ["P=1", "P=2", "P=3 (run)"]
@@ -134,9 +134,9 @@ def test_group_rates_and_survival():
 def test_tables_render_and_skip_errors_and_other_benchmarks():
     from pytest_ifbench.reports.metrics import render_table
 
-    assert plugin.pytest_ifbench_metrics("vericode", records()) is None
+    assert plugin.BENCHMARK.pytest_ifbench_metrics("vericode", records()) is None
     errored = record("Z", [], status="error")
-    tables = plugin.pytest_ifbench_metrics("evolif", records() + [errored])
+    tables = plugin.BENCHMARK.pytest_ifbench_metrics("evolif", records() + [errored])
     main = tables[0]
     assert main.rows[0] == ("all", 4, "4.50", "2.88", "2.50", "2.00", "63.89%", "55.56%", "62.50%", "61.31%")
     assert any("1 dialogue(s) errored" in n for n in main.notes)
@@ -145,16 +145,16 @@ def test_tables_render_and_skip_errors_and_other_benchmarks():
     assert per_dialogue.rows[0][-1] == "1/4" and per_dialogue.rows[1][-1] == "-"
     for table in tables:
         assert render_table(table)
-    assert plugin.pytest_ifbench_metrics("evolif", [errored]) == []
+    assert plugin.BENCHMARK.pytest_ifbench_metrics("evolif", [errored]) == []
 
 
 def test_plots_are_pngs(tmp_path):
     recs = records() + [record("B2", B, model="other")]
-    paths = plugin.pytest_ifbench_plots("evolif", recs, tmp_path / "plots")
+    paths = plugin.BENCHMARK.pytest_ifbench_plots("evolif", recs, tmp_path / "plots")
     assert [p.name for p in paths] == ["evolif-survival.png", "evolif-groups.png"]
     for path in paths:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert plugin.pytest_ifbench_plots("smoke", recs, tmp_path) is None
+    assert plugin.BENCHMARK.pytest_ifbench_plots("smoke", recs, tmp_path) is None
 
 
 def test_an_exhausted_dialogue_shows_its_real_patience_even_with_stale_metadata():

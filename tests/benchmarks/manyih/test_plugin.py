@@ -80,9 +80,7 @@ class _Config:
 
 
 def _compat_params(path, flag):
-    from pytest_ifbench.benchmarks.manyih.plugin import pytest_ifbench_suite_data
-
-    data = pytest_ifbench_suite_data(path, _Config(flag))
+    data = plugin.BENCHMARK.pytest_ifbench_suite_data(path, _Config(flag))
     if data is None:
         return None
     return {c["id"]: (c.get("params") or {}).get("compat") for c in data["instances"][0]["checks"]}
@@ -198,7 +196,7 @@ def test_metric_formulas():
         _record("b", "scalar", 12, True, [True, True], perturbed=True),
         _record("c", "ordinal", 6, True, [True]) | {"status": "error"},
     ]
-    table_1a, table_1b, perturbation, by_style = plugin.pytest_ifbench_metrics("manyih", records)
+    table_1a, table_1b, perturbation, by_style = plugin.BENCHMARK.pytest_ifbench_metrics("manyih", records)
     rows = {row[0]: row for row in table_1a.rows}
     assert rows["all"] == ("all", 5, 1, "25.0%", "50.0%", "75.0%")
     assert rows["ppi=scalar, perturbed"][3:] == ("100.0%", "100.0%", "100.0%")
@@ -206,12 +204,12 @@ def test_metric_formulas():
     assert perturbation.rows[0] == ("all", 2, "0.0%", "100.0%", "+100.0", "+50.0", "+50.0", "100.0%", "50.0%",
                                     "50.0%")
     assert by_style.rows == (("g", 12, "91.7%", 1, "100.0%"),)
-    assert plugin.pytest_ifbench_metrics("other", records) is None
+    assert plugin.BENCHMARK.pytest_ifbench_metrics("other", records) is None
 
 
 def test_plot_by_tier(tmp_path):
     records = [_record("a", "ordinal", 6, True, [True]), _record("a", "ordinal", 12, True, [False]),
                _record("a", "scalar", 12, True, [True])]
-    (path,) = plugin.pytest_ifbench_plots("manyih", records, tmp_path)
+    (path,) = plugin.BENCHMARK.pytest_ifbench_plots("manyih", records, tmp_path)
     assert path.name == "manyih_accuracy_by_tier.png" and path.read_bytes()[:4] == b"\x89PNG"
-    assert plugin.pytest_ifbench_plots("other", records, tmp_path) is None
+    assert plugin.BENCHMARK.pytest_ifbench_plots("other", records, tmp_path) is None

@@ -97,17 +97,17 @@ def test_category_and_instruction_breakdowns():
 
 
 def test_hook_groups_by_testbed_and_ignores_other_benchmarks():
-    assert plugin.pytest_ifbench_metrics("smoke", []) is None
+    assert plugin.BENCHMARK.pytest_ifbench_metrics("smoke", []) is None
     group = [record("a", 0), record("a", 1, instructions=(True,)), record("q", 0, testbed="quick")]
-    titles = [t.title for t in plugin.pytest_ifbench_metrics("vericode", group)]
+    titles = [t.title for t in plugin.BENCHMARK.pytest_ifbench_metrics("vericode", group)]
     assert "vericode [bigvibe]: instruction following and functionality" in titles
     assert "vericode [quick]: instruction following and functionality" in titles
 
 
 def test_plot_if_by_position(tmp_path):
-    assert plugin.pytest_ifbench_plots("smoke", [], tmp_path) is None
+    assert plugin.BENCHMARK.pytest_ifbench_plots("smoke", [], tmp_path) is None
     group = [record("a", 2, "single_turn", (True, False)), record("a", 2, "multi_turn", (False, True)),
              record("a", 1, "multi_turn", (True,))]
-    paths = plugin.pytest_ifbench_plots("vericode", group, tmp_path / "plots")
+    paths = plugin.BENCHMARK.pytest_ifbench_plots("vericode", group, tmp_path / "plots")
     assert [p.name for p in paths] == ["vericode_if_by_position_bigvibe.png"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
