@@ -199,3 +199,18 @@ def test_make_client_uses_a_providers_transport_and_its_api_base_setting():
     client = make_client("t/m", api_base="http://127.0.0.1:9/v1", extra={"x": 1}, providers=table)
     assert isinstance(client.direct, Sender) and not client.uses_litellm
     assert client.api_base is None and seen == [("t/m", None, {"x": 1})]
+
+
+def test_ifbench_verify_asks_the_table_before_judging(tmp_path, capsys, monkeypatch):
+    """The command's judges: the embedded model's problem is a case error with the old wording."""
+    import pytest_ifbench.models.local as local
+    from pytest_ifbench.cli.main import main
+
+    monkeypatch.setattr(local, "local_model_problem", lambda: "llama_cpp is not installed")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"verifier": "ifbench.judge", "response": "Thanks!",
+                                 "params": {"criterion": "The reply is polite."}}) + "\n", encoding="utf-8")
+    code = main(["verify", "--in", str(cases), "--judge-model", "local/smollm2"])
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert out == [{"passed": None, "error": "line 1: judge 'local/smollm2' cannot run: llama_cpp is not installed"}]

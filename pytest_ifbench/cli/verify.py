@@ -76,25 +76,14 @@ class _Judges:
 
     def clients(self) -> list[ModelClient]:
         if self._clients is None:
-            import os
+            from .._composition import command_plugin_manager
+            from ..models.providers import ProviderTable, make_client
 
-            from ..models.client import ModelClient
-
-            if any(m.startswith("local/") for m in self.models):
-                from ..models.local import local_model_problem
-
-                problem = local_model_problem()
-                if problem:
-                    raise CaseError(f"judge {self.models[0]!r} cannot run: {problem}")
-            clients = []
-            for model in self.models:
-                extra: dict[str, Any] = {}
-                if self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-                    extra["api_key"] = "no-key"  # self-hosted OpenAI-compatible servers rarely need one
-                clients.append(ModelClient(
-                    model=model, api_base=None if model.startswith("local/") else self.api_base, extra=extra,
-                ))
-            self._clients = clients
+            providers = ProviderTable.from_hook(command_plugin_manager().hook)  # the installed plugins' too
+            found = providers.unavailable(self.models, self.api_base)
+            if found:
+                raise CaseError(f"judge {self.models[0]!r} cannot run: {found[2]}")
+            self._clients = [make_client(model, api_base=self.api_base, providers=providers) for model in self.models]
         return self._clients
 
     def verdict(self, registry: Registry, verifier_id: str, params: dict[str, Any], task: str,
