@@ -131,17 +131,10 @@ def _selector(args: argparse.Namespace) -> Any:
 
     if args.selector == "rule":
         return RuleSelector()
-    import os
-
-    from ...models.cache import ResponseCache
-    from ...models.client import ModelClient
+    from pytest_ifbench import ResponseCache, make_client
 
     model = args.judge_model or "local/smollm2"
-    extra: dict[str, Any] = {}
-    if args.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-        extra["api_key"] = "no-key"
-    client = ModelClient(model=model, api_base=None if model.startswith("local/") else args.api_base,
-                         cache=None if args.no_cache else ResponseCache(args.cache), extra=extra)
+    client = make_client(model, api_base=args.api_base, cache=None if args.no_cache else ResponseCache(args.cache))
     return LLMSelector(client)
 
 
