@@ -160,3 +160,39 @@ def test_references_are_imported_when_first_used():
     with pytest.raises(ValueError, match="package.module:function"):
         Benchmark(name="bad", metrics="json.dumps").pytest_ifbench_metrics("bad", [])
     assert Compat(help="h").choices == ("paper", "reference")
+
+
+def test_a_failing_reader_is_named_by_its_own_benchmark(pytester):
+    """Every declaration's importer is the same method: the warning still names the one that failed."""
+    pytester.makeconftest('''
+from pytest_ifbench import Benchmark
+
+
+def fine(path, options):
+    return None
+
+
+def broken(path, options):
+    if path.name == "stray.json":
+        raise RuntimeError("not my shape")
+    return None
+
+
+FIRST = Benchmark(name="first", official_reader=fine)
+SECOND = Benchmark(name="second", official_reader=broken)
+THIRD = Benchmark(name="third", official_reader=fine)
+''')
+    (pytester.path / "stray.json").write_text("{}", encoding="utf-8")
+    result = pytester.runpytest("stray.json", "-p", "no:cacheprovider", "--ifbench-results=", "-W",
+                                "default::UserWarning")
+    result.stdout.fnmatch_lines(["*stray.json: the suite importer of benchmark plugin 'second' failed "
+                                 "(RuntimeError: not my shape)*"])
+
+
+def test_a_declaration_module_is_a_plugin_of_the_ifbench_command(declared, monkeypatch, capsys):
+    """``ifbench verifiers --plugin MODULE``: a module holding only a declaration is accepted."""
+    monkeypatch.syspath_prepend(str(declared.path))
+    from pytest_ifbench.cli.main import main
+
+    assert main(["verifiers", "--plugin", "wcbench"]) == 0
+    assert "wc.strict" in capsys.readouterr().out

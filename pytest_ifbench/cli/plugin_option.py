@@ -21,7 +21,7 @@ def registry_with_plugins(plugins: Sequence[str]) -> Registry:
     """The core's and the installed benchmarks' verifiers, plus those of each ``--plugin`` module."""
     from importlib import import_module
 
-    from .._composition import build_registry, command_plugin_manager
+    from .._composition import build_registry, command_plugin_manager, declared_benchmarks
 
     modules = []
     for name in plugins:
@@ -29,7 +29,7 @@ def registry_with_plugins(plugins: Sequence[str]) -> Registry:
             module = import_module(name)
         except ImportError as exc:
             raise UsageError(f"--plugin {name}: cannot import: {exc}") from None
-        if not callable(getattr(module, "pytest_ifbench_register_verifiers", None)):
+        if not callable(getattr(module, "pytest_ifbench_register_verifiers", None)) and not declared_benchmarks(module):
             raise UsageError(f"--plugin {name}: the module has no pytest_ifbench_register_verifiers(registry) function")
         modules.append(module)
     try:

@@ -65,12 +65,19 @@ def _safe_to_offer(path: Path) -> bool:
 
 
 def _raised_by(exc: BaseException, implementations: list[Any]) -> str:
-    """The name of the plugin whose hook implementation is on ``exc``'s traceback (outermost first)."""
-    owners = {getattr(impl.function, "__code__", None): impl.plugin_name for impl in implementations}
+    """The name of the plugin whose hook implementation is on ``exc``'s traceback (outermost first).
+
+    Methods share their code between instances (every benchmark declaration's importer is the same
+    method): there the frame's ``self`` tells which plugin it was."""
+    owners: dict[Any, list[Any]] = {}
+    for impl in implementations:
+        owners.setdefault(getattr(impl.function, "__code__", None), []).append(impl)
     frame = exc.__traceback__
     while frame is not None:
-        name = owners.get(frame.tb_frame.f_code)
-        if name is not None:
-            return repr(name)
+        found = owners.get(frame.tb_frame.f_code, [])
+        if len(found) > 1:
+            found = [impl for impl in found if impl.plugin is frame.tb_frame.f_locals.get("self")]
+        if found:
+            return repr(found[0].plugin_name)
         frame = frame.tb_next
     return "(unknown)"
