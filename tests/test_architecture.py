@@ -206,15 +206,10 @@ def _private_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
                   if _benchmark(dep) != _benchmark(module) and not _public(dep))
 
 
-#: Private imports being replaced right now (issue 19: ``make_client`` takes over VeriCode's client building).
-PENDING = {(f"{NAME}.benchmarks.vericode.generate", f"{NAME}.models.cache"),
-           (f"{NAME}.benchmarks.vericode.generate", f"{NAME}.models.client")}
-
-
 def test_benchmarks_use_only_the_public_api():
     """A shipped benchmark imports the facade, its own modules and the public sub-packages -- as a
     third-party one must -- never a private core module."""
-    assert sorted(set(_private_imports(GRAPH)) - PENDING) == []
+    assert _private_imports(GRAPH) == []
 
 
 def test_the_public_api_rule_sees_private_imports():
