@@ -328,6 +328,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any):
+    """Result records cross xdist's transport as JSON text (see :func:`~.reports.records.record_to_wire`)."""
+    from .reports.records import record_to_wire
+
+    data = yield
+    return record_to_wire(data) if isinstance(data, dict) else data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]):
+    from .reports.records import record_from_wire
+
+    report = yield
+    return record_from_wire(report) if report is not None else report
+
+
 def _redact_report(report: pytest.TestReport) -> None:
     """The last guard before a report's text reaches the terminal, JUnit XML or another process: errors
     are redacted where they arise, but captured output and logs (litellm's included) are not."""

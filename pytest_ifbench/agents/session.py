@@ -129,7 +129,7 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
             if options.runner == BUILT_IN_RUNNER:
                 run = await _loop(instance, client, workspace, options, settings, sample, path)
             else:
-                run = await _cli(instance, client, workspace, options, settings, path)
+                run = await _cli(instance, client, workspace, options, settings, path, sample)
         except BaseException:
             workspace.close()
             raise
@@ -226,7 +226,9 @@ def _progress(settings: AgentSettings, instance: Instance) -> Callable[[str], No
 
 
 async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, options: AgentOptions,
-               settings: AgentSettings, path: Path | None) -> AgentRun:
+               settings: AgentSettings, path: Path | None, sample: int = 0) -> AgentRun:
+    from dataclasses import replace
+
     from .cli import cli_problem, run_cli
 
     problem = cli_problem(options.runner, clis=settings.clis)
@@ -235,9 +237,14 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
     log = (path.with_suffix(".raw.jsonl") if path else workspace.tmp.parent / "proxy.raw.jsonl")
     result = await run_cli(options.runner, workspace=workspace, queries=user_queries(instance),
                            system=instance.system, model_name=client.model, client=client,
-                           submit=settings.submit, options=options, log_path=log, clis=settings.clis)
+                           submit=settings.submit, options=options, log_path=log, clis=settings.clis,
+                           session_id=session_key(instance, sample))
     if result.harness_error:
         raise AgentHarnessError(f"{options.runner}: {result.harness_error}")
+    # Keyed like the loop's trajectories, so `ifbench score --trajectories` finds each run again.
+    trajectory = replace(result.trajectory, meta={**result.trajectory.meta, "instance_id": instance.id,
+                                                  "benchmark": instance.benchmark, "sample": sample})
+    result = replace(result, trajectory=trajectory)
     if path is not None:
         import json
 
@@ -249,8 +256,14 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
                     turn_texts=[result.final_text], trajectory_path=path)
 
 
+def session_key(instance: Instance, sample: int = 0) -> str:
+    """The id of a real CLI's run (its proxy records' ``session_id``): the instance's suite and id as in
+    its pytest node id, and the sample index past the first. Distinct for every run of a session."""
+    return f"{instance.suite.as_posix()}::{instance.id}{f'#sample{sample}' if sample else ''}"
+
+
 def _recorded(instance: Instance, options: AgentOptions, recorded: Mapping[str, Trajectory]) -> AgentRun:
-    trajectory = recorded.get(instance.id)
+    trajectory = recorded.get(instance.id) or recorded.get(session_key(instance))
     if trajectory is None:
         raise LookupError(f"no recorded trajectory for instance {instance.id!r}")
     return AgentRun(trajectory=trajectory, workspace=None, runner=str(trajectory.meta.get("runner", "recorded")),

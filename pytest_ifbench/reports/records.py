@@ -135,6 +135,34 @@ def plain(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+#: The key a result record travels under between xdist processes: its JSON text (see :func:`record_to_wire`).
+WIRE_KEY = "ifbench_record_json"
+
+
+def record_to_wire(data: dict[str, Any]) -> dict[str, Any]:
+    """A serialised report (``pytest_report_to_serializable``'s mapping) with its result record as JSON text.
+
+    xdist sends reports through execnet, whose serializer cannot write every value JSON can: an integer
+    below -2**31 (the agent CLIs' tool schemas say ``"minimum": -9007199254740991``) raises
+    ``struct.error`` and ends the run in an INTERNALERROR. JSON text (ASCII, so a lone surrogate travels
+    too) carries any record unchanged; :func:`record_from_wire` turns it back on the controller."""
+    record = data.pop("ifbench_record", None)
+    if record is not None:
+        try:
+            data[WIRE_KEY] = json.dumps(record, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError, RecursionError):
+            data[WIRE_KEY] = json.dumps(json_safe(record), allow_nan=False, separators=(",", ":"))
+    return data
+
+
+def record_from_wire(report: Any) -> Any:
+    """``report`` (rebuilt from a worker's mapping) with the record :func:`record_to_wire` encoded."""
+    text = getattr(report, "__dict__", {}).pop(WIRE_KEY, None)
+    if isinstance(text, str):
+        report.ifbench_record = json.loads(text)
+    return report
+
+
 def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:
     """Write the results file atomically. Never fails on a value: each record (and the run's
     metadata) is encoded on its own, and one that ``json.dumps`` refuses is made
