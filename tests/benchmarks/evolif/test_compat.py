@@ -30,6 +30,7 @@ CLASSES = [
     ("startwith", {"mode": "keyword", "value": "hello"}, "# Hello", True, False),   # the space after # stays
     ("startwith", {"mode": "keyword", "value": "hello"}, "(Hello) there", False, True),  # leading ( dropped
     ("endwith", {"mode": "keyword", "value": "happy"}, "so unhappy", False, True),  # suffix, not word
+    ("endwith", {"mode": "keyword", "value": "the end"}, "That is the end .", True, False),  # space before "."
     ("endwith", {"mode": "letter", "value": "y"}, "so happy :)", False, True),      # last ASCII letter
     ("endwith", {"mode": "emoji", "value": "😀"}, "Great 😀.", False, True),         # trailing punctuation dropped
     ("format", {"mode": "json"}, "42", False, True),                               # bare JSON scalar
