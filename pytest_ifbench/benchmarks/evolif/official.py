@@ -158,7 +158,8 @@ def suite_from_files(paths: Sequence[Path], *, patience: int = PATIENCE, max_tok
     if system_prompt not in SYSTEM_PROMPTS:
         raise EvolifFormatError(f"system prompt: expected one of {', '.join(SYSTEM_PROMPTS)}, got {system_prompt!r}")
     defaults = suite_defaults(patience=patience, max_tokens=max_tokens, system=False, markers=markers)
-    defaults["generation"] = {"temperature": AUTHORS_TEMPERATURE} | ({"max_tokens": max_tokens} if max_tokens else {})
+    # An explicit null: a missing key would leave the core's default (1024) in place, and eval.py sends none.
+    defaults["generation"] = {"temperature": AUTHORS_TEMPERATURE, "max_tokens": max_tokens or None}
     system_defaults(defaults, system_prompt)
     instances = []
     seen: set[str] = set()

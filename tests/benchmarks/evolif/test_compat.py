@@ -95,7 +95,7 @@ def test_official_file_gets_the_authors_run_settings(tmp_path: Path) -> None:
     path = tmp_path / "dialog_1.jsonl"
     path.write_text(json.dumps(OFFICIAL_TURN) + "\n", encoding="utf-8")
     data = suite_data(path)
-    assert data["defaults"]["generation"] == {"temperature": 1.0}  # no token limit sent, as eval.py
+    assert data["defaults"]["generation"] == {"temperature": 1.0, "max_tokens": None}  # no limit, as eval.py
     assert data["defaults"]["system"] == authors_system_prompt()
     assert authors_system_prompt().startswith("\nYou are a helpful assistant in a multi-task conversation.")
     assert "compat" not in data["instances"][0]["turns"][0]["checks"][0]["params"]
@@ -116,3 +116,19 @@ def test_suite_options_set_compat_and_system_prompt(tmp_path: Path) -> None:
     assert data["instances"][0]["turns"][0]["checks"][0]["params"]["compat"] == "reference"
     path.write_text(path.read_text().replace("system_prompt: none", "system_prompt: authors"), encoding="utf-8")
     assert BENCHMARK.read(path, ReadOptions())["defaults"]["system"] == authors_system_prompt()
+
+
+def test_official_files_send_no_token_limit_end_to_end(tmp_path: Path) -> None:
+    """The parsed instances carry no max_tokens (not the core's 1,024), so none is sent; an import does the same."""
+    from pytest_ifbench.benchmarks.evolif.generate import main as generate
+    from pytest_ifbench.suite.format import load_suite, parse_suite
+
+    path = tmp_path / "dialog_1.jsonl"
+    path.write_text(json.dumps(OFFICIAL_TURN) + "\n", encoding="utf-8")
+    suite = parse_suite(path, suite_data(path), REGISTRY, protocols={"multi_turn", "single_turn"}, root=tmp_path)
+    [instance] = suite.instances
+    assert instance.generation.max_tokens is None and "max_tokens" not in instance.generation.litellm_kwargs()
+    out = tmp_path / "imported.yaml"
+    assert generate(["import", str(path), "--max-tokens", "0", "--out", str(out)]) == 0
+    [imported] = load_suite(out, REGISTRY, protocols={"multi_turn", "single_turn"}).instances
+    assert imported.generation.max_tokens is None
