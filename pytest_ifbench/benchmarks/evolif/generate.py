@@ -145,9 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          description=args.description)
     synthesizer = None
     if args.synthesizer_model:
-        from pytest_ifbench import ModelClient, ResponseCache
+        from pytest_ifbench import ResponseCache, make_client
 
-        client = ModelClient(model=args.synthesizer_model, api_base=args.api_base,
+        client = make_client(args.synthesizer_model, api_base=args.api_base,
                              cache=ResponseCache(Path(args.cache)) if args.cache else None)
         synthesizer = LLMSynthesizer(client=client, attempts=args.attempts, temperature=args.temperature,
                                      llm_topic_check=not args.no_llm_topic_check)
