@@ -59,6 +59,13 @@ def bulk_suite(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The one warning only an in-process ``pytester.runpytest`` produces: our package is already imported
+#: (by the editable install's finder) when the run registers its entry point again, so pytest cannot
+#: rewrite its asserts. tests/conftest.py ignores it in every run; a run with ``-W error::...`` repeats it.
+IN_PROCESS_WARNING = ("ignore:Module already imported so cannot be rewritten; pytest_ifbench"
+                      ":pytest.PytestAssertRewriteWarning")
+
+
 def stub_args(server: StubServer, *extra: str) -> list[str]:
     """Command-line arguments that run suites against ``server`` quickly."""
     return ["--model=openai/stub", f"--api-base={server.url}", "-p", "no:cacheprovider",

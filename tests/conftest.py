@@ -6,7 +6,34 @@ same, with a fake ``OPENAI_API_KEY``) come from the opt-in
 get them.
 """
 
+import pytest
+
+from tests._support import IN_PROCESS_WARNING
+
 pytest_plugins = ("pytester", "pytest_ifbench.testing")
+
+try:
+    # Imported once here, not first inside an in-process ``pytester.runpytest``: on import it removes
+    # ``find_distributions`` from the standard PathFinder and adds its own finder to ``sys.meta_path``;
+    # pytester restores ``sys.meta_path`` after the run, which would leave no finder of entry points
+    # (every later in-process run would load no plugin at all). litellm imports it.
+    import importlib_metadata  # noqa: F401
+except ImportError:  # pragma: no cover - litellm always brings it
+    pass
+# Imported once here too: an in-process run with -n would otherwise import (and assert-rewrite) it anew
+# every time; one such re-import failed with "SystemError: AST constructor recursion depth mismatch"
+# (CPython 3.11.7) while another thread was parsing.
+import xdist.dsession  # noqa: E402, F401
+
+#: See IN_PROCESS_WARNING (quoted: the filter holds spaces and a semicolon).
+_IN_PROCESS_ADDOPTS = f"-W '{IN_PROCESS_WARNING}'"
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``, quiet about the one warning only an in-process run produces."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", _IN_PROCESS_ADDOPTS)
+    return pytester
 
 
 def pytest_configure(config):

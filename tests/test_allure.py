@@ -102,7 +102,7 @@ def _run(pytester, server, *extra: str) -> tuple[Path, dict[str, dict]]:
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
     pytester.makeconftest(CONFTEST)
     alluredir = pytester.path / "allure-results"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "suites", *stub_args(server, "--ifbench-max-attempts=1"),
         f"--alluredir={alluredir}", *extra)
     result.assert_outcomes(passed=1, failed=3 + 4, errors=1)  # 3 instances + their 4 failed subtests
@@ -224,8 +224,8 @@ def test_blocked_with_no_ifbench_allure(pytester):
                                                       "    prompt: say hello in lowercase\n    response: hi\n")
     write_suite(pytester.path, "suites/demo.yaml", suite)
     alluredir = pytester.path / "plain"
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", f"--alluredir={alluredir}",
-                                           "-p", "no:ifbench_allure")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", f"--alluredir={alluredir}",
+                                "-p", "no:ifbench_allure")
     result.assert_outcomes(passed=1)
     (path,) = alluredir.glob("*-result.json")
     data = json.loads(path.read_text())

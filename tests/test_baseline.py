@@ -60,8 +60,8 @@ def _score(pytester, replies: dict[str, str], *extra: str, where: tuple[str, ...
     """Run the suites on pre-recorded ``replies`` (instance id -> text)."""
     lines = [json.dumps({"id": key, "response": text}) for key, text in replies.items()]
     (pytester.path / "replies.jsonl").write_text("\n".join(lines) + "\n")
-    return pytester.runpytest_subprocess(*where, "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
-                                         "--ifbench-summary=", *extra)
+    return pytester.runpytest(*where, "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
+                              "--ifbench-summary=", *extra)
 
 
 def _stored(directory) -> dict[str, dict]:
@@ -150,8 +150,8 @@ def test_pass_rates_tolerance_custom_dir_and_errors(pytester, stub_env):
     # record from pre-recorded replies (every sample gets the same one, so the rate is 1.0)
     (pytester.path / "r.jsonl").write_text('{"id": "sampled", "response": "fine"}\n'
                                            '{"id": "steady", "response": "ok"}\n')
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-responses=r.jsonl",
-                                           "--ifbench-summary=", "--ifbench-baseline-dir=base", "--snapshot-update")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=r.jsonl",
+                                "--ifbench-summary=", "--ifbench-baseline-dir=base", "--snapshot-update")
     assert result.ret == 0, result.stdout.str()
     stored = _stored(pytester.path / "base" / "suites" / "s")
     assert stored == {"sampled": {"lower": {"passed": True, "rate": 1.0}}, "steady": {"lower": {"passed": True}}}
@@ -164,7 +164,7 @@ def test_pass_rates_tolerance_custom_dir_and_errors(pytester, stub_env):
     stub_env.inject_faults(Fault(kind="status", status=500, message="boom"), match="steady")
     args = stub_args(stub_env, "--ifbench-no-cache", "--ifbench-max-attempts=1", "--ifbench-summary=",
                      "--ifbench-baseline-dir=base")
-    result = pytester.runpytest_subprocess("suites", *args)
+    result = pytester.runpytest("suites", *args)
     assert result.ret == 1, result.stdout.str()
     result.assert_outcomes(failed=2, errors=1)
     result.stdout.fnmatch_lines([
@@ -198,8 +198,8 @@ def test_unreached_turns_regress(pytester):
 
     def score(replies, *extra):
         (pytester.path / "r.jsonl").write_text(json.dumps({"id": "chat", "responses": replies}) + "\n")
-        return pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-responses=r.jsonl",
-                                             "--ifbench-summary=", "--ifbench-baseline", *extra)
+        return pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=r.jsonl",
+                                  "--ifbench-summary=", "--ifbench-baseline", *extra)
 
     assert score(["a", "b"], "--snapshot-update").ret == 0
     result = score(["A", "b"])

@@ -36,6 +36,7 @@ def pytest_unconfigure(config):
 
 
 def _run(pytester: pytest.Pytester, stub_env, *extra: str) -> dict[str, bool]:
+    # Subprocesses throughout this file: what a run imports is only seen in a fresh interpreter.
     args = [a for a in stub_args(stub_env) if a != "--ifbench-summary="]  # the default: a summary beside the results
     result = pytester.runpytest_subprocess("suites", *args, *extra)
     result.assert_outcomes(passed=1, failed=2)

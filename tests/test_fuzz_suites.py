@@ -391,6 +391,7 @@ def test_fuzzed_suites_through_pytest_collection(pytester):
     for mutant in mutants(THROUGH_PYTEST, SEED + 3):
         pytester.path.joinpath(mutant.name).write_bytes(render(mutant, rng))
         names.append(mutant.name)
+    # A subprocess: its timeout turns a hang in collection into this test's failure, not a stuck worker.
     result = pytester.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider", timeout=120)
     output = result.stdout.str() + result.stderr.str()
     assert "Traceback" not in output and "INTERNALERROR" not in output, output[-3000:]

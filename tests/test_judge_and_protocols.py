@@ -182,7 +182,7 @@ def test_turn_subtests_list_unmet_checks(pytester, stub_env):
                   - {id: lower, verifier: ifbench.case, params: {mode: lower}}
                   - {id: has-words, verifier: ifbench.word_count, params: {min: 1}}
     """)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-v")
     result.stdout.fnmatch_lines([
         "*d1 SUBPASSED[[]turn1[]]*",
         "*d1 SUBFAILED[[]turn2[]]*",

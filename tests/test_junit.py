@@ -250,8 +250,8 @@ def test_junitxml_is_valid_and_names_every_failed_check(pytester):
     replies.write_text("\n".join(json.dumps({"id": i, "response": r}) for i, r in
                                  [("fine", "hello there"), ("many-failures", CODE_REPLY)]), encoding="utf-8")
     target = pytester.path / "junit.xml"
-    result = pytester.runpytest_subprocess("suites", f"--ifbench-responses={replies}", "-p", "no:cacheprovider",
-                                           f"--junitxml={target}")
+    result = pytester.runpytest("suites", f"--ifbench-responses={replies}", "-p", "no:cacheprovider",
+                                f"--junitxml={target}")
     result.assert_outcomes(passed=1, failed=1 + len(FAILED_CHECKS), errors=1)
     root = ET.fromstring(target.read_text(encoding="utf-8"))
     assert Xsd(SCHEMA).validate(root) == []

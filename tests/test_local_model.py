@@ -46,6 +46,6 @@ def test_suite_runs_on_the_embedded_model_by_default(pytester):
             prompt: Say hello.
             checks: [{id: words, verifier: ifbench.word_count, params: {min: 1}}]
     """)
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*model: local/smollm2*", "*tiny*"])

@@ -26,7 +26,7 @@ def test_malformed_suite_names_file_instance_and_field(pytester):
               - {id: b, verifier: ifbench.word_count}
               - {id: c, verifier: ifbench.word_count, params: {max: eighty}}
     """)
-    result = pytester.runpytest_subprocess("suites", "--model=openai/x")
+    result = pytester.runpytest("suites", "--model=openai/x")
     result.stdout.fnmatch_lines([
         "*ERROR collecting suites/bad.yaml*",
         "suites/bad.yaml: instance 'abc': checks[[]2[]].params.max: expected int, got 'eighty'",
@@ -36,13 +36,13 @@ def test_malformed_suite_names_file_instance_and_field(pytester):
 
 def test_other_yaml_files_are_not_collected(pytester):
     write_suite(pytester.path, "suites/config.yaml", "name: not a suite\nitems: [1, 2]\n")
-    result = pytester.runpytest_subprocess("suites", "--model=openai/x")
+    result = pytester.runpytest("suites", "--model=openai/x")
     assert result.ret == 5  # no tests collected
 
 
 def test_collect_only_makes_no_model_calls(pytester, stub_env):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--collect-only", "-q")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--collect-only", "-q")
     result.stdout.fnmatch_lines(["suites/bulk.yaml::q000", "suites/bulk.yaml::q001", "suites/bulk.yaml::q002"])
     assert stub_env.calls == 0
 
@@ -50,18 +50,17 @@ def test_collect_only_makes_no_model_calls(pytester, stub_env):
 def test_markers_are_listed(pytester):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1).replace(
         "    prompt: question 0", "    prompt: question 0\n    category: Skill.md\n    scaffold: Claude Code"))
-    result = pytester.runpytest_subprocess("suites", "--markers")
+    result = pytester.runpytest("suites", "--markers")
     result.stdout.fnmatch_lines(["*@pytest.mark.bulk:*", "*@pytest.mark.category_skill_md:*",
                                  "*@pytest.mark.scaffold_claude_code:*"])
 
 
-def test_missing_local_extra_fails_at_start_with_instructions(pytester):
+def test_missing_local_extra_fails_at_start_with_instructions(pytester, monkeypatch):
+    import pytest_ifbench.models.local as local
+
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
-    pytester.makeconftest("""
-        import pytest_ifbench.models.local as local
-        local.local_model_problem = lambda: "llama_cpp is not installed; " + local.INSTALL_HINT
-    """)
-    result = pytester.runpytest_subprocess("suites")
+    monkeypatch.setattr(local, "local_model_problem", lambda: "llama_cpp is not installed; " + local.INSTALL_HINT)
+    result = pytester.runpytest("suites")
     result.stderr.fnmatch_lines([
         "*embedded model is needed (no --model/--judge-model given) but llama_cpp is not installed"
         "*pip install*[[]local[]]*--model=*"
@@ -72,6 +71,7 @@ def test_missing_local_extra_fails_at_start_with_instructions(pytester):
 def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
     stub_env.latency = 0.25
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(24))
+    # A real process: the test kills it with SIGKILL mid-run.
     args = [sys.executable, "-m", "pytest", "suites", *stub_args(stub_env, "--ifbench-concurrency=2")]
     proc = subprocess.Popen(args, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -89,7 +89,7 @@ def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
     assert 6 <= done < 24, done
     assert len(ResponseCache(cache)) == done  # leftover temp files are not counted as entries
     calls_before = stub_env.calls
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-concurrency=8"))
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--ifbench-concurrency=8"))
     result.assert_outcomes(passed=24)
     assert stub_env.calls - calls_before == 24 - done
 
@@ -97,8 +97,8 @@ def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
 def test_no_key_in_any_written_file(pytester, stub_env):
     stub_env.add_rule("", Reply(content=f"I will repeat what I saw: {FAKE_KEY}"))
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(2))
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--junitxml=junit.xml",
-                                  "--alluredir=allure-results")
+    pytester.runpytest("suites", *stub_args(stub_env), "--junitxml=junit.xml",
+                       "--alluredir=allure-results")
     written = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix != ".yaml"]
     assert any(p.name == "ifbench-results.json" for p in written)
     for path in written:
@@ -109,7 +109,7 @@ def test_score_pre_recorded_responses(pytester, stub_env):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
     (pytester.path / "r.jsonl").write_text(
         json.dumps({"id": "q000", "response": "an answer"}) + "\n" + json.dumps({"id": "q001", "response": ""}) + "\n")
-    result = pytester.runpytest_subprocess("suites", "--ifbench-responses=r.jsonl")
+    result = pytester.runpytest("suites", "--ifbench-responses=r.jsonl")
     result.assert_outcomes(passed=1, failed=2, errors=1)
     result.stdout.fnmatch_lines(["*no recorded response for instance 'q002'*"])
     assert stub_env.calls == 0
@@ -119,12 +119,12 @@ def test_score_mode_reports_unmatched_ids_and_bad_files(pytester):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
     (pytester.path / "r.jsonl").write_text(json.dumps({"id": "q000", "response": "x"}) + "\n"
                                            + json.dumps({"id": "q0OO", "response": "typo"}) + "\n")
-    result = pytester.runpytest_subprocess("suites", "--ifbench-responses=r.jsonl")
+    result = pytester.runpytest("suites", "--ifbench-responses=r.jsonl")
     result.stdout.fnmatch_lines(["*model: (pre-recorded responses)*",
                                  "*1 recorded response id(s) matched no selected instance: q0OO*"])
     assert json.loads((pytester.path / "ifbench-results.json").read_text())["model"] == "recorded-responses"
     (pytester.path / "bad.jsonl").write_text("{not json\n")
-    result = pytester.runpytest_subprocess("suites", "--ifbench-responses=bad.jsonl")
+    result = pytester.runpytest("suites", "--ifbench-responses=bad.jsonl")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--ifbench-responses: *bad.jsonl:1: not JSON*"])
 
@@ -132,15 +132,15 @@ def test_score_mode_reports_unmatched_ids_and_bad_files(pytester):
 def test_full_instances_are_left_out_of_a_plain_run(pytester, stub_env):
     suite = bulk_suite(3).replace("  - id: q002\n", "  - id: q002\n    markers: [full]\n")
     write_suite(pytester.path, "suites/bulk.yaml", suite)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result = pytester.runpytest("suites", *stub_args(stub_env))
     result.assert_outcomes(passed=2, deselected=1)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-full")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-full")
     result.assert_outcomes(passed=3)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-m", "bulk and full")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-m", "bulk and full")
     result.assert_outcomes(passed=1, deselected=2)
-    result = pytester.runpytest_subprocess("suites/bulk.yaml::q002", *stub_args(stub_env))
+    result = pytester.runpytest("suites/bulk.yaml::q002", *stub_args(stub_env))
     result.assert_outcomes(passed=1)
-    result = pytester.runpytest_subprocess("suites/bulk.yaml", *stub_args(stub_env))  # naming the file runs it all
+    result = pytester.runpytest("suites/bulk.yaml", *stub_args(stub_env))  # naming the file runs it all
     result.assert_outcomes(passed=3)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-m", "bulk")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-m", "bulk")
     result.assert_outcomes(passed=2, deselected=1)

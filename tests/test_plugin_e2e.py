@@ -16,7 +16,7 @@ def test_items_subtests_and_summary(pytester, stub_env):
     stub_env.add_rule("lowercase", Reply(content="hello there"))
     stub_env.add_rule("uppercase", Reply(content="Hello There"))
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-v")
     result.stdout.fnmatch_lines([
         "*suites/demo.yaml::hello-lower PASSED*",
         "*suites/demo.yaml::shout*SUBFAILED*[[]upper[]]*",
@@ -34,7 +34,7 @@ def test_items_subtests_and_summary(pytester, stub_env):
 
 def test_markers_select_and_strict(pytester, stub_env):
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--strict-markers",
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--strict-markers",
                                 "-m", "demo and tier_12 and not category_format")
     result.assert_outcomes(failed=2)
     assert stub_env.calls == 1, "deselected instances must not be generated"
@@ -44,16 +44,16 @@ def test_api_failure_is_an_error_not_a_failure(pytester, stub_env):
     stub_env.add_rule("lowercase", Reply(content="hello there"))
     stub_env.inject_faults(*[Fault(kind="status", status=500, message="boom")] * 3, match="uppercase")
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-max-attempts=3"))
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--ifbench-max-attempts=3"))
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*ERROR*shout*", "*failed after 3 attempt(s) (HTTP 500)*boom*"])
 
 
 def test_second_run_is_served_from_cache(pytester, stub_env):
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    pytester.runpytest("suites", *stub_args(stub_env))
     assert stub_env.calls == 2
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    pytester.runpytest("suites", *stub_args(stub_env))
     assert stub_env.calls == 2, "a second identical run makes zero model calls"
     entries = list((pytester.path / ".ifbench-cache").rglob("*.json"))
     assert len(entries) == 2
@@ -64,7 +64,7 @@ def test_second_run_is_served_from_cache(pytester, stub_env):
 def test_results_file(pytester, stub_env):
     stub_env.add_rule("", Reply(content="hello"))
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    pytester.runpytest("suites", *stub_args(stub_env))
     doc = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert doc["model"] == "openai/stub"
     by_id = {r["instance"]: r for r in doc["instances"]}
@@ -82,7 +82,7 @@ def test_xdist_results_are_complete(pytester, stub_env, workers):
     stub_env.add_rule("lowercase", Reply(content="hello there"))
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
     write_suite(pytester.path, "suites/more.yaml", SUITE.replace("benchmark: demo", "benchmark: more"))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", workers)
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-n", workers)
     result.assert_outcomes(passed=2, failed=4)
     assert stub_env.calls == 4
     doc = json.loads((pytester.path / "ifbench-results.json").read_text())
@@ -94,7 +94,7 @@ def test_litellm_env_vars_still_work(pytester, stub_env, monkeypatch):
     monkeypatch.setenv("OPENAI_API_BASE", stub_env.url)
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
     args = [a for a in stub_args(stub_env) if not a.startswith("--api-base")]
-    pytester.runpytest_subprocess("suites", *args)
+    pytester.runpytest("suites", *args)
     assert stub_env.calls == 2
 
 
@@ -102,7 +102,7 @@ def test_xdist_workers_generate_in_the_background(pytester, stub_env):
     """Each worker prefetches the items queued to it instead of calling one by one."""
     stub_env.latency = 0.3
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(24))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-concurrency=8"), "-n", "2")
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--ifbench-concurrency=8"), "-n", "2")
     result.assert_outcomes(passed=24)
     assert stub_env.calls == 24
     assert stub_env.peak_concurrency > 2, "workers must overlap their model calls"
@@ -120,12 +120,12 @@ def test_samples_give_pass_rates(pytester, stub_env):
             generation: {samples: 3, temperature: 0.7}
             checks: [{id: lower, verifier: ifbench.case, params: {mode: lower}}]
     """)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result = pytester.runpytest("suites", *stub_args(stub_env))
     result.assert_outcomes(passed=1)
     assert stub_env.calls == 3
     record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
     check = record["checks"][0]
     assert check["verdict"]["details"]["pass_rate"] == pytest.approx(2 / 3)
     assert record["samples"] == 3 and len(record["sample_responses"]) == 2
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    pytester.runpytest("suites", *stub_args(stub_env))
     assert stub_env.calls == 3, "every sample is cached under its own index"

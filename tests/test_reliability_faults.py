@@ -129,6 +129,7 @@ def test_no_key_leaves_the_process_in_any_output(pytester, stub_env, monkeypatch
     for case, status, message in KEY_ECHOES:
         stub_env.inject_faults(*[Fault(kind="status", status=status, message=message)] * 2, match=f"case {case}$")
     write_suite(pytester.path, "suites/keys.yaml", KEY_SUITE)
+    # A subprocess: "any output" includes what reaches the process's file descriptors, not only sys.stdout.
     result = pytester.runpytest_subprocess(
         "suites", *stub_args(stub_env, "--ifbench-max-attempts=2", "--ifbench-summary=out/summary.md"),
         "--junitxml=out/junit.xml", "--alluredir=out/allure", "--ifbench-results=out/results.json",
@@ -229,7 +230,7 @@ def test_malformed_replies_error_their_instances(pytester, stub_env):
     for case, reply, _ in MALFORMED:
         stub_env.add_rule(f"case {case}$", reply)
     write_suite(pytester.path, "suites/replies.yaml", MALFORMED_SUITE)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-max-attempts=2"))
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--ifbench-max-attempts=2"))
     result.assert_outcomes(errors=len(MALFORMED))
     assert stub_env.calls == 2 * len(MALFORMED)
     records = {r["instance"]: r for r in json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]}
@@ -260,8 +261,8 @@ def pytest_ifbench_instance_verified(item, record):
 def test_killed_worker_instance_gets_a_crashed_record(pytester, stub_env, kill):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(12))
     pytester.makeconftest(KILLER.format(doomed="q005", kill=kill))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--ifbench-summary=summary.md"),
-                                           "-n", "2")
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--ifbench-summary=summary.md"),
+                                "-n", "2")
     result.assert_outcomes(passed=11, failed=1)
     doc = json.loads((pytester.path / "ifbench-results.json").read_text())
     by_id = {r["instance"]: r for r in doc["instances"]}
@@ -283,7 +284,7 @@ def test_failure_without_a_record_gets_one_without_xdist(pytester, stub_env):
             if item.spec.id == "q001":
                 raise RuntimeError("a plugin blew up")
     """)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result = pytester.runpytest("suites", *stub_args(stub_env))
     result.assert_outcomes(passed=2, failed=1)
     by_id = {r["instance"]: r for r in json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]}
     assert sorted(by_id) == ["q000", "q001", "q002"]
@@ -293,7 +294,7 @@ def test_failure_without_a_record_gets_one_without_xdist(pytester, stub_env):
 def test_plain_python_test_failures_get_no_record(pytester, stub_env):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
     pytester.makepyfile(test_plain="def test_x():\n    assert False\n")
-    result = pytester.runpytest_subprocess("suites", "test_plain.py", *stub_args(stub_env))
+    result = pytester.runpytest("suites", "test_plain.py", *stub_args(stub_env))
     result.assert_outcomes(passed=1, failed=1)
     doc = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert [r["instance"] for r in doc["instances"]] == ["q000"]

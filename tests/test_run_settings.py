@@ -31,7 +31,7 @@ def test_reasoning_effort_is_validated():
 
 def test_suite_settings_are_sent_recorded_and_summarised(pytester, stub_env):
     write_suite(pytester.path, "suites/bulk.yaml", _suite())
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-results=out.json")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=out.json")
     result.assert_outcomes(passed=2)
     bodies = [r.body for r in stub_env.requests]
     assert all(b["temperature"] == 0.7 and b["max_tokens"] == 333 and b["reasoning_effort"] == "high" for b in bodies)
@@ -43,8 +43,8 @@ def test_suite_settings_are_sent_recorded_and_summarised(pytester, stub_env):
 
 def test_flags_override_every_suite(pytester, stub_env):
     write_suite(pytester.path, "suites/bulk.yaml", _suite())
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-temperature=0",
-                                           "--ifbench-max-tokens=50", "--ifbench-reasoning-effort=low")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-temperature=0",
+                                "--ifbench-max-tokens=50", "--ifbench-reasoning-effort=low")
     result.assert_outcomes(passed=2)
     bodies = [r.body for r in stub_env.requests]
     assert all(b["temperature"] == 0.0 and b["max_tokens"] == 50 and b["reasoning_effort"] == "low" for b in bodies)
@@ -52,7 +52,7 @@ def test_flags_override_every_suite(pytester, stub_env):
 
 
 def test_bad_override_is_a_usage_error(pytester):
-    result = pytester.runpytest_subprocess("--model=openai/x", "--ifbench-max-tokens=0")
+    result = pytester.runpytest("--model=openai/x", "--ifbench-max-tokens=0")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--ifbench-max-tokens*invalid*"])
 
@@ -68,9 +68,9 @@ def test_self_judging_is_warned_about_once(pytester, stub_env):
     """)
     stub_env.add_rule("REQUIREMENTS", Reply(content=json.dumps(
         {"checks": [{"id": "polite", "verdict": "pass", "reasoning": "it is"}]})))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-summary=summary.md")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-summary=summary.md")
     result.stdout.fnmatch_lines(["warning: no --judge-model given, so the model under test judged its own answers*"])
     summary = (pytester.path / "summary.md").read_text()
     assert "**warning: no --judge-model given" in summary and "generation (judged): temperature 0.0" in summary
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--judge-model=openai/stub")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
     assert "judged its own answers" not in result.stdout.str()

@@ -58,9 +58,9 @@ def _normalised(text: str) -> str:
 
 def _run(pytester: pytest.Pytester, stub_env, *, fallback: bool, extra: tuple[str, ...]) -> tuple[str, str]:
     pytester.makeconftest(NOISY_HOOK.format(switch=FALLBACK if fallback else ""))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-rA", "--junitxml=junit.xml",
-                                           "-o", "junit_logging=all", "--ifbench-results=", "--ifbench-no-cache",
-                                           *extra)
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-rA", "--junitxml=junit.xml",
+                                "-o", "junit_logging=all", "--ifbench-results=", "--ifbench-no-cache",
+                                *extra)
     result.assert_outcomes(passed=1, failed=2)  # one-fails, and its [upper] subtest
     lines = [line for line in result.stdout.lines if not line.startswith(("platform ", "rootdir", "plugins"))]
     return _normalised("\n".join(lines)), _normalised((pytester.path / "junit.xml").read_text())
@@ -101,7 +101,7 @@ def test_item_output_outside_the_checks_stays_with_the_item(pytester, stub_env):
 def pytest_ifbench_instance_verified(item, record):
     print("item-level output")
 ''')
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-rA", "--ifbench-results=")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-rA", "--ifbench-results=")
     text = result.stdout.str()
     subtest_at, item_at = text.index(" prints (demo.yaml) [upper] _"), text.index("_ prints (demo.yaml) _")
     assert subtest_at < item_at

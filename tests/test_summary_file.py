@@ -84,7 +84,7 @@ def test_markdown_summary_tables_totals_and_plots(pytester, stub_env):
     pytester.makeconftest(CONFTEST)
     # stub_args turns the summary off for speed; the default (no option) is what is tested here.
     args = [a for a in stub_args(stub_env) if a != "--ifbench-summary="]
-    result = pytester.runpytest_subprocess("suites", *args)
+    result = pytester.runpytest("suites", *args)
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["summary: ifbench-summary.md"])
 
@@ -123,9 +123,9 @@ def test_html_summary_under_xdist(pytester):
     pytester.makeconftest(CONFTEST)
     replies = [{"id": "hello-lower", "response": "hello"}, {"id": "shout", "response": "HELLO"}]
     (pytester.path / "replies.jsonl").write_text("\n".join(json.dumps(r) for r in replies) + "\n")
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
-                                           "--ifbench-results=out/run-results.json",
-                                           "--ifbench-summary=out/report.html", "--ifbench-baseline", "-n", "2")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
+                                "--ifbench-results=out/run-results.json",
+                                "--ifbench-summary=out/report.html", "--ifbench-baseline", "-n", "2")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["summary: out/report.html"])
     text = (pytester.path / "out" / "report.html").read_text()
@@ -158,6 +158,6 @@ def test_where_the_summary_goes(tmp_path):
 
 
 def test_bad_summary_suffix_is_a_usage_error(pytester):
-    result = pytester.runpytest_subprocess("--ifbench-summary=report.txt", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--ifbench-summary=report.txt", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ifbench-summary: 'report.txt' must end in .md or .html*"])

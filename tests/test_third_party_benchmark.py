@@ -73,15 +73,16 @@ def wordcount_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def with_package(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, wordcount_site: Path) -> Path:
     """A pytester directory holding the suite and the recorded replies, the package on PYTHONPATH."""
-    monkeypatch.setenv("PYTHONPATH", str(wordcount_site), prepend=os.pathsep)
+    monkeypatch.setenv("PYTHONPATH", str(wordcount_site), prepend=os.pathsep)  # for the `ifbench` script
+    monkeypatch.syspath_prepend(wordcount_site)  # for the in-process pytest runs: its entry point is found
     shutil.copy(SUITE, pytester.path / "wordcount.yaml")
     shutil.copy(REPLIES, pytester.path / "replies.jsonl")
     return wordcount_site
 
 
 def _score(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("wordcount.yaml", "--ifbench-responses=replies.jsonl", "-p",
-                                         "no:cacheprovider", "--ifbench-summary=", *extra)
+    return pytester.runpytest("wordcount.yaml", "--ifbench-responses=replies.jsonl", "-p", "no:cacheprovider",
+                              "--ifbench-summary=", *extra)
 
 
 def _ifbench(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -169,6 +170,6 @@ def test_ifbench_generate_writes_a_suite_that_loads(pytester, with_package):
     bad = _ifbench(with_package, "generate", "wordcount", "--out", "x.yaml", "--instances", "0", cwd=pytester.path)
     assert bad.returncode == 2 and "--instances must be between 1 and 10" in bad.stderr
 
-    result = pytester.runpytest_subprocess("generated.yaml", "--collect-only", "-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest("generated.yaml", "--collect-only", "-q", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines([f"generated.yaml::wordcount-3-{n}" for n in range(1, 5)] + ["4 tests collected*"])

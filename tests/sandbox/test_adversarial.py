@@ -188,9 +188,8 @@ def test_a_suite_contains_every_program(arena, pytester):
     write_suite(pytester.path, "suites/adversarial.yaml", header + instances)
     replies = [json.dumps({"id": n, "response": f"```python\n{arena.program(n)}```\n"}) for n in names]
     (pytester.path / "replies.jsonl").write_text("\n".join(replies) + "\n")
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
-                                           "--ifbench-summary=", "--ifbench-sandbox-timeout=3", "-n", "2", "-rA",
-                                           timeout=300)
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
+                                "--ifbench-summary=", "--ifbench-sandbox-timeout=3", "-n", "2", "-rA")
     output = result.stdout.str() + result.stderr.str()
     outcomes = result.parseoutcomes()
     assert "passed" not in outcomes and "error" not in outcomes, outcomes

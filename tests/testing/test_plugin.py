@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from pytest_ifbench.testing import FAKE_API_KEY, StubServer, stub_args
+from tests._support import IN_PROCESS_WARNING
 
 THIRD_PARTY_TESTS = '''
     import json
@@ -51,13 +52,14 @@ def test_third_party_suite_opts_in(pytester, opt_in):
     else:
         args = ["-p", "pytest_ifbench.testing"]
     pytester.makepyfile(test_third_party=tests)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning", *args)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning", "-W",
+                                IN_PROCESS_WARNING, *args)
     result.assert_outcomes(passed=3)
 
 
 def test_not_loaded_unless_asked_for(pytester):
     pytester.makepyfile(test_plain="def test_needs_it(stub_server):\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*fixture 'stub_server' not found*"])
 

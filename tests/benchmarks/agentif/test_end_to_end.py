@@ -48,8 +48,8 @@ def test_official_file_runs_unchanged(pytester, stub_env, monkeypatch):
     monkeypatch.setenv("IFBENCH_AGENTIF_CACHE", str(pytester.path / "cache"))
     official_layout(pytester.path / "release")
     scripted(stub_env, {"c1": True, "c2": True, "c3": True})  # taskif_1: the penalty applies
-    result = pytester.runpytest_subprocess("release/data.jsonl", *stub_args(stub_env, "--judge-model=openai/stub"),
-                                           "-v", "-m", "with_attachments", "-rs")
+    result = pytester.runpytest("release/data.jsonl", *stub_args(stub_env, "--judge-model=openai/stub"),
+                                "-v", "-m", "with_attachments", "-rs")
     result.stdout.fnmatch_lines(["*data.jsonl::taskif_1 FAILED*"])
     assert "taskif_2" not in result.stdout.str()  # deselected: no attachments
     if screenshot.chromium() is None:
@@ -111,7 +111,7 @@ def test_yaml_suite_domain_marker_and_needs_web_skip(pytester, stub_env):
     write_suite(pytester.path, "suites/agentif.yaml", SUITE)
     (pytester.path / "suites" / "conftest.py").write_text('collect_ignore = ["environments"]\n')
     scripted(stub_env, {"c1": True, "c2": False})
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--judge-model=openai/stub"), "-v", "-rs")
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--judge-model=openai/stub"), "-v", "-rs")
     result.stdout.fnmatch_lines(["*agentif.yaml::cheapest PASSED*", "*agentif.yaml::live-prices SKIPPED*",
                                  "*needs the live web, and no tool named web_search or web_fetch is registered*"])
     record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
@@ -119,8 +119,8 @@ def test_yaml_suite_domain_marker_and_needs_web_skip(pytester, stub_env):
     assert metrics.task_score(metrics.rubric_checks(record)) == 1.0
     rows = dict(metrics.tables([record])[0].rows)
     assert rows["category: latent_inference"] == "1.000 (n=1)" and rows["rubric: factuality"] == "1.000"
-    collected = pytester.runpytest_subprocess("suites", "--collect-only", "-q", "-m", "domain_life",
-                                              *stub_args(stub_env))
+    collected = pytester.runpytest("suites", "--collect-only", "-q", "-m", "domain_life",
+                                   *stub_args(stub_env))
     collected.stdout.fnmatch_lines(["*agentif.yaml::live-prices*"])
 
 
@@ -143,8 +143,8 @@ def test_needs_web_runs_when_a_web_tool_is_registered(pytester, stub_env):
     (pytester.path / "suites" / "environments" / "cheapest").mkdir(parents=True)
     (pytester.path / "suites" / "conftest.py").write_text('collect_ignore = ["environments"]\n' + WEB_PLUGIN)
     scripted(stub_env, {"c1": True})
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--judge-model=openai/stub"), "-v",
-                                           "-k", "live")
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--judge-model=openai/stub"), "-v",
+                                "-k", "live")
     result.stdout.fnmatch_lines(["*agentif.yaml::live-prices PASSED*"])
     tools = [t["function"]["name"] for t in next(r for r in stub_env.requests if r.body.get("tools")).body["tools"]]
     assert "web_search" in tools
@@ -162,8 +162,8 @@ def test_an_item_the_judge_leaves_out_is_an_error_and_the_task_is_not_scored(pyt
         return Reply(tool_calls=STEPS[-1])
 
     stub_env.default = answer
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, "--judge-model=openai/stub"), "-v",
-                                           "-k", "cheapest")
+    result = pytester.runpytest("suites", *stub_args(stub_env, "--judge-model=openai/stub"), "-v",
+                                "-k", "cheapest")
     assert "left this criterion out" in result.stdout.str()
     result.stdout.fnmatch_lines(["agentif: no screenshot: Chromium is not installed (apt-get install chromium); "
                                  "HTML/SVG files reach the judge as text only"])

@@ -81,8 +81,8 @@ def test_generated_suite_and_official_file_end_to_end(pytester, stub_env):
     stub_env.add_rule("", Reply(content="short answer"))
     write_suite(pytester.path, "suites/evolif/d.yaml", SUITE)
     (pytester.path / "dialog_3.jsonl").write_text("".join(json.dumps(t) + "\n" for t in OFFICIAL))
-    result = pytester.runpytest_subprocess("dialog_3.jsonl", "suites",
-                                           *stub_args(stub_env, "-v", "--ifbench-results=results.json"))
+    result = pytester.runpytest("dialog_3.jsonl", "suites",
+                                *stub_args(stub_env, "-v", "--ifbench-results=results.json"))
     out = result.stdout.str()
     result.stdout.fnmatch_lines([
         "*dialog_3 SUBPASSED[[]turn1[]]*",

@@ -32,8 +32,8 @@ def test_generated_suite_runs_with_subtests_and_tables(pytester, stub_env):
     stub_env.add_rule("", Reply(content=SOLUTION))
     suite = pytester.path / "suites" / "manyih.yaml"
     assert generator.main(["coding", "--limit", "1", "--tiers", "8,12", "--out", str(suite)]) == 0
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-full", "-q",
-                                           "--ifbench-results=results.json")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-full", "-q",
+                                "--ifbench-results=results.json")
     data = json.loads((pytester.path / "results.json").read_text())
     records = data["instances"]
     assert len(records) == 5 and stub_env.calls == 5
@@ -100,7 +100,7 @@ def test_compat_changes_verdicts_end_to_end(pytester):
     write_suite(pytester.path, "suites/plain.yaml", COMPAT_SUITE.format(options="").replace("licensed", "plain"))
     verdicts = {}
     for flag in ((), ("--manyih-compat=reference",)):
-        pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-results=r.json", *flag)
+        pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-results=r.json", *flag)
         for record in json.loads((pytester.path / "r.json").read_text())["instances"]:
             for check in record["checks"]:
                 verdicts[(flag != (), record["instance"], check["id"])] = check["passed"]
@@ -114,7 +114,7 @@ def test_compat_changes_verdicts_end_to_end(pytester):
 
 def test_bad_compat_option_is_a_collection_error(pytester):
     write_suite(pytester.path, "suites/compat.yaml", COMPAT_SUITE.format(options="options: {compat: authors}"))
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-results=")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-results=")
     result.stdout.fnmatch_lines(["*compat.yaml: options.compat: expected paper or reference, got 'authors'*"])
     assert result.ret != 0
 
@@ -123,8 +123,8 @@ def test_official_file_is_collected_and_reports_suppressed(pytester):
     (pytester.path / "coding.json").write_text(json.dumps({"data": [_official_sample()]}))
     reply = "```python\ndef twice(n):\n\tif n:\n\t\treturn 2 * n\n\treturn 0\n```"
     (pytester.path / "replies.jsonl").write_text(json.dumps({"id": "coding-7-ordinal", "response": reply}) + "\n")
-    result = pytester.runpytest_subprocess("coding.json", "-p", "no:cacheprovider", "--ifbench-results=",
-                                           "--ifbench-responses=replies.jsonl", "--ifbench-full", "-rA")
+    result = pytester.runpytest("coding.json", "-p", "no:cacheprovider", "--ifbench-results=",
+                                "--ifbench-responses=replies.jsonl", "--ifbench-full", "-rA")
     result.stdout.fnmatch_lines([
         "*manyih instructions*",
         "*P1 z=90*winner*indent_2*FAIL*",
@@ -160,7 +160,7 @@ def test_if_constraints_run_in_the_sandbox(pytester):
                 params:
                   code: "import os\\ndef check_following(response):\\n    return os.getenv('OPENAI_API_KEY') is None"
     """)
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--ifbench-results=r.json")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-results=r.json")
     record = json.loads((pytester.path / "r.json").read_text())["instances"][0]
     verdicts = {c["id"]: (c["passed"], c["verdict"]["evidence"]) for c in record["checks"]}
     assert verdicts["greets"][0] and not verdicts["broken"][0] and not verdicts["not-bool"][0]

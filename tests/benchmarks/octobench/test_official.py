@@ -93,13 +93,13 @@ def test_json_list_is_read_too(tmp_path):
 def test_offline_file_says_what_to_do(pytester):
     path = pytester.path / "octobench.jsonl"
     path.write_text(DATA.read_text(encoding="utf-8"), encoding="utf-8")
-    result = pytester.runpytest_subprocess(str(path), "--collect-only", "-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest(str(path), "--collect-only", "-q", "-p", "no:cacheprovider")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*official OctoBench environments are Docker images*--octobench-workspaces DIR*"])
     for name in ("benchmark-md-emoji-test-001", "skill-pdf-merge-001", "conflict-uq-sp-safety-001"):
         (pytester.path / "ws" / name).mkdir(parents=True)
-    result = pytester.runpytest_subprocess(str(path), "--collect-only", "-q", "-p", "no:cacheprovider",
-                                           "--octobench-workspaces=ws", "-m", "scaffold_droid and conflict")
+    result = pytester.runpytest(str(path), "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "--octobench-workspaces=ws", "-m", "scaffold_droid and conflict")
     result.stdout.fnmatch_lines(["*octobench.jsonl::conflict-uq-sp-safety-001*", "*1/3 tests collected*"])
 
 

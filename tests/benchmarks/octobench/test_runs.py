@@ -41,8 +41,8 @@ def test_authors_sample_trajectory_scored_offline(pytester, stub_env):
     omit = ("UserQuery_document_generated", "Agents_correct_file_reference")
     results = {"SP_todowrite_mandatory_usage": "fail", "SystemReminder_consider_malware_warning": "not_applicable"}
     stub_env.default = lambda body: judge_reply(body, results, omit)
-    result = pytester.runpytest_subprocess(str(path), *stub_args(stub_env),
-                                           f"--ifbench-recorded-trajectories={trajectory}")
+    result = pytester.runpytest(str(path), *stub_args(stub_env),
+                                f"--ifbench-recorded-trajectories={trajectory}")
     assert stub_env.calls == 1  # the judge only: nothing ran
     (record,) = results_of(pytester.path)
     assert record["status"] == "failed", result.stdout.str()
@@ -120,9 +120,9 @@ def octo_suite(pytester: pytest.Pytester) -> Path:
 @needs_sandbox
 def test_tiny_suite_end_to_end_with_the_builtin_loop(pytester, stub_env, octo_suite):
     agent_script(stub_env, lambda body: judge_reply(body, {"conflict_follows_A": "fail"}))
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v", "-m",
-                                           "octobench and scaffold_claude_code and (category_user_query or conflict)",
-                                           "--ifbench-trajectories=traj")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-v", "-m",
+                                "octobench and scaffold_claude_code and (category_user_query or conflict)",
+                                "--ifbench-trajectories=traj")
     result.stdout.fnmatch_lines(["*octo.yaml::write-notes PASSED*", "*octo.yaml::conflict-language PASSED*"])
     records = {r["instance"]: r for r in results_of(pytester.path)}
     assert records["write-notes"]["agent"]["stop_reason"] == "no_tool_call"
@@ -147,8 +147,8 @@ def test_reflection_rerun_with_feedback(pytester, stub_env, octo_suite):
         return judge_reply(body, {"UserQuery_reports": "fail", "SP_english": "fail"})
 
     agent_script(stub_env, judge)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v", "--octobench-reflect",
-                                           "-k", "write-notes", "--ifbench-trajectories=traj")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-v", "--octobench-reflect",
+                                "-k", "write-notes", "--ifbench-trajectories=traj")
     result.stdout.fnmatch_lines(["*octo.yaml::write-notes PASSED*"])
     (record,) = results_of(pytester.path)
     assert record["protocol"] == "octobench_reflect"
@@ -165,7 +165,7 @@ def test_reflection_rerun_with_feedback(pytester, stub_env, octo_suite):
 @needs_sandbox
 def test_reflection_skips_instances_that_failed_everything(pytester, stub_env, octo_suite):
     agent_script(stub_env, lambda body: judge_reply(body, {"SP_english": "fail"}))
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--octobench-reflect", "-k", "conflict")
+    pytester.runpytest("suites", *stub_args(stub_env), "--octobench-reflect", "-k", "conflict")
     (record,) = results_of(pytester.path)
     meta = record["agent"]["trajectory"]["meta"]["octobench_reflection"]
     assert meta["rerun"] is False and meta["reason"] == "no check passed"

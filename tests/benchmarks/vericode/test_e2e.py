@@ -27,8 +27,8 @@ def test_both_protocols_end_to_end(pytester, stub_env):
     stub_env.default = scripted
     directory = pytester.path / "suites" / "vericode"
     assert gen.main(["--tasks", "fn_004", "--max-k", "2", "--out", str(directory), "--no-quick"]) == 0
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-full", "-m", "vericode",
-                                           "--strict-markers")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-full", "-m", "vericode",
+                                "--strict-markers")
     assert stub_env.calls == 1 + 1 + 2 + 1 + 3  # k0, k1 single, k1 multi (2 turns), k2 single, k2 multi (3 turns)
     result.stdout.fnmatch_lines([
         "*vericode: instruction following and functionality*",
@@ -64,9 +64,9 @@ def test_both_protocols_end_to_end(pytester, stub_env):
 def test_markers_select_protocol_and_k(pytester, stub_env):
     directory = pytester.path / "suites" / "vericode"
     gen.main(["--tasks", "fn_004", "--max-k", "2", "--out", str(directory), "--no-quick"])
-    plain = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--collect-only", "-q")
+    plain = pytester.runpytest("suites", *stub_args(stub_env), "--collect-only", "-q")
     plain.stdout.fnmatch_lines(["*5 deselected*"])  # marked full: not in a plain run
-    selected = pytester.runpytest_subprocess(
+    selected = pytester.runpytest(
         "suites", *stub_args(stub_env), "--ifbench-full", "--strict-markers", "--collect-only", "-q",
         "-m", "vericode and k_2 and protocol_single_turn and category_functional and category_doc and livevibe")
     selected.stdout.fnmatch_lines(["suites/vericode/livevibe.yaml::fn_004-k2-single", "*1/5 tests collected*"])

@@ -208,8 +208,8 @@ def test_suite_runs_batch_finished_replies_with_identical_reports(pytester, monk
     (pytester.path / "suite.yaml").write_text(_suite(24), encoding="utf-8")
 
     def run(*args: str) -> tuple[list[str], list]:
-        result = pytester.runpytest_subprocess("suite.yaml", "-p", "no:cacheprovider", "-v", "-rA",
-                                               "--ifbench-summary=", *args)
+        result = pytester.runpytest("suite.yaml", "-p", "no:cacheprovider", "-v", "-rA",
+                                    "--ifbench-summary=", *args)
         doc = json.loads((pytester.path / "ifbench-results.json").read_text())
         checks = [(r["instance"], c["id"], c["passed"], c.get("error"), c.get("verdict"))
                   for r in sorted(doc["instances"], key=lambda r: r["instance"]) for c in r["checks"]]
