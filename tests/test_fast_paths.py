@@ -51,6 +51,7 @@ def suite(pytester, stub_env):
     pytester.makeconftest(RECORD_IMPORTS)
 
 
+@pytest.mark.slow
 def test_plots_are_drawn_only_when_their_inputs_change(pytester, stub_env, suite):
     if find_spec("matplotlib") is None:  # (importing it here would break numpy in later pytester runs)
         pytest.skip("matplotlib is not installed")
@@ -77,6 +78,7 @@ def test_plots_are_drawn_only_when_their_inputs_change(pytester, stub_env, suite
     assert png.stat().st_mtime_ns != drawn_at
 
 
+@pytest.mark.slow
 def test_litellm_is_imported_in_the_background_unless_the_cache_may_answer(pytester, stub_env, suite,
                                                                            monkeypatch):
     monkeypatch.setenv(LITELLM_ONLY_ENV, "1")

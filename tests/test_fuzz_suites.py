@@ -321,6 +321,7 @@ def time_box(seconds: float) -> Iterator[None]:
 _DOCUMENT_LEVEL = ("invalid YAML", "refused:", "cannot read", "mentions 'ifbench'", "has an 'ifbench' key")
 
 
+@pytest.mark.slow
 def test_fuzzed_suites_never_crash_hang_or_blow_up(tmp_path, loader):
     rng = random.Random(SEED + 1)
     outcomes: Counter[str] = Counter()

@@ -25,6 +25,7 @@ def test_local_provider_through_litellm():
     assert result.prompt_tokens > 0 and result.model == "local/smollm2"
 
 
+@pytest.mark.slow
 def test_local_judge_returns_schema_valid_json():
     """Constrained decoding makes even a 135M model a well-formed (if weak) judge."""
     checks = [CheckSpec(id=f"c{i}", verifier="ifbench.judge", params={"criterion": text})

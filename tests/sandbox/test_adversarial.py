@@ -163,6 +163,7 @@ def test_the_tests_pass_for_an_honest_program():
     assert all(o.trusted for o in run.outcomes)
 
 
+@pytest.mark.slow
 def test_the_python_api_contains_every_program(arena):
     before = arena.state()
     names = sorted(MANIFEST["programs"])
@@ -177,6 +178,7 @@ def test_the_python_api_contains_every_program(arena):
     arena.assert_intact(before)
 
 
+@pytest.mark.slow
 def test_a_suite_contains_every_program(arena, pytester):
     before = arena.state()
     names = sorted(MANIFEST["programs"])
@@ -199,6 +201,7 @@ def test_a_suite_contains_every_program(arena, pytester):
     arena.assert_intact(before)
 
 
+@pytest.mark.slow
 def test_the_agents_bash_tool_contains_every_program(arena, tmp_path):
     before = arena.state()
     names = sorted(MANIFEST["programs"])
