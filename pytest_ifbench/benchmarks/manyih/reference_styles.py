@@ -18,7 +18,6 @@ evaluator fails the whole sample).
 
 from __future__ import annotations
 
-import ast
 import io
 import math
 import re
@@ -26,7 +25,21 @@ import tokenize
 from collections.abc import Callable, Iterator
 from functools import reduce
 
-Result = tuple[bool, str]
+from .reference_ast_styles import (
+    CAMEL,
+    SNAKE,
+    Result,
+    check_naming_consonant_start,
+    check_return_direct,
+    check_return_explicit_none,
+    check_return_variable,
+    convention,
+    fail_first,
+    functions,
+    name_length,
+    parsed,
+    type_hints,
+)
 
 # ---------------------------------------------------------------------------- extraction
 
@@ -68,41 +81,6 @@ def _indents(code: str) -> Iterator[tuple[int, str]]:
             yield row, line[: len(line) - len(rest)]
 
 
-def _parsed(code: str) -> ast.Module | None:
-    """The AST, or None for a ``SyntaxError`` (the authors' AST checks then pass)."""
-    try:
-        return ast.parse(code)
-    except SyntaxError:
-        return None
-
-
-def _stored_names(tree: ast.AST) -> Iterator[tuple[str, int]]:
-    """Every ``ast.Name`` in store context: assignment, ``for``, ``with``, comprehension and ``:=`` targets."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            yield node.id, node.lineno
-
-
-def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
-
-
-def _checked_names(tree: ast.AST) -> Iterator[tuple[str, int]]:
-    """Stored names plus the *plain positional* parameters (``args.args``) of every def --
-    not positional-only, keyword-only, ``*args``, ``**kwargs`` or lambda parameters."""
-    yield from _stored_names(tree)
-    for fn in _functions(tree):
-        for arg in fn.args.args:
-            yield arg.arg, arg.lineno
-
-
-def _fail_first(problems: Iterator[str], ok: str) -> Result:
-    first = next(problems, None)
-    return (True, ok) if first is None else (False, first)
-
-
 # ---------------------------------------------------------------------------- indentation
 
 
@@ -126,7 +104,7 @@ def _indent_multiple(width: int, *, unit_must_match: bool) -> Callable[[str], Re
 
 def _indent_without(char: str, name: str) -> Callable[[str], Result]:
     def check(code: str) -> Result:
-        return _fail_first((f"line {row}: {name} in the indentation" for row, lead in _indents(code) if char in lead),
+        return fail_first((f"line {row}: {name} in the indentation" for row, lead in _indents(code) if char in lead),
                            f"no {name} in any indentation")
 
     return check
@@ -158,72 +136,14 @@ def _quotes(wanted: str) -> Callable[[str], Result]:
                 if body[:1] == banned:
                     yield f"line {tok.start[0]}: {tok.string[:20]!r} opens with {banned}"
 
-        return _fail_first(problems(), f"no string token opens with {banned}")
+        return fail_first(problems(), f"no string token opens with {banned}")
 
     return check
 
 
 def check_quotes_docstring_triple_double(code: str) -> Result:
-    return _fail_first((f"line {tok.start[0]}: a string token opens with '''" for tok in _string_tokens(code)
+    return fail_first((f"line {tok.start[0]}: a string token opens with '''" for tok in _string_tokens(code)
                         if tok.string.startswith("'''")), "no string token opens with '''")
-
-
-# ---------------------------------------------------------------------------- names
-
-_SNAKE = re.compile(r"_*[a-z][a-z0-9]*(?:_[a-z0-9]+)*_*|_+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
-_CAMEL = re.compile(r"_*[a-z][a-zA-Z0-9]*|_+")
-_CONSONANTS = frozenset("bcdfghjklmnpqrstvwxyzBCDFGHJKLMNPQRSTVWXYZ")
-
-
-def _convention(pattern: re.Pattern[str], name: str) -> Callable[[str], Result]:
-    def check(code: str) -> Result:
-        tree = _parsed(code)
-        if tree is None:
-            return True, "the code does not parse: the authors' AST check passes"
-
-        def problems() -> Iterator[str]:
-            for ident, row in _checked_names(tree):
-                dunder = ident.startswith("__") and ident.endswith("__")
-                if not dunder and ident != "_" and pattern.fullmatch(ident) is None:
-                    yield f"line {row}: {ident!r} is not {name}"
-
-        return _fail_first(problems(), f"every checked name is {name}")
-
-    return check
-
-
-def check_naming_consonant_start(code: str) -> Result:
-    tree = _parsed(code)
-    if tree is None:
-        return True, "the code does not parse: the authors' AST check passes"
-
-    def problems() -> Iterator[str]:
-        for ident, row in _stored_names(tree):  # parameters are not looked at
-            if (ident.startswith("__") and ident.endswith("__")) or ident == "_":
-                continue
-            core = ident.lstrip("_")
-            if core and core[0] not in _CONSONANTS:
-                yield f"line {row}: {ident!r} does not start with an ASCII consonant"
-
-    return _fail_first(problems(), "every assigned name starts with a consonant")
-
-
-def _length(low: int, high: int | None) -> Callable[[str], Result]:
-    def check(code: str) -> Result:
-        tree = _parsed(code)
-        if tree is None:
-            return True, "the code does not parse: the authors' AST check passes"
-
-        def problems() -> Iterator[str]:
-            for ident, row in _checked_names(tree):
-                if ident.startswith("_"):
-                    continue
-                if len(ident) < low or (high is not None and len(ident) > high):
-                    yield f"line {row}: {ident!r} has {len(ident)} characters"
-
-        return _fail_first(problems(), "every checked name has an allowed length")
-
-    return check
 
 
 # ---------------------------------------------------------------------------- operator spacing
@@ -271,36 +191,7 @@ def _minimal(op: str, before: bool, after: bool) -> bool:
 
 def _operators(ops: tuple[str, ...], rule: Callable[[str, bool, bool], bool], ok: str) -> Callable[[str], Result]:
     def check(code: str) -> Result:
-        return _fail_first(_operator_scan(code, ops, rule), ok)
-
-    return check
-
-
-# ---------------------------------------------------------------------------- type hints
-
-
-def _hint_flags(code: str) -> list[tuple[str, bool, bool]]:
-    """(name, some plain positional parameter is annotated, has a return annotation) per def."""
-    tree = _parsed(code)
-    if tree is None:
-        return []
-    return [(fn.name, any(a.annotation is not None for a in fn.args.args), fn.returns is not None)
-            for fn in _functions(tree)]
-
-
-def _types(args: bool | None, returns: bool | None) -> Callable[[str], Result]:
-    """``args``/``returns``: True required, False forbidden, None free. "Annotated parameters"
-    means at least one annotated plain positional parameter (a def without one fails ``True``)."""
-
-    def check(code: str) -> Result:
-        def problems() -> Iterator[str]:
-            for name, hinted, returned in _hint_flags(code):
-                if args is not None and hinted != args:
-                    yield f"{name}(): {'no' if args else 'an'} annotated positional parameter"
-                if returns is not None and returned != returns:
-                    yield f"{name}(): {'no' if returns else 'a'} return annotation"
-
-        return _fail_first(problems(), "type hints comply")
+        return fail_first(_operator_scan(code, ops, rule), ok)
 
     return check
 
@@ -362,12 +253,12 @@ def check_doc_oneline(code: str) -> Result:
 def _blank_counts(code: str) -> list[tuple[str, int]]:
     """(name, blank lines) per def: lines from its first body statement's line to its last one's
     ``end_lineno``, counted on ``code.split("\\n")``; nested defs' lines count for the outer one."""
-    tree = _parsed(code)
+    tree = parsed(code)
     if tree is None:
         return []
     lines = _lines(code)
     out = []
-    for fn in _functions(tree):
+    for fn in functions(tree):
         first, last = fn.body[0].lineno, fn.body[-1].end_lineno or fn.body[-1].lineno
         out.append((fn.name, sum(1 for i in range(first - 1, min(last, len(lines))) if not lines[i].strip())))
     return out
@@ -375,55 +266,10 @@ def _blank_counts(code: str) -> list[tuple[str, int]]:
 
 def _blanks(test: Callable[[int], bool], text: str) -> Callable[[str], Result]:
     def check(code: str) -> Result:
-        return _fail_first((f"{name}() has {count} blank line(s)" for name, count in _blank_counts(code)
+        return fail_first((f"{name}() has {count} blank line(s)" for name, count in _blank_counts(code)
                             if not test(count)), f"every function body has {text}")
 
     return check
-
-
-# ---------------------------------------------------------------------------- returns
-
-
-def _direct_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], list[ast.Return]]:
-    """Names a def's *own top-level* ``x = ...`` statements assign (plain-name targets), and its
-    top-level ``return <value>`` statements: nothing inside ``if``/``for``/``with``/``try`` is seen."""
-    assigned = {target.id for stmt in fn.body if isinstance(stmt, ast.Assign)
-                for target in stmt.targets if isinstance(target, ast.Name)}
-    returns = [stmt for stmt in fn.body if isinstance(stmt, ast.Return) and stmt.value is not None]
-    return assigned, returns
-
-
-def check_return_variable(code: str) -> Result:
-    tree = _parsed(code)
-    if tree is None:
-        return True, "the code does not parse: the authors' AST check passes"
-    return _fail_first((f"line {ret.lineno}: returns a non-name" for fn in _functions(tree)
-                        for ret in _direct_returns(fn)[1] if not isinstance(ret.value, ast.Name)),
-                       "every top-level return of every def returns a name")
-
-
-def check_return_direct(code: str) -> Result:
-    tree = _parsed(code)
-    if tree is None:
-        return True, "the code does not parse: the authors' AST check passes"
-
-    def problems() -> Iterator[str]:
-        for fn in _functions(tree):
-            assigned, returns = _direct_returns(fn)
-            for ret in returns:
-                if isinstance(ret.value, ast.Name) and ret.value.id in assigned:
-                    yield f"line {ret.lineno}: returns {ret.value.id!r}, assigned at the top level of {fn.name}()"
-
-    return _fail_first(problems(), "no top-level return returns a name assigned at the top level")
-
-
-def check_return_explicit_none(code: str) -> Result:
-    tree = _parsed(code)
-    if tree is None:
-        return True, "the code does not parse: the authors' AST check passes"
-    return _fail_first((f"line {node.lineno}: bare return" for fn in _functions(tree) for node in ast.walk(fn)
-                        if isinstance(node, ast.Return) and node.value is None),
-                       "no bare return inside a def (falling off the end is not checked)")
 
 
 # ---------------------------------------------------------------------------- singletons
@@ -454,7 +300,7 @@ def _singleton(style: str) -> Callable[[str], Result]:
 
 def _line_limit(limit: int) -> Callable[[str], Result]:
     def check(code: str) -> Result:
-        return _fail_first((f"line {row}: {len(line)} characters" for row, line in enumerate(_lines(code), start=1)
+        return fail_first((f"line {row}: {len(line)} characters" for row, line in enumerate(_lines(code), start=1)
                             if len(line) > limit), f"every line has at most {limit} characters")
 
     return check
@@ -470,21 +316,21 @@ REFERENCE_CHECKERS: dict[str, Callable[[str], Result]] = {
     "quotes_single": _quotes("'"),
     "quotes_double": _quotes('"'),
     "quotes_docstring_triple_double": check_quotes_docstring_triple_double,
-    "naming_snake": _convention(_SNAKE, "snake_case"),
-    "naming_camel": _convention(_CAMEL, "camelCase"),
+    "naming_snake": convention(SNAKE, "snake_case"),
+    "naming_camel": convention(CAMEL, "camelCase"),
     "naming_consonant_start": check_naming_consonant_start,
     "op_space_around": _operators((*_ASSIGN, *_BINARY), _spaced, "spaces around every operator"),
     "op_space_none": _operators((*_ASSIGN, *_BINARY), _unspaced, "no spaces around any operator"),
     "op_space_minimal": _operators((*_ASSIGN, *_BINARY), _minimal, "spaces around assignments only"),
     "op_space_arithmetic": _operators((*_COMPARE, *_ARITH), _spaced, "spaces around arithmetic/comparison"),
-    "types_full": _types(True, True),
-    "types_none": _types(False, False),
-    "types_args_only": _types(True, False),
-    "types_args_required": _types(True, None),
-    "var_min3": _length(3, None),
-    "var_single": _length(1, 1),
-    "var_min5": _length(5, None),
-    "var_max2": _length(1, 2),
+    "types_full": type_hints(True, True),
+    "types_none": type_hints(False, False),
+    "types_args_only": type_hints(True, False),
+    "types_args_required": type_hints(True, None),
+    "var_min3": name_length(3, None),
+    "var_single": name_length(1, 1),
+    "var_min5": name_length(5, None),
+    "var_max2": name_length(1, 2),
     "license_mit": check_license_mit,
     "license_apache": check_license_apache,
     "license_none": check_license_none,
