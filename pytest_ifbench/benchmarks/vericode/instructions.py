@@ -8,7 +8,7 @@ and allowed values, and a deterministic verifier registered as
 
 * 27 are ruff-backed: they declare the rule codes they select and the ruff
   settings their parameters imply (``RuffSpec``), so the ruff checks of many
-  responses run in one ``ruff`` process (``pytest_ifbench.ruff.check``) and the
+  responses run in one ``ruff`` process (``pytest_ifbench.ruff.batch``) and the
   violations are mapped back to each instruction by exact rule code;
 * 3 are response-level (documentation outside the code block) and parse the
   reply: a JSON object, a bullet list or a headed section after the code
