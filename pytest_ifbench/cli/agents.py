@@ -41,20 +41,11 @@ def add_parser(commands: Any) -> None:
 
 def _registry(plugins: Sequence[str]) -> AgentClis:
     """The shipped CLIs, the installed plugins' and each ``--plugin`` module's."""
-    from importlib import import_module
-
     from .._composition import command_plugin_manager
     from ..agents.clis import collect_agent_clis
+    from .plugin_option import plugin_modules
 
-    modules = []
-    for name in plugins:
-        try:
-            module = import_module(name)
-        except ImportError as exc:
-            raise UsageError(f"--plugin {name}: cannot import: {exc}") from None
-        if not callable(getattr(module, "pytest_ifbench_agent_clis", None)):
-            raise UsageError(f"--plugin {name}: the module has no pytest_ifbench_agent_clis(clis) function")
-        modules.append(module)
+    modules = plugin_modules(plugins, "pytest_ifbench_agent_clis", "pytest_ifbench_agent_clis(clis)")
     try:
         return collect_agent_clis(command_plugin_manager(modules).hook)
     except Exception as exc:  # noqa: BLE001 - any plugin failure is a usage error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .errors import UsageError
@@ -17,21 +18,32 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
                         help="import MODULE and call its pytest_ifbench_register_verifiers(registry); repeatable")
 
 
-def registry_with_plugins(plugins: Sequence[str]) -> Registry:
-    """The core's and the installed benchmarks' verifiers, plus those of each ``--plugin`` module."""
+def plugin_modules(names: Sequence[str], hook: str, signature: str, *, declarations: bool = False) -> list[ModuleType]:
+    """Each ``--plugin`` module, imported; :class:`UsageError` for one that cannot be imported or lacks
+    ``hook`` (shown as ``signature``) -- a ``Benchmark`` declaration stands in for it when
+    ``declarations`` is true."""
     from importlib import import_module
 
-    from .._composition import build_registry, command_plugin_manager, declared_benchmarks
+    from .._composition import declared_benchmarks
 
     modules = []
-    for name in plugins:
+    for name in names:
         try:
             module = import_module(name)
         except ImportError as exc:
             raise UsageError(f"--plugin {name}: cannot import: {exc}") from None
-        if not callable(getattr(module, "pytest_ifbench_register_verifiers", None)) and not declared_benchmarks(module):
-            raise UsageError(f"--plugin {name}: the module has no pytest_ifbench_register_verifiers(registry) function")
+        if not callable(getattr(module, hook, None)) and not (declarations and declared_benchmarks(module)):
+            raise UsageError(f"--plugin {name}: the module has no {signature} function")
         modules.append(module)
+    return modules
+
+
+def registry_with_plugins(plugins: Sequence[str]) -> Registry:
+    """The core's and the installed benchmarks' verifiers, plus those of each ``--plugin`` module."""
+    from .._composition import build_registry, command_plugin_manager
+
+    modules = plugin_modules(plugins, "pytest_ifbench_register_verifiers",
+                             "pytest_ifbench_register_verifiers(registry)", declarations=True)
     try:
         return build_registry(command_plugin_manager(modules).hook)
     except Exception as exc:  # noqa: BLE001 - any plugin failure is a usage error
