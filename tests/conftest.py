@@ -6,6 +6,10 @@ same, with a fake ``OPENAI_API_KEY``) come from the opt-in
 get them.
 """
 
+import sys
+import sysconfig
+
+import _pytest.pytester
 import pytest
 
 from tests._support import IN_PROCESS_WARNING
@@ -24,6 +28,30 @@ except ImportError:  # pragma: no cover - litellm always brings it
 # every time; one such re-import failed with "SystemError: AST constructor recursion depth mismatch"
 # (CPython 3.11.7) while another thread was parsing.
 import xdist.dsession  # noqa: E402, F401
+
+_LIBRARIES = tuple({sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+class _KeepLibraries(_pytest.pytester.SysModulesSnapshot):
+    """pytester's snapshot of ``sys.modules``, which also keeps the libraries (and our package) a run imported.
+
+    An in-process run removes every module it imported when it ends; importing litellm, openai or numpy a
+    second time in one process then fails ("cannot import name 'BaseModel' from 'openai._models'"). Only
+    the modules a test wrote (conftest files, test modules, a package installed into a temporary
+    directory) need to go.
+    """
+
+    def __init__(self, preserve=None) -> None:
+        def keep(name: str) -> bool:
+            if (preserve is not None and preserve(name)) or name.split(".")[0] == "pytest_ifbench":
+                return True
+            where = getattr(sys.modules.get(name), "__file__", None) or ""
+            return where.startswith(_LIBRARIES)
+
+        super().__init__(preserve=keep)
+
+
+_pytest.pytester.SysModulesSnapshot = _KeepLibraries  # type: ignore[misc]  # read by every Pytester
 
 #: See IN_PROCESS_WARNING (quoted: the filter holds spaces and a semicolon).
 _IN_PROCESS_ADDOPTS = f"-W '{IN_PROCESS_WARNING}'"
