@@ -29,6 +29,14 @@ except ImportError:  # pragma: no cover - litellm always brings it
 # (CPython 3.11.7) while another thread was parsing.
 import xdist.dsession  # noqa: E402, F401
 
+# litellm imported whole, once, on the main thread: a run that needs it imports it on a background thread
+# (prefetch_litellm), and when an in-process run ends mid-import pytester restores sys.meta_path under that
+# thread, leaving half-initialised litellm submodules that every later import trips on ("cannot import name
+# 'CustomLLM' from 'litellm'", seen in a full -n 2 run). Tests of what a run imports use their own process.
+from pytest_ifbench.models.client import import_litellm  # noqa: E402
+
+import_litellm()
+
 _LIBRARIES = tuple({sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
