@@ -234,18 +234,14 @@ def _check_agents_available(instances: list[InstanceItem], config: pytest.Config
     problem = sandbox_problem()
     if problem:
         raise pytest.UsageError(f"pytest-ifbench: {len(agents)} agent instance(s) selected, but {problem}")
-    from .agents.options import agent_options
+    from .agents.startup import agent_startup_problem
 
-    overrides = {"runner": config.getoption("ifbench_agent_runner")}
-    runners = {agent_options(i.protocol_options, overrides).runner for i in agents} - {"loop"}
-    if runners:
-        from .agents.cli import cli_problem
-
-        clis = config.stash[STATE_KEY].agent_settings.clis
-        for runner in sorted(runners):
-            problem = cli_problem(runner, clis=clis)
-            if problem:
-                raise pytest.UsageError(f"pytest-ifbench: agent runner {runner!r}: {problem}")
+    state = config.stash[STATE_KEY]
+    provider = state.providers.for_model(state.model_name, state.api_base)
+    problem = agent_startup_problem(agents, state.agent_settings, model=state.model_name,
+                                    context_window=provider.context_window)
+    if problem:
+        raise pytest.UsageError(f"pytest-ifbench: {problem}")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -2,7 +2,8 @@
 
 Each CLI is declared in a registry (:class:`~.clis.AgentClis`: the shipped ones in :mod:`.clis`,
 others through the ``pytest_ifbench_agent_clis`` hook) as an npm package pinned to one version,
-installed by ``ifbench agents install`` into one directory (:func:`agents_dir`) that every sandboxed
+installed by ``ifbench agents install`` into one directory (:func:`~.install.agents_dir`, the per-user cache
+by default; other versions side by side there, see :mod:`.install`) that every sandboxed
 run sees read-only. Every function here takes that registry as ``clis`` (default: the shipped CLIs).
 A run (:func:`run_cli`):
 
@@ -25,11 +26,6 @@ error; Claude Code, Kilo and Droid then give up within seconds.)
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +34,7 @@ from pathlib import Path
 from .._types import GenerationParams
 from ..models.client import ModelClient
 from .clis import BUILTIN_CLIS, AgentClis
+from .install import agents_dir, cli_problem, install, installed_version, resolve_version
 from .normalize import load_raw, normalize
 from .options import AgentOptions
 from .proxy import RecordingProxy, Submit
@@ -59,58 +56,8 @@ CLI_MEMORY_MB = 32768
 CLI_PROCESSES = 1024
 
 
-def agents_dir() -> Path:
-    """Where the CLIs are installed: ``$IFBENCH_AGENTS_DIR``, else ``.ifbench-agents`` in the current directory."""
-    return Path(os.environ.get("IFBENCH_AGENTS_DIR") or Path.cwd() / ".ifbench-agents").absolute()
-
-
 def _registry(clis: AgentClis | None) -> AgentClis:
     return AgentClis() if clis is None else clis
-
-
-def installed_version(name: str, directory: Path | None = None, clis: AgentClis | None = None) -> str | None:
-    """The version of ``name`` installed in ``directory`` (default :func:`agents_dir`), or None."""
-    cli = _registry(clis).get(name)
-    root = (directory or agents_dir()) / "node_modules"
-    if not (root / ".bin" / cli.binary).exists():
-        return None
-    try:
-        return str(json.loads((root / cli.package / "package.json").read_text(encoding="utf-8"))["version"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def cli_problem(name: str, directory: Path | None = None, clis: AgentClis | None = None) -> str | None:
-    """None when ``name`` is installed at its pinned version (or one it declares supported), else one
-    line saying how to install it."""
-    clis = _registry(clis)
-    if name not in clis:
-        return f"unknown agent CLI {name!r} (known: {', '.join(clis.names())})"
-    directory = directory or agents_dir()
-    cli = clis.get(name)
-    found = installed_version(name, directory, clis)
-    if found == cli.version or (found is not None and found in cli.supported):
-        return None
-    state = "is not installed" if found is None else f"{found} is installed, {cli.version} is pinned"
-    return f"agent CLI {name} {state} in {directory}: run `ifbench agents install {name}`"
-
-
-def install(names: Sequence[str], directory: Path, clis: AgentClis | None = None) -> int:
-    """``npm install`` the pinned versions of ``names`` (all when empty) into ``directory``; npm's exit
-    status (127 without npm, 2 for an unknown name), its output going to ours."""
-    clis = _registry(clis)
-    unknown = [n for n in names if n not in clis]
-    if unknown:
-        print(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(clis.names())})", file=sys.stderr)
-        return 2
-    npm = shutil.which("npm")
-    if npm is None:
-        print("npm is not on PATH: install Node.js (which ships npm) first", file=sys.stderr)
-        return 127
-    specs = [f"{cli.package}@{cli.version}" for cli in (map(clis.get, names) if names else clis)]
-    directory.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([npm, "install", "--prefix", str(directory), "--no-audit", "--no-fund", *specs],
-                          check=False).returncode
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,10 +86,14 @@ def _last_line(text: str) -> str:
 async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], system: str | None, model_name: str,
                   client: ModelClient, submit: Submit | None, options: AgentOptions, log_path: Path,
                   session_id: str | None = None, params: GenerationParams = GenerationParams(),
-                  max_tokens_cap: int | None = None, clis: AgentClis | None = None) -> CliResult:
+                  max_tokens_cap: int | None = None, clis: AgentClis | None = None,
+                  version: str | None = None, replace_system: bool = False) -> CliResult:
     """Run the CLI ``name`` on ``queries`` (one user turn each) in ``workspace`` (see the module doc).
 
-    ``system`` is appended to the CLI's own system prompt; ``model_name`` is the model id the CLI is
+    ``system`` is appended to the CLI's own system prompt, or replaces it with ``replace_system`` where
+    the CLI can (:attr:`~.clis.AgentCli.replaces_system`; elsewhere it is appended and the trajectory's
+    ``meta["system_prompt"]`` says so); ``version`` is the version to run where it is installed (else
+    the pinned one; ``meta["runner_version"]`` is the one that ran); ``model_name`` is the model id the CLI is
     told (every call goes to ``client`` whatever it is); ``submit`` runs model calls (None: the proxy's
     own loop); ``options.max_seconds`` bounds the whole run. ``log_path`` is truncated first; its
     records carry ``session_id`` (default: ``name``), which becomes the trajectory's id. ``params``
@@ -164,7 +115,10 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                    f"(known: {', '.join(clis.wire_formats())})")
     if scaffold is None or problem is not None:
         return _result(name, session, log_path, None, problem, (), clis)
-    binary = str(directory / "node_modules" / ".bin" / scaffold.binary)
+    root, running = resolve_version(name, version, directory, clis)
+    binary = str(root / "node_modules" / ".bin" / scaffold.binary)
+    replacing = bool(system) and replace_system and scaffold.replaces_system
+    system_note = None if not system else ("replaced" if replacing else "appended")
     route = ProxyRoute(socket=workspace.root / "proxy.sock", port=PROXY_PORT)
     proxy = RecordingProxy(client, log_path=log_path, session_id=session, socket_path=route.socket, submit=submit,
                            defaults=params, max_tokens_cap=max_tokens_cap,
@@ -180,7 +134,8 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 if left < 1:
                     error = f"the run's {options.max_seconds:g}s ran out before query {turn + 1}"
                     break
-                call = scaffold.invocation(binary, query, turn=turn, model=model_name, system=system)
+                call = scaffold.invocation(binary, query, turn=turn, model=model_name, system=system,
+                                           **({"replace_system": True} if replacing else {}))
                 limits = Limits(timeout=left, memory_mb=max(options.memory_mb, CLI_MEMORY_MB),
                                 max_processes=max(options.max_processes, CLI_PROCESSES))
                 before = proxy.calls
@@ -191,7 +146,8 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                     break
         except SandboxUnavailable as exc:
             error = f"sandbox unavailable: {exc}"
-    return _result(name, session, log_path, done, error, proxy.notes, clis)
+    return _result(name, session, log_path, done, error, proxy.notes, clis,
+                   meta={"runner_version": running, "version_named": version, "system_prompt": system_note})
 
 
 _DENIED = ("EACCES", "EPERM", "Permission denied", "Operation not permitted", "ECONNREFUSED")
@@ -219,7 +175,7 @@ def _classify(name: str, done: CommandResult, proxy: RecordingProxy, before: int
 
 
 def _result(name: str, session: str, log_path: Path, done: CommandResult | None, error: str | None,
-            notes: Sequence[str], clis: AgentClis) -> CliResult:
+            notes: Sequence[str], clis: AgentClis, meta: dict[str, object] | None = None) -> CliResult:
     records = load_raw(log_path) if log_path.exists() else []
     try:
         trajectories = normalize(records)
@@ -234,7 +190,7 @@ def _result(name: str, session: str, log_path: Path, done: CommandResult | None,
         stop = str((records[-1].get("response_body") or {}).get("stop_reason") or "end_turn")
     version = installed_version(name, clis=clis) if name in clis else None
     main = replace(main, meta={**main.meta, "runner": name, "runner_version": version, "stop_reason": stop,
-                               "harness_error": error, "proxy_notes": list(notes)})
+                               "harness_error": error, "proxy_notes": list(notes), **(meta or {})})
     return CliResult(trajectory=main, final_text=main.final_text(), stop_reason=stop,
                      returncode=None if done is None else done.returncode, stdout="" if done is None else done.stdout,
                      stderr="" if done is None else done.stderr, raw_log=log_path, harness_error=error)

@@ -9,12 +9,16 @@ in the report.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 #: ``runner`` values that are not a real agent program: our own tool-calling loop.
 BUILT_IN_RUNNER = "loop"
+#: ``--ifbench-agent-runner auto``: each instance's scaffold CLI where installed, else the loop with its profile.
+AUTO_RUNNER = "auto"
+#: How a real CLI gets the instance's ``system`` text (``system_prompt`` option).
+SYSTEM_PROMPT_MODES = ("append", "replace")
 
 
 class OptionError(ValueError):
@@ -31,6 +35,12 @@ class AgentOptions:
     runner: str = BUILT_IN_RUNNER
     #: The tool profile the built-in loop presents (``generic`` or a scaffold's, e.g. ``claude_code``).
     tools: str = "generic"
+    #: The version of the real CLI to run where it is installed (e.g. a benchmark row's scaffold version);
+    #: None, or a version not installed: the pinned one. Results record both.
+    runner_version: str | None = None
+    #: ``append`` the instance's ``system`` text to a real CLI's own system prompt, or ``replace`` it
+    #: (where the CLI can: Claude Code), as some benchmarks' authors do.
+    system_prompt: str = "append"
     #: Model calls (steps) before the run is stopped.
     max_steps: int = 30
     #: Completion tokens over the whole run.
@@ -55,7 +65,8 @@ class AgentOptions:
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
-    "runner": (str,), "tools": (str,), "max_steps": (int,), "max_tokens": (int,), "max_seconds": (int, float),
+    "runner": (str,), "tools": (str,), "runner_version": (str,), "system_prompt": (str,),
+    "max_steps": (int,), "max_tokens": (int,), "max_seconds": (int, float),
     "max_cost": (int, float), "command_timeout": (int, float), "max_repeats": (int,),
     "max_output_chars": (int,), "memory_mb": (int,), "max_processes": (int,),
 }
@@ -79,7 +90,41 @@ def agent_options(options: Mapping[str, Any], overrides: Mapping[str, Any] | Non
         kinds = _TYPES[key]
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise OptionError(key, f"expected {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
+        if key == "system_prompt" and value not in SYSTEM_PROMPT_MODES:
+            raise OptionError(key, f"expected {' or '.join(SYSTEM_PROMPT_MODES)}, got {value!r}")
         if kinds != (str,) and (value < 0 or (value == 0 and key != "max_cost")):
             raise OptionError(key, f"must be positive, got {value!r}")
         values[key] = value
     return replace(AgentOptions(), **values)
+
+
+def choose_runner(options: AgentOptions, *, scaffold: str | None, flag: str | None, clis: Any,
+                  installed: Callable[[str], bool], profiles: Collection[str] = ()) -> AgentOptions:
+    """``options`` with the runner (and the loop's profile) that runs an instance whose scaffold is
+    ``scaffold``, under ``--ifbench-agent-runner`` = ``flag``. ``scaffold`` counts when it names a CLI
+    of the registry ``clis``; ``installed(name)`` says whether that CLI can run here.
+
+    * no flag: the instance's own ``runner`` option (default ``loop``);
+    * ``loop``: the built-in loop for every instance, with the scaffold's tool profile where one exists
+      (in ``profiles``) and the instance asks for none;
+    * ``auto``: the scaffold's real CLI where installed, else the loop with its profile; instances
+      naming no CLI keep their own runner where it can run, else the loop;
+    * a CLI's name: the scaffold's own CLI for an instance that names one (never another CLI: a Droid
+      instance is not run under Claude Code), this CLI for the others.
+    """
+    cli_scaffold = scaffold if scaffold is not None and scaffold in clis else None
+
+    def loop() -> AgentOptions:
+        profile = options.tools
+        if profile == "generic" and scaffold is not None and scaffold in profiles:
+            profile = scaffold
+        return replace(options, runner=BUILT_IN_RUNNER, tools=profile)
+
+    if flag is None:
+        return options
+    if flag == BUILT_IN_RUNNER:
+        return loop()
+    if flag == AUTO_RUNNER:
+        wanted = cli_scaffold or options.runner
+        return replace(options, runner=wanted) if wanted != BUILT_IN_RUNNER and installed(wanted) else loop()
+    return replace(options, runner=cli_scaffold or flag)

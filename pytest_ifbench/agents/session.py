@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .options import BUILT_IN_RUNNER, AgentOptions, agent_options
+from .options import BUILT_IN_RUNNER, AgentOptions, agent_options, choose_runner
 
 if TYPE_CHECKING:
     from .._types import Instance
@@ -75,6 +75,9 @@ class AgentRun:
     #: The final answer after each user turn.
     turn_texts: list[str] = field(default_factory=list)
     completions: list[Completion] = field(default_factory=list)
+    #: A real CLI's version that ran, and the one the instance named (None: none named).
+    runner_version: str | None = None
+    version_named: str | None = None
     model_seconds: float = 0.0
     tool_seconds: float = 0.0
     duration: float = 0.0
@@ -87,12 +90,30 @@ class AgentRun:
     def to_json(self) -> dict[str, Any]:
         return {
             "runner": self.runner, "stop_reason": self.stop_reason, "steps": self.steps,
+            "runner_version": self.runner_version, "version_named": self.version_named,
             "options": self.options.to_json(), "model_seconds": round(self.model_seconds, 4),
             "tool_seconds": round(self.tool_seconds, 4), "duration": round(self.duration, 4),
             "workspace": str(self.workspace.path) if self.workspace is not None else None,
             "trajectory_file": str(self.trajectory_path) if self.trajectory_path else None,
             "trajectory": self.trajectory.to_json(),
         }
+
+
+def instance_options(instance: Instance, settings: AgentSettings) -> AgentOptions:
+    """The agent options an instance runs with: its own (:func:`.options.agent_options`, the command line's
+    ``--ifbench-agent-*`` on top) and the runner :func:`.options.choose_runner` picks for its scaffold
+    under ``--ifbench-agent-runner`` (raises :class:`.options.OptionError`)."""
+    from .clis import AgentClis
+    from .install import cli_problem
+    from .profiles import ToolRegistry
+
+    overrides = dict(settings.overrides)
+    flag = overrides.pop("runner", None)
+    clis = settings.clis if settings.clis is not None else AgentClis()
+    tools = settings.tools if settings.tools is not None else ToolRegistry()
+    options = agent_options(instance.protocol_options, overrides)
+    return choose_runner(options, scaffold=instance.scaffold, flag=flag, clis=clis,
+                         installed=lambda name: cli_problem(name, clis=clis) is None, profiles=tools.profiles())
 
 
 def user_queries(instance: Instance) -> list[str]:
@@ -110,7 +131,7 @@ def _file_name(instance: Instance, sample: int) -> str:
 async def run_agent(instance: Instance, *, client: ModelClient | None, settings: AgentSettings,
                     sample: int = 0) -> AgentRun:
     """Run (or, with recorded trajectories, replay) one agent instance."""
-    options = agent_options(instance.protocol_options, settings.overrides)
+    options = instance_options(instance, settings)
     if settings.recorded is not None:
         return _recorded(instance, options, settings.recorded)
     if client is None:
@@ -238,7 +259,8 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
     result = await run_cli(options.runner, workspace=workspace, queries=user_queries(instance),
                            system=instance.system, model_name=client.model, client=client,
                            submit=settings.submit, options=options, log_path=log, clis=settings.clis,
-                           session_id=session_key(instance, sample))
+                           session_id=session_key(instance, sample), version=options.runner_version,
+                           replace_system=options.system_prompt == "replace")
     if result.harness_error:
         raise AgentHarnessError(f"{options.runner}: {result.harness_error}")
     # Keyed like the loop's trajectories, so `ifbench score --trajectories` finds each run again.
@@ -253,7 +275,8 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
         write_atomic(path, json.dumps(result.trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
     return AgentRun(trajectory=result.trajectory, workspace=workspace, runner=options.runner, options=options,
                     stop_reason=result.stop_reason, steps=len(result.trajectory.assistant_turns()),
-                    turn_texts=[result.final_text], trajectory_path=path)
+                    turn_texts=[result.final_text], trajectory_path=path,
+                    runner_version=trajectory.meta.get("runner_version"), version_named=options.runner_version)
 
 
 def session_key(instance: Instance, sample: int = 0) -> str:

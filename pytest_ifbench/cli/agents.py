@@ -23,13 +23,17 @@ def add_parser(commands: Any) -> None:
     agents = commands.add_parser(
         "agents", help="install or check the real agent CLIs (ifbench agents install|status)",
         description="Install the pinned agent CLIs that agent runners drive (npm install into one directory: "
-                    "$IFBENCH_AGENTS_DIR, else .ifbench-agents in the current directory), or show their state.",
+                    "$IFBENCH_AGENTS_DIR, else agents/ in the per-user cache, ~/.cache/pytest-ifbench/agents, "
+                    "shared by every checkout), or show their state. NAME@VERSION installs another version "
+                    "beside the pinned one; an instance naming that version runs it.",
     )
     actions = agents.add_subparsers(dest="action", title="actions", metavar="ACTION", required=True)
-    install = actions.add_parser("install", help="npm install the pinned versions (all when no NAME is given)",
+    install = actions.add_parser("install", help="npm install the pinned versions (all when no NAME is given), "
+                                                 "or NAME@VERSION beside them",
                                  epilog="exit status: npm's (127 when npm is missing).")
     install.add_argument("names", nargs="*", metavar="NAME",
-                         help=f"{', '.join(shipped[:-1])} or {shipped[-1]}, or a plugin's CLI")
+                         help=f"{', '.join(shipped[:-1])} or {shipped[-1]}, or a plugin's CLI; "
+                              "NAME@VERSION for another version (e.g. claude_code@2.0.69)")
     status = actions.add_parser("status", help="show each CLI's pinned version and whether it is installed",
                                 epilog="exit status: 0 when every CLI is installed at its pinned version, else 1.")
     for action in (install, status):
@@ -55,18 +59,28 @@ def _registry(plugins: Sequence[str]) -> AgentClis:
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from pathlib import Path
 
-    from ..agents.cli import agents_dir, cli_problem, install
+    from ..agents.install import agents_dir, cli_problem, install, installed_versions, parse_spec
 
     clis = _registry(args.plugins)
     directory = Path(args.dir).absolute() if args.dir else agents_dir()
     if args.action == "install":
-        unknown = [name for name in args.names if name not in clis]
+        unknown = []
+        for spec in args.names:
+            try:
+                parse_spec(spec, clis)
+            except ValueError:
+                unknown.append(spec)
         if unknown:
-            raise UsageError(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(clis.names())})")
+            raise UsageError(f"unknown agent CLI(s): {', '.join(unknown)} (known: {', '.join(clis.names())}, "
+                             "each optionally @VERSION)")
+        print(f"installing into {directory}")
         return install(args.names, directory, clis)
+    print(f"agent CLIs in {directory}")
     problems = 0
     for cli in clis:
         problem = cli_problem(cli.name, directory, clis)
         problems += problem is not None
-        print(f"{cli.name}: {cli.package}@{cli.version}: {'installed' if problem is None else problem}")
+        others = [v for v in installed_versions(cli.name, directory, clis) if v != cli.version]
+        also = f" (also installed: {', '.join(others)})" if others and problem is None else ""
+        print(f"{cli.name}: {cli.package}@{cli.version}: {'installed' if problem is None else problem}{also}")
     return 1 if problems else 0

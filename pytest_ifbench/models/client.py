@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -256,9 +257,23 @@ def _kind(exc: BaseException) -> str:
     return getattr(exc, "kind", None) or type(exc).__name__
 
 
+#: How providers word a prompt longer than the model's window when they do not raise litellm's
+#: ``ContextWindowExceededError`` (llama.cpp, behind litellm's custom-provider path, raises a ValueError
+#: that arrives as an ``APIConnectionError``: "Requested tokens (N) exceed context window of 4096").
+_CONTEXT_WINDOW = re.compile(r"exceeds? (?:the )?context window|context[_ ]length[_ ]exceeded"
+                             r"|maximum context length|context window exceeded", re.I)
+
+
+def is_context_window_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the prompt does not fit the model's window: never worth a retry."""
+    return _kind(exc) == "ContextWindowExceededError" or bool(_CONTEXT_WINDOW.search(str(exc)[:2000]))
+
+
 def _is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, MalformedReply):
         return True
+    if is_context_window_error(exc):
+        return False
     name = _kind(exc)
     if name in {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
                 "ContextWindowExceededError", "ContentPolicyViolationError", "UnsupportedParamsError"}:

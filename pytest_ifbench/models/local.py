@@ -127,8 +127,14 @@ def local_model_problem() -> str | None:
 #: The embedded model in the provider table: served through litellm's custom-provider hook
 #: (:func:`register_local_provider`); llama.cpp runs one call at a time, so more in flight only queue.
 #: (The problem is looked up at call time, so a test or a conftest may replace ``local_model_problem``.)
+def context_window(model: str = "local/smollm2") -> int:
+    """Tokens the embedded model's context holds (``IFBENCH_LOCAL_CTX``, default 4096) for every GGUF file."""
+    return int(os.environ.get("IFBENCH_LOCAL_CTX", "4096"))
+
+
 PROVIDER = Provider(name="local", prefix="local/", problem=lambda: local_model_problem(), concurrency=1,
-                    needed="the embedded model is needed (no --model/--judge-model given)", uses_api_base=False)
+                    needed="the embedded model is needed (no --model/--judge-model given)", uses_api_base=False,
+                    context_window=context_window)
 
 
 class LocalModelUnavailable(RuntimeError):
@@ -216,7 +222,7 @@ class _Engine:
 
         self.lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
-        self.llm = Llama(model_path=str(path), n_ctx=int(os.environ.get("IFBENCH_LOCAL_CTX", "4096")),
+        self.llm = Llama(model_path=str(path), n_ctx=context_window(),
                          n_threads=threads, n_threads_batch=threads, seed=0, verbose=False)
         # Freed at exit while llama_cpp is still whole: left to the final garbage collection, its
         # __del__ runs after the module's globals are gone and prints an ignored AttributeError.

@@ -68,6 +68,9 @@ class Provider:
     needs_litellm: bool = True
     #: Whether the run's ``--api-base`` is passed on to its clients.
     uses_api_base: bool = True
+    #: ``context_window(model) -> tokens`` where the provider knows it (None: unknown). A run checks it
+    #: at start-up against what must fit (a real agent CLI's own prompt), instead of failing every call.
+    context_window: Callable[[str], int | None] | None = None
 
     def serves(self, model: str, api_base: str | None, extra: Mapping[str, Any]) -> bool:
         if self.prefix is not None and not model.startswith(self.prefix):

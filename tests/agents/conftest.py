@@ -10,18 +10,20 @@ from pathlib import Path
 import pytest
 
 from pytest_ifbench.agents.cli import AGENT_CLIS, cli_problem, install
+from pytest_ifbench.agents.install import agents_dir
 from pytest_ifbench.agents.workspace import sandbox_problem
 
 
 @pytest.fixture(scope="session")
 def installed_agents() -> Path:
-    """The pinned CLIs, installed once (``install()``) into a cache shared between test runs."""
+    """The pinned CLIs, installed once (``install()``) where users get them: ``agents_dir()`` (the per-user
+    cache unless ``IFBENCH_AGENTS_DIR`` says otherwise), or ``$IFBENCH_TEST_AGENTS_DIR``."""
     if shutil.which("npm") is None:
         pytest.skip("npm is not available: the real agent CLIs cannot be installed")
     problem = sandbox_problem()
     if problem is not None:
         pytest.skip(problem)
-    directory = Path(os.environ.get("IFBENCH_TEST_AGENTS_DIR") or Path.home() / ".cache" / "ifbench-agents")
+    directory = Path(os.environ.get("IFBENCH_TEST_AGENTS_DIR") or agents_dir())
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".install.lock", "w") as lock:  # one installer at a time (xdist workers)
         fcntl.flock(lock, fcntl.LOCK_EX)

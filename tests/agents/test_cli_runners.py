@@ -1,7 +1,7 @@
 """Real agent CLIs: installing and checking them, their configuration, and each one driven end to end
 through the sandbox and the recording proxy by a scripted stub model.
 
-The end-to-end tests install the pinned CLIs once into ``~/.cache/ifbench-agents`` (or
+The end-to-end tests install the pinned CLIs once into ``agents_dir()`` (``~/.cache/pytest-ifbench/agents``, or
 ``$IFBENCH_TEST_AGENTS_DIR``), shared between runs; they are skipped only when npm is missing, or
 when the sandbox cannot run here (with its one-line reason).
 """
@@ -44,8 +44,9 @@ def fake_install(directory: Path, name: str, version: str | None = None) -> None
 
 def test_agents_dir_default_and_override(tmp_path, monkeypatch):
     monkeypatch.delenv("IFBENCH_AGENTS_DIR", raising=False)
-    monkeypatch.chdir(tmp_path)
-    assert agents_dir() == tmp_path / ".ifbench-agents"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # not where the CLIs go: the per-user cache, shared by every checkout
+    assert agents_dir() == tmp_path / "cache" / "pytest-ifbench" / "agents"
     monkeypatch.setenv("IFBENCH_AGENTS_DIR", str(tmp_path / "elsewhere"))
     assert agents_dir() == tmp_path / "elsewhere"
 
@@ -86,6 +87,7 @@ def test_ifbench_agents_command(tmp_path, capsys):
     fake_install(tmp_path, "droid")
     assert _cli.main(["agents", "status", "--dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
+    assert out.pop(0) == f"agent CLIs in {tmp_path}"
     assert out[0].startswith("claude_code: @anthropic-ai/claude-code@2.1.330: agent CLI claude_code is not installed")
     assert out[2] == "droid: droid@0.215.0: installed" and len(out) == 3
     for name in ("claude_code", "kilo"):

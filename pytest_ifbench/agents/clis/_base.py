@@ -59,6 +59,13 @@ class AgentCli:
     wire: str = "anthropic_messages"
     #: Whether later queries can continue the first one's conversation offline.
     multi_turn: bool = True
+    #: Whether :meth:`invocation` can replace the CLI's own system prompt (``replace_system=True``), as
+    #: some benchmarks' authors run Claude Code; other CLIs get the text appended.
+    replaces_system: bool = False
+    #: Tokens the CLI's first request takes before the user's query (its system prompt and tool schemas),
+    #: measured on the pinned version: a model whose context window is smaller cannot drive it at all,
+    #: and the run stops at start-up saying so (0: unknown, not checked).
+    prompt_tokens: int = 0
 
     def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
         """Write the CLI's configuration for this run into ``ws.home`` (:func:`write_home`) and return the
@@ -66,9 +73,11 @@ class AgentCli:
         model name the CLI is told, ``system`` text to append to its system prompt (or None)."""
         raise NotImplementedError
 
-    def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None) -> Invocation:
+    def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None,
+                   replace_system: bool = False) -> Invocation:
         """The command asking ``query`` (``turn`` 0 starts the conversation, later ones continue it);
-        ``binary`` is the absolute path of :attr:`binary`."""
+        ``binary`` is the absolute path of :attr:`binary`; ``replace_system`` (only passed when
+        :attr:`replaces_system`): ``system`` replaces the CLI's own system prompt."""
         raise NotImplementedError
 
 

@@ -2,8 +2,9 @@
 
 ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``, ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``,
 ``DISABLE_AUTOUPDATER=1`` and the model names; ``claude -p --model M --permission-mode bypassPermissions
---output-format json [--append-system-prompt S] [-c]`` with the query on stdin (``-c`` continues the
-conversation for later queries). The model name ``M`` is only what the CLI is told (and what its
+--output-format json [--append-system-prompt S | --system-prompt S] [-c]`` with the query on stdin
+(``--system-prompt`` replaces Claude Code's own prompt, as some benchmarks' authors run it;
+``-c`` continues the conversation for later queries). The model name ``M`` is only what the CLI is told (and what its
 requests carry); the proxy sends every call to the run's own model.
 """
 
@@ -29,14 +30,15 @@ class ClaudeCode(AgentCli):
                 "ANTHROPIC_DEFAULT_HAIKU_MODEL": model, "ANTHROPIC_DEFAULT_SONNET_MODEL": model,
                 "ANTHROPIC_DEFAULT_OPUS_MODEL": model}
 
-    def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None) -> Invocation:
+    def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None,
+                   replace_system: bool = False) -> Invocation:
         argv = [binary, "-p", "--model", model, "--permission-mode", "bypassPermissions", "--output-format", "json"]
         if system:
-            argv += ["--append-system-prompt", system]
+            argv += ["--system-prompt" if replace_system else "--append-system-prompt", system]
         if turn:
             argv.append("-c")
         return Invocation(argv=tuple(argv), stdin=query)
 
 
 CLI = ClaudeCode(name="claude_code", package="@anthropic-ai/claude-code", version="2.1.330", binary="claude",
-                 wire="anthropic_messages")
+                 wire="anthropic_messages", replaces_system=True, prompt_tokens=21000)

@@ -42,4 +42,4 @@ class Droid(AgentCli):
 
 
 CLI = Droid(name="droid", package="droid", version="0.215.0", binary="droid", wire="anthropic_messages",
-            multi_turn=False)
+            multi_turn=False, prompt_tokens=8400)

@@ -53,4 +53,5 @@ class Kilo(AgentCli):
         return Invocation(argv=tuple(argv), stdin=query)
 
 
-CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages")
+CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages",
+          prompt_tokens=12500)

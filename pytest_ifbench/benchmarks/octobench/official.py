@@ -136,9 +136,14 @@ def instance(row: Mapping[str, Any], index: int, settings: Settings) -> dict[str
     category = str(row.get("category") or "")
     official = {k: row[k] for k in ("image", "workspace_abs_path", "expected_skill", "category") if row.get(k)}
     official["scaffold"] = dict(spec)
+    options: dict[str, Any] = {"runner": runner, "tools": tools}
+    if isinstance(spec.get("version"), str) and spec["version"]:
+        options["runner_version"] = spec["version"]  # run where installed; results show named vs run
+    if isinstance(row.get("system_prompt"), str) and row["system_prompt"]:
+        options["system_prompt"] = "replace"  # the row's prompt is the whole scaffold prompt, as the authors ran it
     out: dict[str, Any] = {
         "id": ident, "protocol": "agent", "turns": [{"user": q} for q in queries],
-        "scaffold": slug, "protocol_options": {"runner": runner, "tools": tools},
+        "scaffold": slug, "protocol_options": options,
         "checks": _checks(row, where), "metadata": {"official": official},
     }
     if category:

@@ -28,7 +28,11 @@ def test_rows_import_unchanged():
     assert first["turns"] == [{"user": json.loads(DATA.read_text().splitlines()[0])["user_query"][0]}]
     assert "system" not in first  # an empty system_prompt sends none
     assert first["category"] == "agents_md" and first["scaffold"] == "claude_code"
-    assert first["protocol_options"] == {"runner": "claude_code", "tools": "claude_code"}
+    # The version the authors ran (run where installed, reported beside the one that ran); a row's
+    # system prompt replaces the scaffold's own, as the authors ran it.
+    assert first["protocol_options"] == {"runner": "claude_code", "tools": "claude_code", "runner_version": "2.0.14"}
+    assert skill["protocol_options"] == {"runner": "kilo", "tools": "kilo", "runner_version": "0.9.0",
+                                         "system_prompt": "replace"}
     assert first["metadata"]["official"]["image"].startswith("registry.example.invalid/")
     assert len(first["checks"]) == 32
     check = first["checks"][0]
