@@ -175,11 +175,35 @@ def reflection_table(records: Sequence[Record]) -> MetricTable | None:
                               "the verdicts of the panel (majority), not per judge"))
 
 
+def scaffold_versions(records: Sequence[Record]) -> MetricTable | None:
+    """Per scaffold, what ran it: the runner, the version the instances named (official rows'
+    ``scaffold.version``) and the version that ran, with a warning note where the two differ (the
+    named version is not installed: ``ifbench agents install <cli>@<version>``)."""
+    counts: Counter[tuple[str, str, str, str]] = Counter()
+    for record in records:
+        agent = record.get("agent") or {}
+        if not agent or record.get("status") == "error":
+            continue
+        counts[(str(record.get("scaffold") or "-"), str(agent.get("runner") or "-"),
+                str(agent.get("version_named") or "-"), str(agent.get("runner_version") or "-"))] += 1
+    if not counts:
+        return None
+    rows = tuple((*key, n) for key, n in sorted(counts.items()))
+    notes = tuple(f"warning: {scaffold} instances name {runner} {named} but {ran} ran "
+                  f"(install it beside the pinned one: ifbench agents install {runner}@{named})"
+                  for scaffold, runner, named, ran, _ in rows
+                  if named != "-" and runner != "loop" and named != ran)
+    return MetricTable(title="octobench: scaffold versions (named vs run)",
+                       columns=("scaffold", "runner", "version named", "version run", "N"), rows=rows,
+                       notes=notes)
+
+
 def tables(records: Sequence[Record]) -> list[MetricTable]:
     records = list(records)
     found = [
         overall(records),
         by_group(records, "octobench: by scaffold (Table 3)", lambda r: r.get("scaffold")),
+        scaffold_versions(records),
         by_group(records, "octobench: by primary source (instance category)", lambda r: r.get("category"),
                  order=tuple(SOURCES)),
         by_check(records, "octobench: by check source (Tables 12-14)", _source, tuple(SOURCES)),

@@ -47,3 +47,21 @@ def test_the_conflict_suite_collects():
                              str(SUITE), "--ifbench-recorded-trajectories=/nonexistent"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "9 tests collected" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_the_summary_lists_the_version_named_and_the_version_run_per_scaffold():
+    from pytest_ifbench.benchmarks.octobench.metrics import scaffold_versions, tables
+
+    def record(scaffold, runner, named, ran):
+        return {"instance": "x", "status": "passed", "scaffold": scaffold, "checks": [],
+                "agent": {"runner": runner, "version_named": named, "runner_version": ran}}
+
+    records = [record("claude_code", "claude_code", "2.0.69", "2.1.330"),
+               record("claude_code", "claude_code", "2.0.69", "2.1.330"),
+               record("droid", "droid", None, "0.215.0"), record("kilo", "loop", "0.10.2", None)]
+    table = scaffold_versions(records)
+    assert table.rows == (("claude_code", "claude_code", "2.0.69", "2.1.330", 2), ("droid", "droid", "-", "0.215.0", 1),
+                          ("kilo", "loop", "0.10.2", "-", 1))
+    assert table.notes == ("warning: claude_code instances name claude_code 2.0.69 but 2.1.330 ran (install it "
+                           "beside the pinned one: ifbench agents install claude_code@2.0.69)",)
+    assert table.title in [t.title for t in tables(records)]
