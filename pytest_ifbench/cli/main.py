@@ -11,6 +11,7 @@ Subcommands, one module each:
 * ``ifbench generate BENCHMARK ...`` (:mod:`.generate`): a benchmark's suite generator.
 * ``ifbench agents install [NAME ...] [--dir DIR]`` / ``ifbench agents status [--dir DIR]``
   (:mod:`.agents`): install the pinned real agent CLIs with npm, or show whether each one is installed.
+* ``ifbench merge --out merged.json shard-*.json [--expect N]`` (:mod:`.merge`): one run's reports from its shards.
 
 Each subcommand module has ``add_parser(commands)``, which adds its parser and sets
 ``run(args, extra) -> exit code`` as the parser's default; a new subcommand is one
@@ -24,13 +25,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import agents, generate, score, verifiers, verify
+from . import agents, generate, merge, score, verifiers, verify
 from .errors import INTERNAL_ERROR, USAGE_ERROR, UsageError
 
 __all__ = ["INTERNAL_ERROR", "USAGE_ERROR", "main"]
 
 #: The subcommand modules, in the order ``ifbench --help`` lists them.
-SUBCOMMANDS = (verify, score, verifiers, generate, agents)
+SUBCOMMANDS = (verify, score, verifiers, generate, agents, merge)
 
 
 class _TopFormatter(argparse.HelpFormatter):

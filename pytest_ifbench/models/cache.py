@@ -6,6 +6,12 @@ generation parameters, response format, sample index); transport settings
 for the same model still hits the cache. Entries are written atomically
 (temp file + ``os.replace``), so xdist workers can share a directory and an
 interrupted run leaves only complete entries behind.
+
+A second tier (:class:`SharedTier`, e.g. a bucket or a Redis database every shard of
+a run reads: :mod:`pytest_ifbench.scale.tier`) may stand behind the directory: a
+local miss asks it and writes what it returns into the directory (backfill), and
+every entry written here is offered to it (write-through), as the same redacted
+text. The tier decides what is worth the network; this module only calls it.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .._redact import redact
 
@@ -45,27 +51,51 @@ def cache_key(
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-class ResponseCache:
-    """One JSON file per entry under ``root/<2 hex>/<key>.json``."""
+class SharedTier(Protocol):
+    """What the cache asks behind its directory. Neither call may raise; ``fetch`` returns the
+    entry's JSON text or None, ``offer`` takes the text of an entry the directory holds."""
 
-    def __init__(self, root: Path) -> None:
+    def fetch(self, key: str) -> str | None: ...
+
+    def offer(self, key: str, text: str) -> None: ...
+
+
+class ResponseCache:
+    """One JSON file per entry under ``root/<2 hex>/<key>.json``; optionally a :class:`SharedTier` behind it."""
+
+    def __init__(self, root: Path, shared: SharedTier | None = None) -> None:
         self.root = Path(root)
+        self.shared = shared
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
         try:
-            with self._path(key).open(encoding="utf-8") as handle:
-                entry = json.load(handle)
-        except (OSError, ValueError, RecursionError):  # damaged (bad UTF-8, not JSON, absurd nesting): a miss
-            return None
-        return entry if isinstance(entry, dict) else None
+            text = self._path(key).read_text(encoding="utf-8")
+        except (OSError, ValueError):  # absent, or not UTF-8
+            text = None
+        entry = _entry(text)
+        if self.shared is None:
+            return entry
+        if entry is not None:
+            self.shared.offer(key, text)  # type: ignore[arg-type]  # a tier that lacks it (an earlier run's) gets it
+            return entry
+        fetched = self.shared.fetch(key)
+        entry = _entry(fetched)
+        if entry is not None:
+            self._write(key, redact(fetched))  # type: ignore[arg-type]  # backfill, redacted like a put
+        return entry
 
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
+        text = redact(json.dumps(dict(entry), ensure_ascii=False, indent=1))
+        self._write(key, text)
+        if self.shared is not None:
+            self.shared.offer(key, text)
+
+    def _write(self, key: str, text: str) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = redact(json.dumps(dict(entry), ensure_ascii=False, indent=1))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -83,3 +113,14 @@ class ResponseCache:
             return 0
         # A write killed half-way leaves a ``.tmp-*.json`` file; it is never read, so not an entry.
         return sum(1 for p in self.root.glob("*/*.json") if not p.name.startswith(".tmp-"))
+
+
+def _entry(text: str | None) -> dict[str, Any] | None:
+    """A cache entry from its text; damaged (not JSON, absurd nesting, not an object): a miss."""
+    if text is None:
+        return None
+    try:
+        entry = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return entry if isinstance(entry, dict) else None

@@ -1,0 +1,81 @@
+"""The reports of a merged run, written by the code a pytest run writes them with.
+
+``ifbench merge`` has no pytest session, so :class:`MergeConfig` stands in for the
+parts of ``pytest.Config`` the reporters read: the options a run would have had
+(the results file, whether ``--judge-model`` was given), a stash holding the run's
+model and judges, and the hooks of every installed benchmark plus the core's plot
+(the ``ifbench`` command's plugin manager). :func:`write_reports` then writes the
+results file (:func:`~..reports.records.write_results`), the summary beside it
+(:func:`~..reports.summary_writer.write_summary`) and returns the terminal summary
+(:func:`~..reports.terminal.summary_lines`): metrics recomputed over the union.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .merge import Merged
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergedState:
+    """What the reporters read from a run's state."""
+
+    model_name: str
+    judge_names: list[str]
+    responses: None = None
+    unmatched_responses: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _InvocationParams:
+    dir: Path
+
+
+class MergeConfig:
+    """The ``pytest.Config`` surface the reporters use, for a merge."""
+
+    def __init__(self, *, options: Mapping[str, Any], state: MergedState, directory: Path) -> None:
+        from .._composition import command_plugin_manager
+        from .._state import STATE_KEY
+        from ..reports import summary_file
+
+        self._options = dict(options)
+        self.stash = pytest.Stash()
+        self.stash[STATE_KEY] = state  # type: ignore[assignment]
+        self.invocation_params = _InvocationParams(dir=directory)
+        # the core's plot lives in the summary reporter; under pytest it is registered as a plugin too
+        self.hook = command_plugin_manager([summary_file]).hook
+
+    def getoption(self, name: str, default: Any = None) -> Any:
+        return self._options.get(name, default)
+
+
+def summary_path_for(out: Path) -> Path:
+    """Where a run writing ``out`` puts its summary (``merged.json`` -> ``merged-summary.md``)."""
+    stem = out.stem.replace("results", "summary") if "results" in out.stem else f"{out.stem}-summary"
+    return out.with_name(stem + ".md")
+
+
+def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
+    """Write the merged results file and summary; the terminal summary's lines."""
+    from ..reports.records import write_results
+    from ..reports.summary_writer import write_summary
+    from ..reports.terminal import summary_lines
+
+    records = list(merged.records)
+    state = MergedState(model_name=str(merged.meta.get("model")), judge_names=list(merged.meta.get("judges") or []))
+    config = MergeConfig(options={"ifbench_results": str(out), "ifbench_summary": str(summary or ""),
+                                  "ifbench_judge_models": state.judge_names if merged.judge_given else None},
+                         state=state, directory=Path.cwd())
+    write_results(out, records, merged.meta)
+    lines = summary_lines(config, records) if records else []  # type: ignore[arg-type]
+    if summary is not None and records:
+        write_summary(config, records, summary if summary.is_absolute() else Path.cwd() / summary)  # type: ignore[arg-type]
+        lines.append(f"summary: {summary}")
+    return lines

@@ -1,0 +1,151 @@
+"""``--ifbench-shard=K/N``: run one deterministic, balanced part of the selected instances.
+
+The shard comes from the option, or from the variables the engines set (the option wins):
+
+* ``IFBENCH_SHARD`` (K, 1-based) with ``IFBENCH_SHARDS`` (N): anywhere (a CI matrix);
+* ``JOB_COMPLETION_INDEX`` (0-based, set by a Kubernetes Indexed Job) with ``IFBENCH_SHARDS``;
+* ``SLURM_ARRAY_TASK_ID`` with ``SLURM_ARRAY_TASK_COUNT`` (and ``SLURM_ARRAY_TASK_MIN``, the
+  first id of the array, 0 when unset).
+
+After every other deselection (``-m``, ``-k``, the ``full`` marker) the selection is split
+by :func:`.partition.assign`; instances of other shards are deselected, and other tests
+(not instances) run in every shard. Each xdist worker computes the same split, so ``-n``
+works inside a shard. The results file gets a ``shard`` entry (index, count, where it
+came from, the run settings, the whole selection's assignment), which ``ifbench merge``
+uses to name a missing shard and the instances it would have run. A shard that drew
+no instance still writes its (empty) results file, so the merge knows it ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .partition import ShardSpec, assign, expected_cost, parse_spec
+
+SPEC_KEY = pytest.StashKey["ShardSpec | None"]()
+#: The results file's ``shard`` entry (on the controller: what a worker sent, or this process's own).
+META_KEY = pytest.StashKey[dict[str, Any]]()
+_WORKER_OUTPUT = "ifbench_shard"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ifbench")
+    group.addoption("--ifbench-shard", dest="ifbench_shard", default=None, metavar="K/N",
+                    help="run shard K of N of the selected instances (deterministic, balanced by expected "
+                         "cost); default: from IFBENCH_SHARD/IFBENCH_SHARDS, JOB_COMPLETION_INDEX (with "
+                         "IFBENCH_SHARDS) or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT; merge the shards' "
+                         "results files with 'ifbench merge'")
+
+
+def shard_from(option: str | None, environ: Mapping[str, str]) -> ShardSpec | None:
+    """The shard this process runs, or None; ValueError (naming the option or variable) when malformed."""
+    if option:
+        return parse_spec(option)
+    count = environ.get("IFBENCH_SHARDS")
+    if environ.get("IFBENCH_SHARD"):
+        if not count:
+            raise ValueError("IFBENCH_SHARD is set but IFBENCH_SHARDS (the number of shards) is not")
+        return parse_spec(f"{environ['IFBENCH_SHARD']}/{count}", source="IFBENCH_SHARD/IFBENCH_SHARDS")
+    if environ.get("JOB_COMPLETION_INDEX") and count:
+        index = _integer(environ["JOB_COMPLETION_INDEX"], "JOB_COMPLETION_INDEX")
+        return parse_spec(f"{index + 1}/{count}", source="JOB_COMPLETION_INDEX/IFBENCH_SHARDS")
+    if environ.get("SLURM_ARRAY_TASK_ID") and environ.get("SLURM_ARRAY_TASK_COUNT"):
+        task = _integer(environ["SLURM_ARRAY_TASK_ID"], "SLURM_ARRAY_TASK_ID")
+        first = _integer(environ.get("SLURM_ARRAY_TASK_MIN") or "0", "SLURM_ARRAY_TASK_MIN")
+        return parse_spec(f"{task - first + 1}/{environ['SLURM_ARRAY_TASK_COUNT']}",
+                          source="SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
+    return None
+
+
+def _integer(text: str, name: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"{name}: expected an integer, got {text!r}") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config.stash[SPEC_KEY] = shard_from(config.getoption("ifbench_shard"), os.environ)
+    except ValueError as exc:
+        raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
+
+
+def _cost(item: pytest.Item) -> float:
+    spec = item.spec  # type: ignore[attr-defined]
+    return expected_cost(protocol=spec.protocol, turns=len(spec.turns), samples=spec.generation.samples)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    # A wrapper: every other deselection (-m, -k, the `full` marker) has happened when this continues.
+    result = yield
+    spec = config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return result
+    from .._collect import InstanceItem
+
+    instances = [item for item in items if isinstance(item, InstanceItem)]
+    assignment = assign({item.nodeid: _cost(item) for item in instances}, spec.count)
+    dropped = [item for item in instances if assignment[item.nodeid] != spec.index]
+    if dropped:
+        gone = {id(item) for item in dropped}
+        items[:] = [item for item in items if id(item) not in gone]
+        config.hook.pytest_deselected(items=dropped)
+    config.stash[META_KEY] = _meta(config, spec, assignment)
+    return result
+
+
+def _meta(config: pytest.Config, spec: ShardSpec, assignment: Mapping[str, int]) -> dict[str, Any]:
+    from ..suite.run_settings import generation_overrides
+
+    return {"index": spec.index, "count": spec.count, "source": spec.source,
+            "settings": generation_overrides(config),
+            "judge_given": bool(config.getoption("ifbench_judge_models", None)),
+            "assignment": dict(sorted(assignment.items()))}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The xdist controller collects nothing itself: it takes the split from a worker."""
+    text = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+    if text and META_KEY not in node.config.stash:
+        node.config.stash[META_KEY] = json.loads(text)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session):
+    config = session.config
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None and META_KEY in config.stash:  # an xdist worker: tell the controller
+        workeroutput[_WORKER_OUTPUT] = json.dumps(config.stash[META_KEY])
+    result = yield
+    # The core's sessionfinish has written the results file (or not: a shard that drew no instance).
+    meta = config.stash.get(META_KEY, None)
+    target = config.getoption("ifbench_results", None)
+    if workeroutput is None and meta is not None and target:
+        path = Path(target)
+        stamp_results(path if path.is_absolute() else Path(config.invocation_params.dir) / path, meta, config)
+    return result
+
+
+def stamp_results(path: Path, meta: Mapping[str, Any], config: pytest.Config) -> None:
+    """Put the ``shard`` entry first in the results file this run wrote; write an empty one if it wrote none."""
+    from .._state import RECORDS_KEY, STATE_KEY
+    from ..reports.records import write_results
+
+    if not config.stash.get(RECORDS_KEY, None):
+        state = config.stash[STATE_KEY]
+        write_results(path, [], {"model": state.model_name, "judges": state.judge_names, "generation": {}})
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("{") or text.startswith('{"shard":'):
+        return
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text('{"shard":' + json.dumps(meta, separators=(",", ":")) + "," + text[1:], encoding="utf-8")
+    tmp.replace(path)

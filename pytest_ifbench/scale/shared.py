@@ -1,0 +1,115 @@
+"""``--ifbench-shared-cache URL``: a second tier behind the local response cache.
+
+``s3://bucket/prefix`` or ``redis://host:port/db`` (:mod:`.stores`); every shard of a run,
+on any machine, reads what any other shard paid for and adds what it pays for itself
+(:mod:`.tier`). Each process (an xdist worker too) opens the store at configure time,
+lists its keys while collection runs and waits for the listing before generation starts;
+queued writes are sent before the process ends. A store that cannot be reached is one
+warning line at the end of the run; the run goes on with the local cache.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .tier import StoreTier
+
+TIER_KEY = pytest.StashKey[StoreTier]()
+_STATS_KEY = pytest.StashKey[dict[str, int]]()
+_WARNING_KEY = pytest.StashKey[str]()
+_WORKER_OUTPUT = "ifbench_shared_cache"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ifbench")
+    group.addoption("--ifbench-shared-cache", dest="ifbench_shared_cache", default=None, metavar="URL",
+                    help="a shared response cache behind the local one, read and written by every shard: "
+                         "s3://bucket/prefix (AWS_ENDPOINT_URL and credentials from the environment) or "
+                         "redis://host:port/db")
+
+
+def _controller(config: pytest.Config) -> bool:
+    return config.pluginmanager.hasplugin("dsession")
+
+
+@pytest.hookimpl(trylast=True)  # after the core's configure, which builds the local cache
+def pytest_configure(config: pytest.Config) -> None:
+    url = config.getoption("ifbench_shared_cache", None)
+    if not url:
+        return
+    from .._state import STATE_KEY
+    from .stores import open_store
+
+    state = config.stash[STATE_KEY]
+    if state.cache is None:
+        raise pytest.UsageError("pytest-ifbench: --ifbench-shared-cache stands behind the local response cache; "
+                                "drop --ifbench-no-cache")
+    try:
+        store = open_store(url)
+    except ValueError as exc:
+        raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
+    worker = hasattr(config, "workerinput")
+    # A worker's warning would never be seen: the controller checks the store too and says it once.
+    tier = StoreTier(store, warn=(lambda _: None) if worker else _warner(config))
+    config.stash[TIER_KEY] = tier
+    if not tier.ping() or _controller(config) or config.getoption("collectonly"):
+        return
+    tier.start()
+    state.cache.shared = tier
+
+
+def _warner(config: pytest.Config) -> Any:
+    def warn(message: str) -> None:  # said once, in the terminal summary
+        config.stash[_WARNING_KEY] = message
+    return warn
+
+
+@pytest.hookimpl(tryfirst=True)  # before the core starts generating
+def pytest_collection_finish(session: pytest.Session) -> None:
+    tier = session.config.stash.get(TIER_KEY, None)
+    if tier is not None:
+        tier.wait_ready()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Every instance has run: send the queued writes before the summary counts them."""
+    config = session.config
+    tier = config.stash.get(TIER_KEY, None)
+    if tier is None:
+        return
+    tier.close()
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[_WORKER_OUTPUT] = json.dumps({"fetched": tier.stats.fetched, "uploaded": tier.stats.uploaded})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    text = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+    if text:
+        totals = node.config.stash.setdefault(_STATS_KEY, {"fetched": 0, "uploaded": 0})
+        for name, value in json.loads(text).items():
+            totals[name] = totals.get(name, 0) + int(value)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    tier = config.stash.get(TIER_KEY, None)
+    if tier is not None:
+        tier.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    tier = config.stash.get(TIER_KEY, None)
+    if tier is None or hasattr(config, "workerinput"):
+        return
+    message = config.stash.get(_WARNING_KEY, None)
+    if message:
+        terminalreporter.write_line(f"warning: {message}")
+        return
+    stats = config.stash.get(_STATS_KEY, None) or {"fetched": tier.stats.fetched, "uploaded": tier.stats.uploaded}
+    terminalreporter.write_line(f"shared cache {tier.store.display}: {stats['fetched']} entries fetched, "
+                                f"{stats['uploaded']} written")

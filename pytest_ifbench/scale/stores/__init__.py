@@ -1,0 +1,63 @@
+"""Stores a shared response cache can live in: one module per store, one line in :data:`STORES`.
+
+A store is any object with the five methods of :class:`Store`; its module has an
+``open_store(url) -> Store`` function, imported only when a run names its scheme (so
+boto3 and redis are imported only by runs that use them). A store keeps bytes under
+the cache's content keys and never needs anything but its own location and the
+credentials its client reads from the environment: never a model's API key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from importlib import import_module
+from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+
+class Store(Protocol):
+    """Bytes by cache key. Any method may raise: the tier (:mod:`..tier`) turns that into one warning."""
+
+    #: The URL without credentials, for messages.
+    display: str
+
+    def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+
+    def keys(self) -> Iterator[str]:
+        """Every cache key the store holds."""
+
+    def get(self, key: str) -> bytes | None:
+        """The entry, or None when the store does not hold ``key``."""
+
+    def put_once(self, key: str, data: bytes) -> None:
+        """Store ``data`` unless ``key`` is there already (entries are content-addressed: the first wins)."""
+
+    def close(self) -> None: ...
+
+
+#: URL scheme -> ``module:function`` opening a store for such a URL.
+STORES: dict[str, str] = {
+    "s3": f"{__name__}.s3:open_store",
+    "redis": f"{__name__}.redis:open_store", "rediss": f"{__name__}.redis:open_store",
+}
+
+
+def open_store(url: str) -> Store:
+    """The store ``url`` names; ValueError saying what is wrong (unknown scheme, a package missing)."""
+    scheme = urlsplit(url).scheme.lower()
+    target = STORES.get(scheme)
+    if target is None:
+        known = ", ".join(f"{name}://" for name in sorted(STORES))
+        raise ValueError(f"--ifbench-shared-cache: {display_url(url)!r}: unknown store (known: {known})")
+    module, _, function = target.partition(":")
+    return getattr(import_module(module), function)(url)
+
+
+def display_url(url: str) -> str:
+    """``url`` without user and password (a Redis password must not reach a report)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

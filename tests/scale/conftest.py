@@ -1,0 +1,104 @@
+"""Real stores for the shared-cache tests: a redis-server and a moto S3 server on 127.0.0.1, random ports.
+
+Both are installed as the README says (Debian ``redis-server``; ``moto[server]`` in the dev extra); a
+missing one fails the test with what to install rather than skipping it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _needs(binary: str, install: str) -> str:
+    path = shutil.which(binary)
+    if path is None:
+        pytest.fail(f"{binary} is not installed ({install}; the README's test install line has it)")
+    return path
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A fresh redis-server (no persistence) on a random port; its URL."""
+    binary = _needs("redis-server", "apt-get install redis-server")
+    port = _free_port()
+    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            _stop(process)
+            pytest.fail("redis-server did not start")
+        time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    _stop(process)
+
+
+@pytest.fixture(scope="session")
+def _moto_endpoint() -> Iterator[str]:
+    binary = _needs("moto_server", "pip install 'moto[server]'")
+    port = _free_port()
+    process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/moto-api/", timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                _stop(process)
+                pytest.fail("moto_server did not start")
+            time.sleep(0.1)
+    yield url
+    _stop(process)
+
+
+_BUCKETS = iter(range(1, 10**6))
+
+
+@pytest.fixture
+def s3_url(_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new bucket on the moto S3 server, configured the standard way (AWS_ENDPOINT_URL, credentials)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", _moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    import boto3
+
+    bucket = f"ifbench-cache-{next(_BUCKETS)}"
+    boto3.session.Session().client("s3").create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/run"
+
+
+def free_port() -> int:
+    return _free_port()

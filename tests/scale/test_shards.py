@@ -1,0 +1,103 @@
+"""Shards as separate pytest runs against the stub, merged with ``ifbench merge``: the same run as one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_ifbench.cli.main import main as ifbench
+from tests._support import stub_args
+from tests.scale import _suite
+
+
+def _run(pytester, stub, *extra: str):
+    return pytester.runpytest("suites", *stub_args(stub), *extra)
+
+
+@pytest.fixture
+def single(pytester, stub_server):
+    """One run over the whole suite: its results, summary, terminal lines and the calls it made."""
+    _suite.write(pytester.path)
+    result = _run(pytester, stub_server, "--ifbench-results=single.json", "--ifbench-summary=single-summary.md",
+                  "--ifbench-cache=cache-single")
+    assert stub_server.calls == _suite.CALLS
+    stub_server.reset()
+    return result
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_merged_shards_equal_a_single_run(pytester, stub_server, single, count, capsys):
+    sizes = []
+    for index in range(1, count + 1):
+        result = _run(pytester, stub_server, f"--ifbench-shard={index}/{count}",
+                      f"--ifbench-results=shard-{index}.json", f"--ifbench-cache=cache-{count}")
+        data = json.loads((pytester.path / f"shard-{index}.json").read_text())
+        assert data["shard"]["index"] == index and data["shard"]["count"] == count
+        sizes.append(len(data["instances"]))
+        assert result.ret in (0, 1)
+    assert sum(sizes) == _suite.INSTANCES and max(sizes) - min(sizes) <= 1
+    assert stub_server.calls == _suite.CALLS, "every instance ran in exactly one shard, every sample and turn once"
+
+    capsys.readouterr()
+    shards = [str(pytester.path / f"shard-{i}.json") for i in range(1, count + 1)]
+    assert ifbench(["merge", "--out", str(pytester.path / "merged.json"), *shards, "--expect", str(count)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+
+    merged, one = pytester.path / "merged.json", pytester.path / "single.json"
+    assert _suite.verdicts_of(merged) == _suite.verdicts_of(one)
+    assert _suite.summary_tables(pytester.path / "merged-summary.md") == \
+        _suite.summary_tables(pytester.path / "single-summary.md")
+    assert (pytester.path / "merged-summary" / "scaled" / "isr_csr_by_category.png").is_file()
+    assert _suite.terminal_tables(printed) == _suite.terminal_tables(single.outlines)
+    tokens = [sum(r["tokens"]["prompt"] + r["tokens"]["completion"] for r in json.loads(p.read_text())["instances"])
+              for p in (merged, one)]
+    assert tokens[0] == tokens[1] > 0
+
+
+def test_xdist_inside_a_shard(pytester, stub_server):
+    _suite.write(pytester.path)
+    alone = _run(pytester, stub_server, "--ifbench-shard=2/3", "--ifbench-results=plain.json", "--ifbench-cache=c1")
+    with_workers = _run(pytester, stub_server, "--ifbench-shard=2/3", "--ifbench-results=xdist.json",
+                        "--ifbench-cache=c2", "-n", "2")
+    assert alone.ret == with_workers.ret
+    plain = json.loads((pytester.path / "plain.json").read_text())
+    xdist = json.loads((pytester.path / "xdist.json").read_text())
+    assert xdist["shard"] == plain["shard"], "the controller stamps the split its workers computed"
+    assert _suite.verdicts_of(pytester.path / "xdist.json") == _suite.verdicts_of(pytester.path / "plain.json")
+
+
+def test_shard_from_the_engines_variables(pytester, stub_server, monkeypatch):
+    _suite.write(pytester.path)
+    _run(pytester, stub_server, "--ifbench-shard=3/3", "--ifbench-results=option.json", "--ifbench-cache=c")
+    for name, env in {
+        "ifbench": {"IFBENCH_SHARD": "3", "IFBENCH_SHARDS": "3"},
+        "k8s": {"JOB_COMPLETION_INDEX": "2", "IFBENCH_SHARDS": "3"},
+        "slurm": {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "1"},
+    }.items():
+        with monkeypatch.context() as patch:
+            for key, value in env.items():
+                patch.setenv(key, value)
+            _run(pytester, stub_server, f"--ifbench-results={name}.json", "--ifbench-cache=c")
+        data = json.loads((pytester.path / f"{name}.json").read_text())
+        assert data["shard"]["index"] == 3 and data["shard"]["count"] == 3, name
+        assert _suite.verdicts_of(pytester.path / f"{name}.json") == _suite.verdicts_of(pytester.path / "option.json")
+
+
+def test_bad_shard_is_a_usage_error(pytester, stub_server, monkeypatch):
+    _suite.write(pytester.path)
+    result = _run(pytester, stub_server, "--ifbench-shard=4/3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ifbench-shard: shard 4 of 3 is out of range*"])
+    monkeypatch.setenv("IFBENCH_SHARD", "2")
+    result = _run(pytester, stub_server)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*IFBENCH_SHARD is set but IFBENCH_SHARDS*"])
+
+
+def test_an_empty_shard_still_writes_its_results_file(pytester, stub_server):
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "one.yaml").write_text(_suite.suite_text(1).split("  - id: dialogue")[0])
+    _run(pytester, stub_server, "--ifbench-shard=2/2", "--ifbench-results=empty.json")
+    data = json.loads((pytester.path / "empty.json").read_text())
+    assert data["instances"] == [] and data["shard"]["assignment"] == {"suites/one.yaml::q0": 1}
