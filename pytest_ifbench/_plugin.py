@@ -19,7 +19,8 @@ from .suite.run_settings import settings_by_benchmark
 
 #: Reporting plugins shipped with the core; each owns its options (``-p no:ifbench_<name>`` disables one).
 _REPORTERS = {"ifbench_baseline": "reports.baseline", "ifbench_allure": "reports.allure",
-              "ifbench_summary_file": "reports.summary_file"}
+              "ifbench_summary_file": "reports.summary_file",
+              "ifbench_shard": "scale.shard", "ifbench_shared_cache": "scale.shared"}
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
