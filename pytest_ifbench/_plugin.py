@@ -289,21 +289,62 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             item.start_job(index)
 
 
+def _worker_interactor(config: pytest.Config) -> Any:
+    """xdist's worker-side plugin, which holds the queue of item indices handed to this worker.
+
+    It registers without a name, and its module runs as execnet's ``__channelexec__`` (not importable
+    as ``xdist.remote``), so it is found by its class name and its ``torun`` queue."""
+    for plugin in config.pluginmanager.get_plugins():
+        if type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "torun"):
+            return plugin
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n`` (``--dist load``) on suites: each worker gets its share of the collection up front, so its
+    generator keeps ``--ifbench-concurrency`` calls in flight for all of it (see :mod:`.models.xdist_feed`).
+    Other ``--dist`` modes, and runs that name no suite, keep xdist's own scheduling."""
+    if config.getvalue("dist") != "load":
+        return None
+    named = [Path(a.split("::")[0]) for a in config.args]
+    if not _suite_paths(config) and not any(p.suffix in (".json", ".jsonl") for p in named):
+        return None
+    from .models.xdist_feed import share_scheduler
+
+    return share_scheduler(config, log)
+
+
+#: Collection indices of the items queued to this xdist worker whose jobs were started.
+_QUEUED_STARTED = pytest.StashKey[set[int]]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     if not _is_worker(item.config) or not isinstance(item, InstanceItem):
         return
-    # xdist worker: the controller hands out items in batches; start the jobs of
-    # this item and of everything queued to this worker so far, in queue order.
-    items = item.session.items
-    order = [item] + ([nextitem] if nextitem is not None else [])
-    interactor = item.config.pluginmanager.get_plugin("workerinteractor")
-    if interactor is not None:
-        with interactor.torun.lock() as pending:
-            order += [items[i] for i in pending if isinstance(i, int)]
-    for rank, queued in enumerate(order):
+    # xdist worker: start the jobs of this item, the next, and everything queued to this worker so far
+    # (its whole share, see pytest_xdist_make_scheduler), each with its collection index as priority.
+    for queued in (item, nextitem):
         if isinstance(queued, InstanceItem):
-            queued.start_job(rank)
+            queued.start_job(0)
+    interactor = _worker_interactor(item.config)
+    if interactor is None:
+        return
+    started = item.config.stash.setdefault(_QUEUED_STARTED, set())
+    fresh: list[int] = []
+    with interactor.torun.lock() as pending:
+        for index in reversed(pending):  # new indices arrive at the end: stop at the first one seen before
+            if isinstance(index, int):
+                if index in started:
+                    break
+                fresh.append(index)
+    started.update(fresh)
+    items = item.session.items
+    for index in reversed(fresh):
+        queued = items[index]
+        if isinstance(queued, InstanceItem):
+            queued.start_job(index + 1)
 
 
 @pytest.hookimpl(wrapper=True)

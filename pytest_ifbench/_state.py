@@ -12,6 +12,7 @@ import pytest
 
 from ._protocols import PROTOCOLS, ProtocolRegistry, Runtime
 from ._registry import Registry
+from .models.breaker import Breakers
 from .models.cache import ResponseCache
 from .models.client import ModelClient, RetryPolicy
 from .models.local import DEFAULT_LOCAL_MODEL
@@ -46,6 +47,8 @@ class IfbenchState:
     providers: ProviderTable = field(default_factory=ProviderTable)
     sandbox: dict[str, Any] = field(default_factory=dict)
     generator: BackgroundGenerator | None = None
+    #: Circuit breakers per endpoint, shared by the model's and the judges' clients (one set per process).
+    breakers: Breakers = field(default_factory=Breakers)
     _runtime: Runtime | None = None
     _ruff_batcher: RuffBatcher | None = None
     registered_markers: set[str] = field(default_factory=set)
@@ -69,7 +72,7 @@ class IfbenchState:
 
     def client(self, model: str) -> ModelClient:
         return make_client(model, api_base=self.api_base, cache=self.cache, retry=self.retry,
-                           strip_think=self.strip_think, providers=self.providers)
+                           strip_think=self.strip_think, providers=self.providers, breakers=self.breakers)
 
     @property
     def runtime(self) -> Runtime:

@@ -14,7 +14,6 @@ collection instead of delaying the first request.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import re
@@ -27,9 +26,11 @@ from typing import Any
 from .._redact import redact
 from .._text import strip_reasoning
 from .._types import GenerationParams
+from .breaker import Breakers, CircuitOpen, is_connection_failure
 from .cache import ResponseCache, cache_key
 from .openai_compat import DirectTransport, direct_route
 from .provider_api import Transport
+from .replies import MalformedReply, as_malformed, checked_reply, status_of
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _litellm: Any = None
@@ -158,58 +159,15 @@ class ModelCallError(Exception):
         super().__init__(f"model {model!r} failed after {attempts} attempt(s){status_text}: {message}")
 
 
-class MalformedReply(Exception):
-    """The provider answered, but with no usable completion; retried like a 5xx.
+class EndpointDown(ModelCallError):
+    """A call not sent (or not sent again): its endpoint's circuit breaker is open (:mod:`.breaker`)."""
 
-    The message names what was wrong ("the provider returned no choices"), never the body.
-    """
-
-
-def _checked_reply(response: Any) -> tuple[Any, str, list[dict[str, Any]], Any]:
-    """(choice, text, tool calls, usage) of a reply, or :class:`MalformedReply`.
-
-    A message with null content is valid with tool calls (a tool-call answer) or reasoning
-    (the model thought until ``max_tokens``); without either it is no answer at all.
-    """
-    choices = getattr(response, "choices", None)
-    if not choices:
-        raise MalformedReply("the provider returned no choices")
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    if message is None:
-        raise MalformedReply("the provider returned a choice without a message")
-    raw, calls = _message_text(message)
-    if getattr(message, "content", None) is None and not calls and not getattr(message, "reasoning_content", None):
-        finish = getattr(choice, "finish_reason", None)
-        raise MalformedReply(f"the provider returned null content and no tool calls (finish_reason: {finish})")
-    # A reply without token usage is still a reply: some self-hosted servers never report usage, and
-    # failing every call of theirs would lose good answers. Its tokens are recorded as 0.
-    usage = getattr(response, "usage", None)
-    return choice, raw, calls, usage
-
-
-def _as_malformed(exc: BaseException) -> BaseException:
-    """litellm's errors for replies it could not read, as named :class:`MalformedReply` errors
-    (litellm reports them as HTTP 500; a provider's own 4xx stays what it is)."""
-    if _status_of(exc) not in (None, 200, 500):
-        return exc
-    causes = []
-    cause: BaseException | None = exc
-    while cause is not None and len(causes) < 10:
-        causes.append(cause)
-        cause = cause.__cause__ or cause.__context__
-    if any(isinstance(c, json.JSONDecodeError) for c in causes):
-        return MalformedReply("the provider returned a body that is not JSON")
-    text = str(exc)
-    if "provider returned 'choices' that is not a list" in text:
-        return MalformedReply("the provider returned no choices ('choices' is not a list)")
-    if "Invalid response object" in text:  # its text ends with the reply it received, as a Python repr
-        if "'message': None" in text:
-            return MalformedReply("the provider returned a choice without a message")
-        inner = causes[-1]
-        detail = (str(inner).strip().splitlines() or [""])[0][:200]
-        return MalformedReply(f"the provider returned a reply litellm cannot read ({type(inner).__name__}: {detail})")
-    return exc
+    def __init__(self, model: str, message: str, *, attempts: int) -> None:
+        Exception.__init__(self, f"model {model!r} not called: {message}" if not attempts else
+                           f"model {model!r} failed after {attempts} attempt(s): {message}")
+        self.model = model
+        self.status = None
+        self.attempts = attempts
 
 
 def _error_message(exc: BaseException) -> str:
@@ -220,15 +178,6 @@ def _error_message(exc: BaseException) -> str:
     name = _kind(exc)
     message = text.splitlines()[0][:500] if text else name
     return message if name in message else f"{name}: {message}"
-
-
-def _status_of(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return status
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", None)
-    return status if isinstance(status, int) else None
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -250,6 +199,14 @@ def _retry_after(exc: BaseException) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _answered(exc: BaseException) -> bool:
+    """Whether the endpoint answered: a reply it sent was unusable, or an HTTP status it sent (not one a
+    client library made up for a timeout or a connection error)."""
+    if isinstance(exc, MalformedReply):
+        return True
+    return status_of(exc) is not None and _kind(exc) not in {"Timeout", "APITimeoutError", "APIConnectionError"}
 
 
 def _kind(exc: BaseException) -> str:
@@ -282,30 +239,8 @@ def _is_retryable(exc: BaseException) -> bool:
                 "ServiceUnavailableError", "InternalServerError", "BadGatewayError", "APIError",
                 "TimeoutError", "JSONDecodeError"}:
         return True
-    status = _status_of(exc)
+    status = status_of(exc)
     return status in _RETRYABLE_STATUS if status is not None else isinstance(exc, (OSError, asyncio.TimeoutError))
-
-
-def _message_text(message: Any) -> tuple[str, list[dict[str, Any]]]:
-    """The reply as the model wrote it, plus tool calls.
-
-    litellm moves ``<think>`` blocks of some providers into ``reasoning_content``;
-    we put them back so reasoning stripping is ours to do (and to turn off).
-    """
-    content = getattr(message, "content", None) or ""
-    if isinstance(content, list):
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    reasoning = getattr(message, "reasoning_content", None)
-    if reasoning and "<think>" not in content.lower():
-        content = f"<think>{reasoning}</think>{content}"
-    calls = []
-    for call in getattr(message, "tool_calls", None) or []:
-        fn = getattr(call, "function", None)
-        calls.append({
-            "id": getattr(call, "id", None), "type": "function",
-            "function": {"name": getattr(fn, "name", None), "arguments": getattr(fn, "arguments", None)},
-        })
-    return content, calls
 
 
 @dataclass(kw_only=True)
@@ -333,10 +268,20 @@ class ModelClient:
     #: (``make_client`` passes it, see :mod:`.providers`); a client built without one takes the direct
     #: path's when :func:`direct_route` allows it (see :mod:`.openai_compat`). None: litellm.
     direct: Transport | None = field(default=None, repr=False)
+    #: The process's circuit breakers (the session shares one set between the model and the judges).
+    breakers: Breakers = field(default_factory=Breakers, repr=False)
 
     def __post_init__(self) -> None:
         if self.direct is None and self.api_base and direct_route(self.model, self.api_base, self.extra):
             self.direct = DirectTransport(self.api_base, self.extra)
+
+    @property
+    def endpoint(self) -> str:
+        """What the circuit breaker is kept for: the API base, else the provider prefix of the model string."""
+        if self.api_base:
+            return self.api_base.rstrip("/")
+        prefix = self.model.split("/", 1)[0] if "/" in self.model else "default"
+        return f"the {prefix!r} provider's endpoint"
 
     @property
     def uses_litellm(self) -> bool:
@@ -393,29 +338,37 @@ class ModelClient:
             kwargs["_skip_mcp_handler"] = True
         if response_format is not None:
             kwargs["response_format"] = dict(response_format)
+        breaker = self.breakers.for_endpoint(self.endpoint)
+
+        async def send() -> Any:
+            breaker.check()  # also after waiting for a slot: the endpoint may have been found dead meanwhile
+            self.stats.calls += 1
+            if litellm is None:
+                call = self.direct.acompletion(model=self.model, messages=messages,  # type: ignore[union-attr]
+                                               timeout=self.retry.timeout, **kwargs)
+            else:
+                call = litellm.acompletion(
+                    model=self.model, messages=list(messages), num_retries=0, max_retries=0,
+                    timeout=self.retry.timeout, **kwargs,
+                )
+            return await asyncio.wait_for(call, timeout=self.retry.timeout + 5)
+
         waited = 0.0
         attempt = 0
         while True:
             attempt += 1
-            self.stats.calls += 1
             start = time.perf_counter()
             try:
-                if litellm is None:
-                    call = self.direct.acompletion(model=self.model, messages=messages,  # type: ignore[union-attr]
-                                                   timeout=self.retry.timeout, **kwargs)
-                else:
-                    call = litellm.acompletion(
-                        model=self.model, messages=list(messages), num_retries=0, max_retries=0,
-                        timeout=self.retry.timeout, **kwargs,
-                    )
+                breaker.check()
                 if self.limiter is not None:
                     async with self.limiter:
                         start = time.perf_counter()
-                        response = await asyncio.wait_for(call, timeout=self.retry.timeout + 5)
+                        response = await send()
                 else:
-                    response = await asyncio.wait_for(call, timeout=self.retry.timeout + 5)
+                    response = await send()
+                breaker.answered()
                 latency = time.perf_counter() - start
-                choice, raw, calls, usage = _checked_reply(response)
+                choice, raw, calls, usage = checked_reply(response)
                 cost = None  # the direct path serves only models litellm has no price for
                 if litellm is not None:
                     try:
@@ -431,13 +384,23 @@ class ModelClient:
                 }
             except asyncio.CancelledError:
                 raise
+            except CircuitOpen as opened:
+                self.stats.failures += 1
+                raise EndpointDown(self.model, str(opened), attempts=attempt - 1) from None
             except Exception as error:
-                exc = _as_malformed(error)
+                exc = as_malformed(error)
                 message = _error_message(exc)
+                if is_connection_failure(error):
+                    breaker.failed(message)
+                    if breaker.opened is not None:
+                        self.stats.failures += 1
+                        raise EndpointDown(self.model, breaker.opened, attempts=attempt) from None
+                elif _answered(exc):
+                    breaker.answered()
                 if not _is_retryable(exc) or attempt >= self.retry.max_attempts:
                     self.stats.failures += 1
                     raise ModelCallError(self.model, message,
-                                         attempts=attempt, status=_status_of(exc)) from None
+                                         attempts=attempt, status=status_of(exc)) from None
                 delay = random.uniform(0, min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1)))
                 hinted = _retry_after(exc)
                 if hinted is not None:
@@ -448,7 +411,7 @@ class ModelClient:
                         self.model,
                         f"{message} (gave up: retry wait budget of "
                         f"{self.retry.max_total_wait:g}s exhausted)",
-                        attempts=attempt, status=_status_of(exc),
+                        attempts=attempt, status=status_of(exc),
                     ) from None
                 self.stats.retries += 1
                 waited += delay

@@ -46,6 +46,9 @@ _STATUS_NAMES = {400: "BadRequestError", 401: "AuthenticationError", 403: "Permi
                  404: "NotFoundError", 408: "Timeout", 409: "APIError", 422: "UnprocessableEntityError",
                  429: "RateLimitError", 500: "InternalServerError", 502: "BadGatewayError",
                  503: "ServiceUnavailableError"}
+#: Seconds to establish a connection (at most the request timeout): a host that never answers the
+#: connect is a connection failure for the circuit breaker (:mod:`.breaker`), not a slow reply.
+CONNECT_TIMEOUT = 30.0
 _CONTEXT = re.compile(r"context_length_exceeded|maximum context length|context length|too many tokens",
                       re.IGNORECASE)
 
@@ -145,11 +148,15 @@ class DirectTransport:
 
         body: dict[str, Any] = {"messages": list(messages), "model": model.removeprefix("openai/")}
         body.update(sorted((k, v) for k, v in params.items() if k in _BODY_PARAMS))
+        connect = min(timeout, CONNECT_TIMEOUT)
         try:
             async with self._session().post(self.url, data=json.dumps(body).encode(), headers=self._headers,
-                                            timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+                                            timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=connect)
+                                            ) as response:
                 content = await response.read()
                 status, headers, reason = response.status, response.headers, response.reason
+        except aiohttp.ConnectionTimeoutError:  # the breaker finds it in the chain: a connection failure
+            raise ProviderError("Timeout", f"connecting timed out after {connect:g}s", status_code=408) from None
         except (TimeoutError, aiohttp.ServerTimeoutError):
             raise ProviderError("Timeout", f"the request timed out after {timeout:g}s", status_code=408) from None
         except aiohttp.ClientError as exc:
@@ -191,10 +198,10 @@ def _status_error(status: int, content: bytes, headers: Mapping[str, str], reaso
 
 
 def reply_object(content: bytes) -> SimpleNamespace:
-    """The reply body as the attribute tree :func:`._client._checked_reply` reads (litellm's shape).
+    """The reply body as the attribute tree :func:`.replies.checked_reply` reads (litellm's shape).
 
     Raises ``json.JSONDecodeError`` for a body that is not JSON and ``ValueError`` naming the field
-    for one whose ``choices`` is not a list (both become :class:`._client.MalformedReply`).
+    for one whose ``choices`` is not a list (both become :class:`.replies.MalformedReply`).
     """
     return reply_tree(json.loads(content))
 

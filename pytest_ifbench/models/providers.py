@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from . import local, openai_compat, recorded
+from .breaker import Breakers
 from .cache import ResponseCache
 from .client import ModelClient, RetryPolicy
 from .provider_api import Provider
@@ -87,13 +88,15 @@ _BUILTIN_TABLE = ProviderTable()
 
 def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache | None = None,
                 retry: RetryPolicy = RetryPolicy(), strip_think: bool = True,
-                extra: Mapping[str, Any] | None = None, providers: ProviderTable | None = None) -> ModelClient:
+                extra: Mapping[str, Any] | None = None, providers: ProviderTable | None = None,
+                breakers: Breakers | None = None) -> ModelClient:
     """The client for ``model``, built by the provider that serves it.
 
     ``api_base`` is the ``--api-base`` setting (a provider that does not use it, like the embedded
     model, does not get it); ``extra`` is sent with every call (an ``openai/`` model on a server
     of one's own gets ``api_key="no-key"`` unless ``OPENAI_API_KEY`` is set); ``providers`` is the
-    run's table (default: the built-ins only).
+    run's table (default: the built-ins only); ``breakers`` the run's circuit breakers (default: the
+    client's own, see :mod:`.breaker`).
     """
     table = _BUILTIN_TABLE if providers is None else providers
     sent = openai_compat.self_hosted_key(model, api_base) | dict(extra or {})
@@ -101,7 +104,7 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     base = api_base if provider.uses_api_base else None
     transport = provider.transport(model, base, sent) if provider.transport is not None else None
     return ModelClient(model=model, api_base=base, cache=cache, retry=retry, strip_think=strip_think,
-                       extra=sent, direct=transport)
+                       extra=sent, direct=transport, **({"breakers": breakers} if breakers is not None else {}))
 
 
 def chat_reply(data: Mapping[str, Any]) -> Any:
