@@ -227,7 +227,14 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
         episode = Episode(instance=instance, turns=turns, ended=run.stop_reason, agent=run,
                           step_completions=list(run.completions))
         judged = judged_subset(runtime.registry, instance.all_checks())
-        if judged and turns:
+        if getattr(run, "fault", None):  # the agent took its own run down: a failure, never an error
+            turns = turns or [TurnRecord(index=1, messages=opening_messages(instance),
+                                         completion=Completion(text="", raw_text=""))]
+            episode.turns = turns
+            verdict = Verdict(passed=False, evidence=f"the agent ended its own run: {run.fault}")
+            for turn in turns:
+                turn.outcomes = [CheckOutcome(check=check, verdict=verdict) for check in instance.all_checks()]
+        elif judged and turns:
             from .agents.transcript import render_transcript
             from .judges.trajectory import judge_trajectory
 

@@ -16,12 +16,23 @@ A run (:func:`run_cli`):
    (``127.0.0.1:<PROXY_PORT>`` inside), later queries continuing the same conversation;
 4. stops the proxy and normalizes the raw log into trajectories (the main one, sub-agents as children).
 
-Failures of the harness are not the model's: a failed model call (the proxy's failures), the sandbox
-being unavailable or a sandbox limit hit, the run's time running out, or the CLI exiting non-zero
-without a final answer (or making no model call at all) set :attr:`CliResult.harness_error` -- the
-caller reports the instance as an error, never as failed checks. Each command is judged as it ends
-and the run stops at the first harness error. (A failed model call reaches the CLI as a non-retryable
-error; Claude Code, Kilo and Droid then give up within seconds.)
+Who is to blame when a run ends badly (``docs/agents.md``, "Failures of the agent, errors of the
+harness"). The agent, when the run ended while a tool call the model asked for was running -- the
+last recorded reply asked for tools and no model call was in flight: its own commands hit a sandbox
+limit (disk, memory, processes, output, time), killed the CLI (``kill -9 -1``) or otherwise took the run
+down. That sets :attr:`CliResult.agent_fault`: the instance **fails**, with the reason recorded. The
+harness, otherwise: a failed model call (the proxy's failures), the sandbox being unavailable, the CLI
+crashing or exiting non-zero without a final answer (or making no model call at all) while no tool of
+the agent ran, the run's time running out during a model call. That sets
+:attr:`CliResult.harness_error`: the caller reports the instance as an error, never as failed checks.
+Each command is judged as it ends and the run stops at the first of either. (A failed model call
+reaches the CLI as a non-retryable error; Claude Code, Kilo and Droid then give up within seconds.)
+
+Only the CLI's own requests reach the model: the proxy runs with ``relay_only`` (see
+:mod:`.proxy`), and the requests it refused (a tool command calling the relay, a body out of bounds)
+are in the trajectory's ``meta["refused_requests"]``, never counted as the agent's calls. No secret is
+handed to the CLI for this: its identity is checked by the sandbox's relay from the process that owns
+each connection, so nothing a tool command can read (environment, config files, ``/proc``) helps it.
 """
 
 from __future__ import annotations
@@ -64,9 +75,10 @@ def _registry(clis: AgentClis | None) -> AgentClis:
 class CliResult:
     """What one CLI run did. ``trajectory`` is the main conversation (sub-agents as children; empty when
     no call was recorded), ``final_text`` its last assistant text, ``stop_reason`` why the run ended
-    (the last reply's stop reason, ``"timeout"``, ``"error"``), ``returncode``/``stdout``/``stderr`` those
-    of the last command, ``raw_log`` the proxy's JSONL, ``harness_error`` a one-line reason when the
-    run failed for reasons that are not the model's (see the module doc)."""
+    (the last reply's stop reason, ``"timeout"``, ``"error"``, ``"agent_fault"``),
+    ``returncode``/``stdout``/``stderr`` those of the last command, ``raw_log`` the proxy's JSONL,
+    ``harness_error`` a one-line reason when the run failed for reasons that are not the model's,
+    ``agent_fault`` one when the agent's own actions ended it (see the module doc)."""
 
     trajectory: Trajectory
     final_text: str
@@ -76,6 +88,8 @@ class CliResult:
     stderr: str
     raw_log: Path
     harness_error: str | None = None
+    #: A one-line reason when the agent's own actions ended the run (see the module doc): a failure.
+    agent_fault: str | None = None
 
 
 def _last_line(text: str) -> str:
@@ -122,10 +136,11 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     route = ProxyRoute(socket=workspace.root / "proxy.sock", port=PROXY_PORT)
     proxy = RecordingProxy(client, log_path=log_path, session_id=session, socket_path=route.socket, submit=submit,
                            defaults=params, max_tokens_cap=max_tokens_cap,
-                           wire_formats=(clis.wire_format(scaffold.wire),))
+                           wire_formats=(clis.wire_format(scaffold.wire),), relay_only=True)
     deadline = time.monotonic() + options.max_seconds
     done: CommandResult | None = None
     error: str | None = None
+    fault: str | None = None
     with proxy:
         try:
             env = scaffold.configure(workspace, url=route.url, model=model_name, system=system)
@@ -142,11 +157,13 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
                 error = _classify(name, done, proxy, before, options)
-                if error is not None:
+                if error is not None and _tool_was_running(proxy):
+                    error, fault = None, _fault(name, done, error)
+                if error is not None or fault is not None:
                     break
         except SandboxUnavailable as exc:
             error = f"sandbox unavailable: {exc}"
-    return _result(name, session, log_path, done, error, proxy.notes, clis,
+    return _result(name, session, log_path, done, error, proxy.notes, clis, fault,
                    meta={"runner_version": running, "version_named": version, "system_prompt": system_note})
 
 
@@ -174,23 +191,45 @@ def _classify(name: str, done: CommandResult, proxy: RecordingProxy, before: int
     return None
 
 
+def _tool_was_running(proxy: RecordingProxy) -> bool:
+    """Whether the run ended inside the agent's own tool call: the model's last recorded reply asked
+    for tools and no model call was in flight (see the module doc)."""
+    return proxy.pending_calls == 0 and proxy.last_response.get("stop_reason") == "tool_use" and not proxy.failures
+
+
+def _fault(name: str, done: CommandResult, error: str) -> str:
+    """The agent-fault reason for a run that ended with ``error`` while the agent's tool call ran."""
+    if done.limit is not None:
+        return f"the agent's commands hit the sandbox's {done.limit} limit: {_last_line(done.stderr) or error}"
+    status = done.returncode
+    how = f"killed by signal {status - 128}" if status is not None and status > 128 else f"exit {status}"
+    return f"{name} ended ({how}) while the agent's tool call was running, without a final answer"
+
+
 def _result(name: str, session: str, log_path: Path, done: CommandResult | None, error: str | None,
-            notes: Sequence[str], clis: AgentClis, meta: dict[str, object] | None = None) -> CliResult:
-    records = load_raw(log_path) if log_path.exists() else []
+            notes: Sequence[str], clis: AgentClis, fault: str | None = None,
+            meta: dict[str, object] | None = None) -> CliResult:
     try:
+        records = load_raw(log_path) if log_path.exists() else []
         trajectories = normalize(records)
-    except ValueError as exc:
-        trajectories, error = [], error or f"the raw log {log_path} cannot be normalized: {exc}"
+    except ValueError as exc:  # TrajectoryFileError included: the proxy wrote something it cannot read
+        records, trajectories = [], []
+        error = error or f"the raw log {log_path} cannot be normalized: {exc}"
     main = trajectories[0] if trajectories else Trajectory(id=session)
-    if done is not None and done.limit == "timeout":
+    calls = [r for r in records if "refused" not in r]
+    if fault is not None:
+        stop = "agent_fault"
+    elif done is not None and done.limit == "timeout":
         stop = "timeout"
     elif error is not None:
         stop = "error"
     else:
-        stop = str((records[-1].get("response_body") or {}).get("stop_reason") or "end_turn")
+        stop = str(((calls[-1] if calls else {}).get("response_body") or {}).get("stop_reason") or "end_turn")
     version = installed_version(name, clis=clis) if name in clis else None
     main = replace(main, meta={**main.meta, "runner": name, "runner_version": version, "stop_reason": stop,
-                               "harness_error": error, "proxy_notes": list(notes), **(meta or {})})
+                               "harness_error": error, "agent_fault": fault, "proxy_notes": list(notes),
+                               **(meta or {})})
     return CliResult(trajectory=main, final_text=main.final_text(), stop_reason=stop,
                      returncode=None if done is None else done.returncode, stdout="" if done is None else done.stdout,
-                     stderr="" if done is None else done.stderr, raw_log=log_path, harness_error=error)
+                     stderr="" if done is None else done.stderr, raw_log=log_path, harness_error=error,
+                     agent_fault=fault)

@@ -27,6 +27,10 @@ Rules, per session (``session_id``):
    ``meta["link"] = "time"``. Children are ordered by start time; ids are ``<session>/<n>``, nested.
 6. If the system prompt changes within a thread, a system message is inserted before the first reply under it;
    ``tools`` are the union of the thread's calls' tools (by name, first-seen order, latest definition).
+7. A record with ``"refused"`` (a request the recording proxy refused: not the agent CLI's own, or out of
+   bounds; both bodies null) is no call: it cannot become a message or a thread, so no forged conversation
+   can be the main one. Its event lands, in log order, in the session's main trajectory's
+   ``meta["refused_requests"]`` (a session of refusals alone gives an empty trajectory carrying them).
 
 Where we deliberately differ from the authors' converter (``convert/`` in GitHub MiniMax-AI/mini-vela):
 
@@ -47,7 +51,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
@@ -149,12 +153,29 @@ def _key(role: str, blocks: Iterable[Mapping[str, Any]]) -> str:
     return json.dumps([role, kept], sort_keys=True, ensure_ascii=False, default=str)
 
 
+def refusal(record: Any) -> dict[str, Any] | None:
+    """The event of a refused-request record (rule 7), or None for a model call; ValueError if malformed."""
+    if not isinstance(record, Mapping) or "refused" not in record:
+        return None
+    event = record["refused"]
+    if not isinstance(event, Mapping):
+        raise ValueError('"refused" must be an object')
+    return {**event, "time": record.get("request_time")}
+
+
 def normalize(records: Iterable[Mapping[str, Any]]) -> list[Trajectory]:
     """One trajectory per session (in order of first appearance) from raw proxy records (see the module doc)."""
     sessions: dict[str, list[_Call]] = {}
+    refused: dict[str, list[dict[str, Any]]] = {}
     seen: dict[str, _Call] = {}
     for order, record in enumerate(records):
         try:
+            event = refusal(record)
+            if event is not None:
+                session = str(record.get("session_id") or "")
+                sessions.setdefault(session, [])
+                refused.setdefault(session, []).append(event)
+                continue
             call = _parse(record, order)
         except ValueError as exc:
             raise ValueError(f"record {order}: {exc}") from None
@@ -164,7 +185,13 @@ def normalize(records: Iterable[Mapping[str, Any]]) -> list[Trajectory]:
             continue
         seen[digest] = call
         sessions.setdefault(call.session, []).append(call)
-    return [_session(session, calls) for session, calls in sessions.items()]
+    out = []
+    for session, calls in sessions.items():
+        trajectory = _session(session, calls) if calls else Trajectory(id=session or "session")
+        if session in refused:
+            trajectory = replace(trajectory, meta={**trajectory.meta, "refused_requests": refused[session]})
+        out.append(trajectory)
+    return out
 
 
 def _session(session: str, calls: list[_Call]) -> Trajectory:
@@ -340,7 +367,8 @@ def load_raw(path: str | PathLike[str]) -> list[dict[str, Any]]:
     try:
         for number, record in iter_jsonl(_lines(path), expected="expected one JSON object per model call"):
             try:
-                _parse(record, number)
+                if refusal(record) is None:
+                    _parse(record, number)
             except ValueError as exc:
                 raise TrajectoryFileError(f"{path}:{number}: {exc}") from None
             records.append(record)

@@ -33,8 +33,28 @@ the error as its ``response_body`` (a Messages-format error, whatever the wire f
 :attr:`RecordingProxy.failures`, which the runner reports as a harness error.
 
 Model calls are coroutines run by ``submit(coro) -> concurrent.futures.Future`` -- the plugin's
-background loop; without one the proxy starts its own (:class:`LoopThread`). Each HTTP request has
-its own thread, so concurrent CLI requests (sub-agents) are concurrent model calls.
+background loop; without one the proxy starts its own (:class:`LoopThread`). Each connection has its
+own thread, so concurrent CLI requests (sub-agents) are concurrent model calls.
+
+Only the CLI's own traffic (``relay_only=True``, as the CLI runner starts it). The sandbox's relay
+(:mod:`pytest_ifbench.sandbox._forward`) traces each connection to the process that made it, lets the
+CLI's through after the line ``IFBENCH-RELAY cli`` and refuses the rest itself, telling the proxy in
+one line. The proxy accepts Unix connections from that relay alone -- the connecting process
+(``SO_PEERCRED``) must be pid 2 of a PID namespace one below ours, the relay for as long as its sandbox
+lives -- and nothing on TCP. Everything else (the relay's notices, a tool command connecting to the
+socket directly) is a **refused request**: it never reaches the model, is not a call
+(:attr:`RecordingProxy.calls`), and is recorded as an event (:attr:`RecordingProxy.refusals`, and a log
+line ``{..., "request_body": null, "response_body": null, "refused": {kind, status, reason, method,
+path, bytes}}`` that :func:`~pytest_ifbench.agents.normalize.normalize` puts in the trajectory's
+``meta["refused_requests"]``).
+
+Bounds (any caller, the CLI included): a body over :data:`MAX_BODY_BYTES` is answered 413 without being
+read, a body nested deeper than :data:`MAX_DEPTH` or that is not a JSON object 400; at most
+:data:`MAX_CONNECTIONS` connections are served at once (the next ones get a 503 at once); each of
+these is a refused request too (kinds ``too_large``, ``too_deep``, ``not_json``, ``over_capacity``),
+the first :data:`MAX_RECORDED_REFUSALS` in full, then only counted. A successful answer passes through
+:func:`~pytest_ifbench._redact.redact` on its way back into the sandbox, as the error path does, so a
+provider echoing a key in its content cannot put it in the workspace or the CLI's session log.
 """
 
 from __future__ import annotations
@@ -55,10 +75,24 @@ from typing import Any, Self
 from .._redact import redact
 from .._types import GenerationParams
 from ..models.client import Completion, ModelClient
+from ..sandbox._forward import PREAMBLE_CLI, PREAMBLE_REFUSED
+from .proxy_bounds import (
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    MAX_DEPTH,
+    MAX_RECORDED_REFUSALS,
+    NOT_CLI,
+    Bounded,
+    Rejected,
+    not_the_relay,
+    redact_bytes,
+    too_deep,
+)
 from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
 from .wire.anthropic_messages import error_body
 
-__all__ = ["LoopThread", "RecordingProxy", "Submit"]
+__all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI", "LoopThread",
+           "RecordingProxy", "Submit"]
 
 #: Runs a model-call coroutine somewhere and returns a future for its result.
 Submit = Callable[[Coroutine[Any, Any, Completion]], "concurrent.futures.Future[Completion]"]
@@ -107,13 +141,14 @@ class RecordingProxy:
     file; its directory must exist). ``tcp``: also listen on a free local port (:attr:`url`), for
     debugging and tests. ``defaults``: the generation
     parameters a request does not set (temperature, top_p, seed); ``max_tokens_cap`` bounds the
-    ``max_tokens`` a CLI asks for. Use as a context manager, or :meth:`start` and :meth:`stop`.
+    ``max_tokens`` a CLI asks for. ``relay_only``: serve only the sandbox relay's CLI connections (see
+    the module doc). Use as a context manager, or :meth:`start` and :meth:`stop`.
     """
 
     def __init__(self, client: ModelClient, *, log_path: Path, session_id: str = "session",
                  socket_path: Path | None = None, tcp: bool = False, submit: Submit | None = None,
                  defaults: GenerationParams = GenerationParams(), max_tokens_cap: int | None = None,
-                 wire_formats: Sequence[WireFormat] = (ANTHROPIC_MESSAGES,)) -> None:
+                 wire_formats: Sequence[WireFormat] = (ANTHROPIC_MESSAGES,), relay_only: bool = False) -> None:
         if socket_path is None and not tcp:
             raise ValueError("the proxy needs a socket_path, tcp=True or both")
         if not wire_formats:
@@ -142,7 +177,13 @@ class RecordingProxy:
         self._pending: set[concurrent.futures.Future[Completion]] = set()
         self._notes: dict[str, None] = {}
         self._dir_fd: int | None = None
+        self.relay_only = relay_only
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.failures: list[str] = []
+        #: Refused requests, as recorded (the first :data:`MAX_RECORDED_REFUSALS`).
+        self.refusals: list[dict[str, Any]] = []
+        #: Refused requests in all, recorded or not.
+        self.refused = 0
         self.calls = 0
         #: The ``response_body`` of the latest recorded call ({} before the first).
         self.last_response: dict[str, Any] = {}
@@ -185,8 +226,14 @@ class RecordingProxy:
         self._threads = []
         with self._lock:
             pending = list(self._pending)
+            omitted = self.refused - len(self.refusals)
         for future in pending:
             future.cancel()
+        if omitted > 0:
+            self._write({"session_id": self.session_id, "biz_id": "", "request_time": int(time.time() * 1000),
+                         "request_body": None, "response_body": None,
+                         "refused": {"kind": "omitted", "count": omitted,
+                                     "reason": f"{omitted} more refused requests, not recorded one by one"}})
         if self.socket_path is not None and servers:
             self.socket_path.unlink(missing_ok=True)
         if self._dir_fd is not None:
@@ -215,6 +262,12 @@ class RecordingProxy:
         raise RuntimeError("the proxy is not listening on TCP (start it with tcp=True)")
 
     @property
+    def pending_calls(self) -> int:
+        """Model calls in flight now."""
+        with self._lock:
+            return len(self._pending)
+
+    @property
     def notes(self) -> tuple[str, ...]:
         """What the translation left out or changed, and unknown endpoints asked for; each once."""
         with self._lock:
@@ -234,8 +287,13 @@ class RecordingProxy:
         request_time = int(time.time() * 1000)
         try:
             translated = wire.translate(body, defaults=self.defaults, max_tokens_cap=self.max_tokens_cap)
-        except RequestError as exc:
-            return self._fail(wire, 400, f"the proxy cannot translate this request: {exc}", body, request_time)
+        except RequestError as exc:  # recorded as an event, not a call: its body is no conversation
+            message = redact(f"the proxy cannot translate this request: {exc}")
+            with self._lock:
+                self.failures.append(message)
+            self.refuse("untranslatable", message, status=400, method="POST", path=wire.paths[0])
+            return (400, {"Content-Type": "application/json", "x-should-retry": "false"},
+                    json.dumps(wire.error(400, message)).encode())
         self._note(*translated.notes)
         call = self.client.complete(translated.messages, translated.params, tools=translated.tools)
         try:
@@ -259,7 +317,8 @@ class RecordingProxy:
                 self._pending.discard(future)
         message = message_from_completion(completion, translated)
         self._record(wire, body, message, request_time)
-        return 200, *wire.render(message, translated)
+        headers, rendered = wire.render(message, translated)
+        return 200, headers, redact_bytes(rendered)
 
     def _fail(self, wire: WireFormat, status: int, message: str, body: dict[str, Any],
               request_time: int) -> tuple[int, dict[str, str], bytes]:
@@ -275,12 +334,28 @@ class RecordingProxy:
                   "request_body": request, "response_body": response}
         if wire.name != ANTHROPIC_MESSAGES.name:  # the log's own shape: other dialects are converted
             record.update(request_body=wire.record(request), wire=wire.name)
-        line = json.dumps(record, ensure_ascii=False)
         with self._lock:
             self.calls += 1
             self.last_response = response
+        self._write(record)
+
+    def refuse(self, kind: str, reason: str, *, status: int, method: str = "", path: str = "", size: int = 0) -> None:
+        """Record one refused request (see the module doc); it is not a call."""
+        event = {"kind": kind, "status": status, "reason": redact(reason)[:500], "method": method, "path": path,
+                 "bytes": size}
+        with self._lock:
+            self.refused += 1
+            if len(self.refusals) >= MAX_RECORDED_REFUSALS:
+                return
+            self.refusals.append(event)
+        self._write({"session_id": self.session_id, "biz_id": "", "request_time": int(time.time() * 1000),
+                     "request_body": None, "response_body": None, "refused": event})
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = redact(json.dumps(record, ensure_ascii=False))
+        with self._lock:
             if self._log is not None:
-                self._log.write(redact(line) + "\n")
+                self._log.write(line + "\n")
                 self._log.flush()
 
 
@@ -296,15 +371,16 @@ def _bind_path(path: Path) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/{path.name}", fd
 
 
-class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class _UnixServer(Bounded, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
-    request_queue_size = 64
+    request_queue_size = 128
 
 
-class _TCPServer(ThreadingHTTPServer):
+class _TCPServer(Bounded, ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128
 
     def server_bind(self) -> None:  # no reverse DNS (HTTPServer.server_bind calls getfqdn)
         socketserver.TCPServer.server_bind(self)
@@ -321,6 +397,80 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         if self.connection.family != socket.AF_UNIX:  # one write per answer; no Nagle delay
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        #: Why this connection is refused (None: it is the CLI's), and whether to answer it.
+        self.refusal: str | None = None
+        self.answer_refusal = True
+        self._check_origin()
+
+    def _check_origin(self) -> None:
+        """Set :attr:`refusal` for a connection that is not the CLI's (see the module doc). A Unix
+        connection's first line from the relay is consumed here whether or not ``relay_only``."""
+        unix = self.connection.family == socket.AF_UNIX
+        if self.proxy.relay_only:
+            self.refusal = (not_the_relay(self.connection) if unix else
+                            "a direct TCP connection to the proxy, not through the relay")
+            if self.refusal is not None:
+                return
+        line = self._preamble() if unix else None
+        if line == PREAMBLE_CLI or (line is None and not self.proxy.relay_only):
+            return
+        self.answer_refusal = line is None  # else the relay has answered its client itself
+        if line is not None and line.startswith(PREAMBLE_REFUSED):
+            self.refusal = line[len(PREAMBLE_REFUSED):].decode("utf-8", "replace").strip() or "a refused connection"
+        else:
+            self.refusal = "a relay connection without its first line"
+
+    def _preamble(self) -> bytes | None:
+        """The relay's first line when the connection starts with one (peeked first, so nothing else is
+        consumed), else None; waits at most 5 s for the first bytes."""
+        prefix = PREAMBLE_REFUSED[:len("IFBENCH-RELAY ")]
+        deadline = time.monotonic() + 5
+        try:
+            self.connection.settimeout(5)
+            while True:
+                peeked = self.connection.recv(len(prefix), socket.MSG_PEEK)
+                if not peeked or not prefix.startswith(peeked):
+                    return None
+                if peeked == prefix:
+                    return self.rfile.readline(512)
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.005)
+        except OSError:
+            return None
+        finally:
+            try:
+                self.connection.settimeout(self.timeout)
+            except OSError:
+                pass
+
+    def handle(self) -> None:
+        if self.refusal is None:
+            super().handle()
+            return
+        if not self.answer_refusal:
+            self.proxy.refuse(NOT_CLI, self.refusal, status=403)
+            return
+        method, path, size = self._drain()
+        self.proxy.refuse(NOT_CLI, self.refusal, status=403, method=method, path=path, size=size)
+        self.command, self.request_version, self.requestline, self.close_connection = "", "HTTP/1.1", "", True
+        self._send(403, {"Content-Type": "application/json"}, json.dumps(self.proxy.wire_formats[0].error(
+            403, "refused by the ifbench proxy: only the agent CLI itself may call the model")).encode())
+
+    def _drain(self) -> tuple[str, str, int]:
+        """Read (and drop) a refused request, within bounds and 2 s, so its sender gets the answer."""
+        try:
+            self.connection.settimeout(2)
+            self.raw_requestline = self.rfile.readline(65537)
+            words = self.raw_requestline.split()
+            if len(words) != 3 or not words[2].startswith(b"HTTP/1.") or not self.parse_request():
+                return "", "", 0  # no HTTP request line (parse_request would answer it itself)
+            size = int(self.headers.get("Content-Length") or 0)
+            if 0 < size <= MAX_BODY_BYTES:
+                self.rfile.read(size)
+            return self.command or "", self._path(), size
+        except (OSError, ValueError):
+            return "", "", 0
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -345,22 +495,37 @@ class _Handler(BaseHTTPRequestHandler):
         wire = wire or self.proxy.wire_formats[0]
         self._send(status, {"Content-Type": "application/json"}, json.dumps(wire.error(status, message)).encode())
 
-    def _body(self) -> dict[str, Any] | None:
+    def _body(self) -> dict[str, Any]:
+        """The request's JSON object; :class:`Rejected` when it is too large, too deep or not one."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks = []
-            while (size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)) > 0:
+            chunks, total = [], 0
+            while (size := int(self.rfile.readline(64).split(b";")[0].strip() or b"0", 16)) > 0:
+                total += size
+                if total > MAX_BODY_BYTES:
+                    raise Rejected(413, "too_large", f"the request body is over {MAX_BODY_BYTES} bytes", total)
                 chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                self.rfile.readline(64)
+            while self.rfile.readline(8192) not in (b"\r\n", b"\n", b""):
                 pass
             raw = b"".join(chunks)
         else:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                raise Rejected(413, "too_large", f"the request body ({length} bytes) is over {MAX_BODY_BYTES} bytes",
+                                length)
+            raw = self.rfile.read(max(length, 0))
         try:
             value = json.loads(raw)
+        except RecursionError:
+            raise Rejected(400, "too_deep", f"the request body nests deeper than {MAX_DEPTH} levels",
+                            len(raw)) from None
         except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
+            raise Rejected(400, "not_json", "the request body is not a JSON object", len(raw)) from None
+        if not isinstance(value, dict):
+            raise Rejected(400, "not_json", "the request body is not a JSON object", len(raw))
+        if too_deep(value):
+            raise Rejected(400, "too_deep", f"the request body nests deeper than {MAX_DEPTH} levels", len(raw))
+        return value
 
     def _path(self) -> str:
         path = self.path.split("?", 1)[0]
@@ -378,18 +543,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self._path()
+        wire = self.proxy.route(path)
         try:
             body = self._body()
-        except ValueError:
-            body = None
-        wire = self.proxy.route(path)
+        except Rejected as exc:
+            self.close_connection = True
+            self.proxy.refuse(exc.kind, exc.message, status=exc.status, method="POST", path=path, size=exc.size)
+            self._error(exc.status, exc.message, wire)
+            return
+        except ValueError:  # a malformed Content-Length or chunk size
+            self.close_connection = True
+            self.proxy.refuse("not_json", "the request's framing is malformed", status=400, method="POST", path=path)
+            self._error(400, "the request's framing is malformed", wire)
+            return
         if wire is None:
             self.proxy._note(f"unknown endpoint asked for: POST {path}")
             self._error(404, f"not found: POST {path}")
-        elif body is None:
-            self.close_connection = True
-            self._error(400, "the request body is not a JSON object", wire)
         elif path in wire.helpers:
             self._send(200, {"Content-Type": "application/json"}, json.dumps(wire.helpers[path](body)).encode())
         else:
             self._send(*self.proxy.answer(wire, body))
+

@@ -12,7 +12,10 @@ the recorded trajectory is scored as it is, without a workspace.
 
 Failures of the harness itself — no sandbox, a runner that crashed, a proxy
 error — raise :class:`AgentHarnessError`: the item errors, and no check is
-counted as failed by the model.
+counted as failed by the model. A run the agent itself took down (its own
+commands hit a sandbox limit, killed the CLI, ...: :attr:`CliResult.agent_fault`)
+is no error: :attr:`AgentRun.fault` holds the reason, the stop reason is
+``agent_fault``, and every check of the instance fails with that reason.
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ class AgentRun:
     tool_seconds: float = 0.0
     duration: float = 0.0
     trajectory_path: Path | None = None
+    #: Why the agent's own actions ended the run (None: they did not); the instance fails with it.
+    fault: str | None = None
 
     def close(self, *, keep: bool = False) -> None:
         if self.workspace is not None and not keep:
@@ -95,6 +100,7 @@ class AgentRun:
             "tool_seconds": round(self.tool_seconds, 4), "duration": round(self.duration, 4),
             "workspace": str(self.workspace.path) if self.workspace is not None else None,
             "trajectory_file": str(self.trajectory_path) if self.trajectory_path else None,
+            **({"fault": self.fault} if self.fault else {}),
             "trajectory": self.trajectory.to_json(),
         }
 
@@ -275,7 +281,7 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
         write_atomic(path, json.dumps(result.trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
     return AgentRun(trajectory=result.trajectory, workspace=workspace, runner=options.runner, options=options,
                     stop_reason=result.stop_reason, steps=len(result.trajectory.assistant_turns()),
-                    turn_texts=[result.final_text], trajectory_path=path,
+                    turn_texts=[result.final_text], trajectory_path=path, fault=result.agent_fault,
                     runner_version=trajectory.meta.get("runner_version"), version_named=options.runner_version)
 
 

@@ -25,6 +25,26 @@ Everything runs in one thread with a ``selectors`` loop: threads count against
 the sandbox's ``RLIMIT_NPROC``, and a stalled peer must only stall its own
 connection.  The relay adds no path of its own: the only destination is
 ``SOCKET``, whatever a client sends.
+
+Only the command's own traffic passes.  The command is an agent CLI, and the
+commands *it* runs (the agent's tool calls) live in the same sandbox and could
+reach ``127.0.0.1:PORT`` too.  So every accepted connection is traced to the
+processes holding its client socket (``/proc/net/tcp`` gives the socket's
+inode, ``/proc/<pid>/fd`` who holds it).  It is the CLI's when every holder is
+the command itself, or a process whose executable lies in the command's
+installation (the ``node_modules`` tree its executable is in: Kilo's launcher
+starts its native binary) and whose parents up to the command are such
+processes too.  A tool command -- a shell and everything below it, an orphan,
+anything else -- fails the test.  The CLI's connections reach ``SOCKET``
+preceded by one line, ``IFBENCH-RELAY cli``; any other connection gets an
+HTTP 403 from the relay itself (its bytes never leave the sandbox) and the
+proxy gets a one-line notice, ``IFBENCH-RELAY refused <who>``, so the refusal
+is recorded in the run's trajectory.  The proxy accepts connections from this
+relay alone: it checks the connecting process (``SO_PEERCRED``) is the
+sandbox's pid 2, which is this relay for as long as the sandbox lives.  The
+relay makes itself non-dumpable first, so no process of the sandbox (all run
+as the same user, without capabilities) can ptrace it or read its memory.
+No secret is involved, so none can leak into the agent's environment.
 """
 
 import os
@@ -36,6 +56,14 @@ import sys
 _CHUNK = 65536
 #: Bytes buffered per direction before the relay stops reading from the sender.
 _HIGH_WATER = 4 * _CHUNK
+#: The first line of every connection to SOCKET: the CLI's own traffic follows it.
+PREAMBLE_CLI = b"IFBENCH-RELAY cli\n"
+#: The start of the one line telling the proxy a connection was refused (who made it follows).
+PREAMBLE_REFUSED = b"IFBENCH-RELAY refused "
+_FORBIDDEN = (b'{"type":"error","error":{"type":"permission_error","message":"refused by the ifbench relay: '
+              b'only the agent CLI itself may call the model"}}')
+_FORBIDDEN_REPLY = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                    b"Content-Length: " + str(len(_FORBIDDEN)).encode() + b"\r\n\r\n" + _FORBIDDEN)
 
 
 class _Link:
@@ -63,9 +91,12 @@ class _Link:
 class Relay:
     """Accepts on ``listener``, relays each connection to ``target`` (a Unix socket path)."""
 
-    def __init__(self, listener, target):
+    def __init__(self, listener, target, owner=None):
         self.listener = listener
         self.target = target
+        #: (pid of the command, its installation prefix): connections are checked (see the module
+        #: doc); None relays every connection unchecked (only before the command has started).
+        self.owner = owner
         self.sel = selectors.DefaultSelector()
         self.sel.register(listener, selectors.EVENT_READ, None)
 
@@ -105,6 +136,7 @@ class Relay:
             client, _ = self.listener.accept()
         except OSError:
             return
+        refused = None if self.owner is None else _foreign(client, self.listener.getsockname()[1], *self.owner)
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             upstream.connect(self.target)
@@ -113,9 +145,14 @@ class Relay:
             upstream.close()
             client.close()
             return
+        if refused is not None:
+            _refuse(client, upstream, refused)
+            return
         client.setblocking(False)
         upstream.setblocking(False)
-        self._update(_Link(client, upstream))
+        link = _Link(client, upstream)
+        link.pending[upstream] += PREAMBLE_CLI
+        self._update(link)
 
     def _update(self, link):
         """(Re-)register both sockets for what they wait for; one waiting for nothing is unregistered
@@ -143,6 +180,122 @@ class Relay:
         link.registered.clear()
 
 
+def _refuse(client, upstream, who):
+    """Answer ``client`` with a 403 and tell the proxy, in one line, who was refused; close both."""
+    line = PREAMBLE_REFUSED + who.encode("utf-8", "replace")[:300].replace(b"\n", b" ") + b"\n"
+    for sock, data in ((upstream, line), (client, _FORBIDDEN_REPLY)):
+        try:
+            sock.settimeout(1)
+            sock.sendall(data)
+        except OSError:
+            pass
+        sock.close()
+
+
+def _client_inode(client_port, server_port):
+    """The inode of the client socket of the loopback connection ``client_port`` -> ``server_port``."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if (len(fields) > 9 and int(fields[1].rsplit(":", 1)[1], 16) == client_port
+                    and int(fields[2].rsplit(":", 1)[1], 16) == server_port):
+                return fields[9]
+    return None
+
+
+def _holders(inode):
+    """The pids whose file tables hold ``socket:[inode]``."""
+    target = f"socket:[{inode}]"
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{name}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{name}/fd/{fd}") == target:
+                    found.append(int(name))
+                    break
+            except OSError:
+                continue
+    return found
+
+
+def _status(pid):
+    """(parent pid, executable) of ``pid``; (0, "") when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+        return parent, os.readlink(f"/proc/{pid}/exe")
+    except (OSError, ValueError, IndexError):
+        return 0, ""
+
+
+def _describe(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read(160).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        argv = "?"
+    return f"pid {pid} ({argv})"
+
+
+def _is_cli(pid, command_pid, prefix):
+    """Whether ``pid`` is the command or a process of its installation started by one (see the module doc)."""
+    for _ in range(64):
+        if pid == command_pid:
+            return True
+        parent, exe = _status(pid)
+        if not exe.startswith(prefix) or parent <= 1:
+            return False
+        pid = parent
+    return False
+
+
+def _foreign(client, server_port, command_pid, prefix):
+    """None when ``client`` (an accepted connection) is the command's own, else who made it."""
+    try:
+        inode = _client_inode(client.getpeername()[1], server_port)
+    except OSError:
+        inode = None
+    holders = _holders(inode) if inode is not None else []
+    if not holders:
+        return "a connection whose client socket no process holds (already closed)"
+    strangers = [pid for pid in holders if not _is_cli(pid, command_pid, prefix)]
+    if not strangers:
+        return None
+    return f"not the agent CLI: a connection from {_describe(strangers[0])}"
+
+
+def installation(executable):
+    """The prefix of the command's installation: up to its executable's last ``node_modules``, else its directory."""
+    path = os.path.realpath(executable)
+    parts = path.split("/")
+    if "node_modules" in parts[:-1]:
+        index = len(parts) - 1 - parts[::-1].index("node_modules")
+        return "/".join(parts[:index + 1]) + "/"
+    return os.path.dirname(path) + "/"
+
+
+def _undumpable():
+    """PR_SET_DUMPABLE 0: no ptrace, no /proc/<pid>/mem for processes without CAP_SYS_PTRACE."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
 def _shutdown_write(sock):
     try:
         sock.shutdown(socket.SHUT_WR)
@@ -160,6 +313,9 @@ def main(argv):
         print("usage: forward.py PORT SOCKET -- COMMAND [ARGS...]", file=sys.stderr)
         os._exit(2)
     port, target, command = int(argv[1]), argv[2], argv[4:]
+    if not _undumpable():
+        print("ifbench relay: cannot make itself non-dumpable", file=sys.stderr, flush=True)
+        os._exit(2)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
@@ -171,6 +327,7 @@ def main(argv):
     except OSError as exc:
         print(f"{command[0]}: {exc.strerror or exc}", file=sys.stderr, flush=True)
         os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+    relay.owner = (child.pid, installation(command[0]))
     pidfd = None
     try:
         pidfd = os.pidfd_open(child.pid)

@@ -255,6 +255,23 @@ def language(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
                    details={"share": round(share, 4), "shares": {k: round(v / total, 4) for k, v in shares.items()}})
 
 
+#: Refusal kinds that mean the agent tried to reach the model by itself (not through its CLI).
+ABUSE_KINDS = ["not_cli"]
+
+
+def no_relay_abuse(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
+    """No request of a refused kind in the run (``meta["refused_requests"]``, recorded by the proxy)."""
+    trajectory = _run_of(ctx, "ifbench.no_relay_abuse")
+    kinds = set(params["kinds"])
+    refused = [event for conversation in trajectory.walk()
+               for event in conversation.meta.get("refused_requests") or () if event.get("kind") in kinds]
+    if not refused:
+        return Verdict(passed=True, evidence="no refused request of these kinds")
+    first = _short(str(refused[0].get("reason")))
+    return Verdict(passed=False, evidence=f"{len(refused)} refused request(s), first: {first}",
+                   details={"refused": len(refused), "kinds": dict(Counter(str(e.get("kind")) for e in refused))})
+
+
 def register(registry) -> None:
     tools = Param(list, items=str, description="a tool name or a list of names")
     registry.add(Verifier(
@@ -281,6 +298,13 @@ def register(registry) -> None:
                 "path_keys": Param(list, items=str, default=PATH_KEYS),
                 "ignore_failed": Param(bool, default=False, description="skip edit calls that returned an error")},
         description="Every existing file the agent edited was read earlier (files it created need no read).",
+    ))
+    registry.add(Verifier(
+        id="ifbench.no_relay_abuse", func=no_relay_abuse,
+        params={"kinds": Param(list, items=str, default=ABUSE_KINDS, description=(
+            "refusal kinds that fail the check: not_cli (a request by anything but the agent CLI), too_large, "
+            "too_deep, not_json, over_capacity, untranslatable"))},
+        description="The agent never tried to call the model except through its CLI (a real CLI's run).",
     ))
     scope = Param(str, default="assistant", choices=SCOPES)
     registry.add(Verifier(

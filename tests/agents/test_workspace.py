@@ -319,6 +319,10 @@ def test_parent_environment_does_not_leak(ws, monkeypatch):
 # --- the one way out ----------------------------------------------------------------------------------
 
 class _Echo(BaseHTTPRequestHandler):
+    def setup(self):
+        super().setup()
+        self.server.preambles.append(self.rfile.readline())  # type: ignore[attr-defined]  # the relay's first line
+
     def do_POST(self):  # noqa: N802
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.server.seen.append((self.path, self.headers.get("x-api-key"), len(body)))  # type: ignore[attr-defined]
@@ -339,7 +343,7 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
 def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
     sock = tmp_path / "proxy.sock"
     server = _UnixHTTPServer(str(sock), _Echo)
-    server.seen = []  # type: ignore[attr-defined]
+    server.seen, server.preambles = [], []  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     route = ProxyRoute(socket=sock, port=8377)
     script = (
@@ -369,6 +373,7 @@ def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
     assert res.stdout.splitlines() == ["b'proxied:DNE' 3000011", "blocked 127.0.0.1 ConnectionRefusedError",
                                        "blocked 1.1.1.1 OSError"], res
     assert server.seen == [("/v1/messages", "sk-dummy", 3000003)]  # type: ignore[attr-defined]
+    assert server.preambles == [b"IFBENCH-RELAY cli\n"]  # type: ignore[attr-defined]
     res = ws.run("(exec 3<>/dev/tcp/127.0.0.1/8377) && echo CONNECTED", limits=QUICK)  # no route: gone
     assert "CONNECTED" not in res.stdout
     still_works(ws)

@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from pytest_ifbench.sandbox import _namespaces as ns
+from pytest_ifbench.sandbox._forward import PREAMBLE_CLI
 
 PROBLEM = ns.sandbox_problem()
 needs_sandbox = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
@@ -105,7 +106,8 @@ def test_a_raw_command_runs_contained_and_reports_its_pid(jail, tmp_path):
 # --- the relay ----------------------------------------------------------------------------------------
 
 def _unix_echo_server(path):
-    """Echo each connection back, upper-cased, after the client half-closes; counts connections."""
+    """Echo each connection back, upper-cased, after the client half-closes; counts connections (the
+    relay's first line, which says the connection is its command's own, is checked and not echoed)."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(16)
@@ -116,6 +118,9 @@ def _unix_echo_server(path):
             data = b""
             while chunk := conn.recv(65536):
                 data += chunk
+            if not data.startswith(PREAMBLE_CLI):
+                return
+            data = data[len(PREAMBLE_CLI):]
             conn.sendall(data.upper())
         served.append(len(data))
 
