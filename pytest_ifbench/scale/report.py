@@ -41,19 +41,30 @@ class MergeConfig:
     """The ``pytest.Config`` surface the reporters use, for a merge."""
 
     def __init__(self, *, options: Mapping[str, Any], state: MergedState, directory: Path) -> None:
-        from .._composition import command_plugin_manager
         from .._state import STATE_KEY
-        from ..reports import summary_file
 
         self._options = dict(options)
         self.stash = pytest.Stash()
         self.stash[STATE_KEY] = state  # type: ignore[assignment]
         self.invocation_params = _InvocationParams(dir=directory)
-        # the core's plot lives in the summary reporter; under pytest it is registered as a plugin too
-        self.hook = command_plugin_manager([summary_file]).hook
+        self.hook = _hooks()
 
     def getoption(self, name: str, default: Any = None) -> Any:
         return self._options.get(name, default)
+
+
+def _hooks() -> Any:
+    """The ``ifbench`` command's plugin manager with the core's plot (the summary reporter's) registered
+    before the benchmarks, as under pytest, so the plots come in a run's order."""
+    from .. import _hookspecs
+    from .._composition import _CommandPluginManager, register_benchmarks
+    from ..reports import summary_file
+
+    manager = _CommandPluginManager("pytest")
+    manager.add_hookspecs(_hookspecs)
+    manager.register(summary_file, "ifbench_summary_file")
+    register_benchmarks(manager)
+    return manager.hook
 
 
 def summary_path_for(out: Path) -> Path:

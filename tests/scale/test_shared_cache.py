@@ -1,0 +1,134 @@
+"""The shared response cache on a real Redis and a real S3-compatible server (moto), with shards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_ifbench.cli.main import main as ifbench
+from pytest_ifbench.scale.stores import open_store
+from pytest_ifbench.testing import StubServer
+from tests._support import FAKE_KEY, stub_args
+from tests.scale import _suite
+from tests.scale.conftest import free_port
+
+
+def _shards(pytester, stub_url: str, shared: str, cache: str, count: int = 3, tag: str = "run", *extra: str):
+    results = []
+    for index in range(1, count + 1):
+        name = f"{tag}-{index}.json"
+        results.append(pytester.runpytest(
+            "suites", "--model=openai/stub", f"--api-base={stub_url}", "-p", "no:cacheprovider",
+            "--ifbench-max-wait=1", "--ifbench-timeout=3", "--ifbench-max-attempts=1", "--ifbench-summary=",
+            f"--ifbench-shard={index}/{count}", f"--ifbench-results={name}", f"--ifbench-cache={cache}",
+            f"--ifbench-shared-cache={shared}", *extra))
+    return results
+
+
+@pytest.mark.parametrize("store", ["redis", "s3"])
+def test_second_machine_replays_every_shard_from_the_shared_cache(pytester, stub_env, store, request):
+    url = request.getfixturevalue("redis_url" if store == "redis" else "s3_url")
+    _suite.write(pytester.path)
+    first = _shards(pytester, stub_env.url, url, "machine-1")
+    assert stub_env.calls == _suite.CALLS
+    assert any("shared cache" in line and "written" in line for line in first[0].outlines)
+    stored = open_store(url)
+    keys = set(stored.keys())
+    assert len(keys) == _suite.CALLS, "write-through: every paid reply is in the store"
+    assert not any(FAKE_KEY.encode() in (stored.get(key) or b"") for key in keys), "no API key in the store"
+    gone = stub_env.url
+    stub_env.stop()  # the second machine: an empty local cache, and no model to call
+
+    second = _shards(pytester, gone, url, "machine-2", 3, "replay")
+    for result in second:
+        assert result.ret in (0, 1)
+        result.stdout.fnmatch_lines(["*shared cache*entries fetched*"])
+    for index in range(1, 4):
+        assert _suite.verdicts_of(pytester.path / f"replay-{index}.json") == \
+            _suite.verdicts_of(pytester.path / f"run-{index}.json")
+        for record in json.loads((pytester.path / f"replay-{index}.json").read_text())["instances"]:
+            assert record["status"] != "error", record["error"]
+            assert record["tokens"]["prompt"] == 0 and record["tokens"]["cached_prompt"] > 0, "nothing repaid"
+    assert len(list((pytester.path / "machine-2").glob("*/*.json"))) == _suite.CALLS, "backfilled locally"
+
+
+def test_write_once_first_writer_wins(redis_url, s3_url):
+    for url in (redis_url, s3_url):
+        store = open_store(url)
+        store.put_once("k" * 64, b'{"first": 1}')
+        store.put_once("k" * 64, b'{"second": 2}')
+        assert store.get("k" * 64) == b'{"first": 1}'
+        assert store.get("0" * 64) is None
+
+
+def test_a_store_that_is_down_is_one_warning_and_the_run_goes_on(pytester, stub_server):
+    _suite.write(pytester.path)
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    result = pytester.runpytest("suites", *stub_args(stub_server, f"--ifbench-shared-cache={dead}"))
+    assert result.ret == 1  # the suite's own failing instances; none errored
+    warnings = [line for line in result.outlines if "shared cache" in line]
+    assert len(warnings) == 1 and "unavailable" in warnings[0] and "local cache" in warnings[0]
+    data = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert len(data["instances"]) == _suite.INSTANCES and not [r for r in data["instances"] if r["status"] == "error"]
+
+
+def test_bad_shared_cache_urls_are_usage_errors(pytester, stub_server):
+    _suite.write(pytester.path)
+    result = pytester.runpytest("suites", *stub_args(stub_server, "--ifbench-shared-cache=ftp://x/y"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown store (known: redis://, rediss://, s3://)*"])
+    result = pytester.runpytest("suites", *stub_args(stub_server, "--ifbench-shared-cache=redis://h:1/0",
+                                                     "--ifbench-no-cache"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*drop --ifbench-no-cache*"])
+
+
+@pytest.mark.slow
+def test_a_killed_shard_reruns_alone_and_the_merge_is_complete(pytester, redis_url):
+    """kill -9 of one shard mid-run (a subprocess: it must really die), re-run of that shard only, merge."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _suite.write(pytester.path)
+    with StubServer(latency=0.3) as stub:
+        base = [sys.executable, "-m", "pytest", "suites", "--model=openai/stub", f"--api-base={stub.url}",
+                "-p", "no:cacheprovider", "--ifbench-summary=", "--ifbench-concurrency=1",
+                f"--ifbench-shared-cache={redis_url}", "--ifbench-cache=cache"]
+        for index in (1, 3):
+            subprocess.run([*base, f"--ifbench-shard={index}/3", f"--ifbench-results=s{index}.json"],
+                           cwd=pytester.path, capture_output=True, check=False, env={**_env(), "OPENAI_API_KEY": "x"})
+        killed = subprocess.Popen([*base, "--ifbench-shard=2/3", "--ifbench-results=s2.json"], cwd=pytester.path,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env={**_env(), "OPENAI_API_KEY": "x"})
+        before = stub.calls
+        deadline = time.monotonic() + 60
+        while stub.calls < before + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        assert not (pytester.path / "s2.json").exists()
+        assert ifbench(["merge", "--out", str(pytester.path / "partial.json"), str(pytester.path / "s1.json"),
+                        str(pytester.path / "s3.json"), "--expect", "3"]) == 1
+        paid = stub.calls
+        rerun = subprocess.run([*base, "--ifbench-shard=2/3", "--ifbench-results=s2.json"], cwd=pytester.path,
+                               capture_output=True, text=True, check=False, env={**_env(), "OPENAI_API_KEY": "x"})
+        assert rerun.returncode in (0, 1), rerun.stdout[-2000:]
+        shard_two = json.loads((pytester.path / "s2.json").read_text())
+        assert stub.calls - paid < sum(_calls(r) for r in shard_two["instances"]), "the killed run's replies were kept"
+    files = [str(pytester.path / f"s{i}.json") for i in (1, 2, 3)]
+    assert ifbench(["merge", "--out", str(pytester.path / "merged.json"), *files, "--expect", "3"]) == 0
+    merged = json.loads((pytester.path / "merged.json").read_text())
+    assert len(merged["instances"]) == _suite.INSTANCES and "not_run" not in merged
+
+
+def _calls(record) -> int:
+    return max(1, record.get("samples") or 1) * max(1, len(record.get("turns") or []))
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "IFBENCH_SHARD"))}
