@@ -79,10 +79,13 @@ def forged_reached_the_model(requests) -> bool:
 
 
 def test_a_clean_run_has_no_refused_request(agents, stub_env, tmp_path):
-    ws, result, _ = attack("echo hello", stub_env, tmp_path)
+    """Also why no secret guards the relay: the CLI's environment reaches its tool commands."""
+    ws, result, _ = attack("env | grep -c '^ANTHROPIC_API_KEY='", stub_env, tmp_path)
     try:
         assert result.harness_error is None and result.agent_fault is None, result.stderr[-2000:]
         assert result.final_text == REAL_ANSWER and refused(result) == []
+        (bash,) = result.trajectory.calls_to("Bash")
+        assert bash.result.content.strip().startswith("1")
         assert verdict(no_relay_abuse, result.trajectory, kinds=["not_cli"]).passed
     finally:
         ws.close()
@@ -143,7 +146,8 @@ def test_kill_minus_one_is_the_agents_failure_not_an_error(agents, stub_env, tmp
     ws, result, _ = attack("kill -9 -1", stub_env, tmp_path)
     try:
         assert result.harness_error is None, result.harness_error
-        assert result.agent_fault is not None and "while the agent's tool call was running" in result.agent_fault
+        assert result.agent_fault == ("claude_code ended (killed by signal 9) while the agent's tool call was running, "
+                                      "without a final answer")
         assert result.stop_reason == "agent_fault" and result.trajectory.meta["agent_fault"] == result.agent_fault
     finally:
         ws.close()
