@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .agents.profiles import ToolRegistry
     from .models.providers import ProviderTable
     from .reports.metrics import MetricTable
+    from .sandbox.backend import SandboxBackend
 
 
 @pytest.hookspec(historic=True)
@@ -85,6 +86,17 @@ def pytest_ifbench_model_providers(providers: ProviderTable) -> None:
     Called once per session under pytest (historic: a conftest registered later adds its
     providers too) and by the ``ifbench`` command; ``make_client`` and every client the run
     builds use the resulting table.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_ifbench_sandbox_backend(name: str, config: pytest.Config) -> SandboxBackend | None:
+    """Return the sandbox backend called ``name`` (``--ifbench-sandbox=NAME``), or None if it is not yours.
+
+    First result wins; the built-ins (``bubblewrap``, ``docker``) answer last (``trylast``), so a plugin
+    can add a backend or replace a built-in one.  The result must satisfy
+    :class:`pytest_ifbench.sandbox.backend.SandboxBackend`; agent workspaces of the run use only it.
+    Its ``problem()`` is asked at start-up: a line there stops the run (no fallback to another backend).
     """
 
 

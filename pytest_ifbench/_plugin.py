@@ -78,6 +78,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ifbench-sandbox-timeout", dest="ifbench_sandbox_timeout", type=float, default=10.0,
                     metavar="SECONDS", help="wall-clock limit for sandboxed code per verifier (default: 10)")
     agents = parser.getgroup("ifbench-agents", "agent runs (pytest-ifbench): override every agent instance's options")
+    agents.addoption("--ifbench-sandbox", dest="ifbench_sandbox", default=None, metavar="NAME",
+                     help="the sandbox backend agent commands run on: bubblewrap (default), docker, or one a "
+                          "plugin adds (pytest_ifbench_sandbox_backend); never a fallback to another")
     from .agents.clis import BUILTIN_CLIS
 
     shipped = ", ".join(cli.name for cli in BUILTIN_CLIS)
@@ -106,6 +109,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _choose_sandbox(config)
     config.stash[STATE_KEY] = build_state(config)
     config.stash[RECORDS_KEY] = {}
     config.pluginmanager.register(ResultsCollector(config), "ifbench-results")
@@ -230,9 +234,9 @@ def _check_agents_available(instances: list[InstanceItem], config: pytest.Config
     agents = [i.spec for i in instances if runs_agents(protocols[i.spec.protocol])]
     if not agents or config.getoption("ifbench_recorded_trajectories"):
         return
-    from .sandbox import sandbox_problem
+    from .sandbox import current_backend
 
-    problem = sandbox_problem()
+    problem = current_backend().problem()
     if problem:
         raise pytest.UsageError(f"pytest-ifbench: {len(agents)} agent instance(s) selected, but {problem}")
     from .agents.startup import agent_startup_problem
@@ -452,7 +456,38 @@ class ResultsCollector:
         return out
 
 
+_PREVIOUS_BACKEND = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_ifbench_sandbox_backend(name: str, config: pytest.Config) -> Any:
+    """The built-in backends, by name (None for any other)."""
+    from .sandbox.backends import BUILT_IN, make_backend
+
+    return make_backend(name) if name in BUILT_IN else None
+
+
+def _choose_sandbox(config: pytest.Config) -> None:
+    """Make ``--ifbench-sandbox``'s backend the process's; one named explicitly must be able to run here."""
+    from .sandbox.backend import DEFAULT_BACKEND
+    from .sandbox.backends import backend_names, use_backend
+
+    named = config.getoption("ifbench_sandbox", None)
+    name = named or DEFAULT_BACKEND
+    backend = config.hook.pytest_ifbench_sandbox_backend(name=name, config=config)
+    if backend is None:
+        raise pytest.UsageError(f"pytest-ifbench: --ifbench-sandbox={name}: no such sandbox backend "
+                                f"(known: {', '.join(backend_names())})")
+    if named and not config.getoption("collectonly", False) and (problem := backend.problem()):
+        raise pytest.UsageError(f"pytest-ifbench: --ifbench-sandbox={name}: {problem}")
+    config.stash[_PREVIOUS_BACKEND] = use_backend(backend)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PREVIOUS_BACKEND in config.stash:
+        from .sandbox.backends import use_backend
+
+        use_backend(config.stash[_PREVIOUS_BACKEND])
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.generator is not None:
         from .models.openai_compat import close_sessions

@@ -226,6 +226,39 @@ def test_the_public_api_rule_sees_private_imports():
                                          (f"{NAME}.benchmarks.x.plugin", f"{NAME}.sandbox._run")]
 
 
+#: The sandbox's modules every backend shares, which callers may import although private: the relay
+#: (its wire constants are the proxy's), owned by the relay, not by any backend.
+SHARED_SANDBOX_MODULES = (f"{NAME}.sandbox._forward",)
+
+
+def _backend_private(module: str) -> bool:
+    """A private module of the sandbox or of one of its backends (``sandbox._namespaces``,
+    ``sandbox.backends._docker``...), which only the sandbox package itself may import."""
+    rest = module.removeprefix(f"{NAME}.sandbox")
+    return rest != module and "._" in rest and module not in SHARED_SANDBOX_MODULES
+
+
+def _backend_leaks(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((module, dep) for module, deps in graph.items() for dep in deps
+                  if _top(module).split(".")[0] in ("agents", "benchmarks") and _backend_private(dep))
+
+
+def test_agents_and_benchmarks_use_only_the_sandbox_seam():
+    """Agent workspaces, tools and CLIs and the benchmarks reach a sandbox backend only through the seam
+    (``sandbox.backend``, ``sandbox.backends``, the facade), so a backend can be added or swapped."""
+    assert _backend_leaks(GRAPH) == []
+
+
+def test_the_sandbox_seam_rule_sees_leaks():
+    assert f"{NAME}.sandbox.backend" in GRAPH[f"{NAME}.agents.workspace"]
+    made_up = {f"{NAME}.agents.tools": {f"{NAME}.sandbox.backend", f"{NAME}.sandbox._namespaces",
+                                        f"{NAME}.sandbox._forward"},
+               f"{NAME}.benchmarks.x.plugin": {f"{NAME}.sandbox.backends._docker", f"{NAME}.sandbox.backends"},
+               f"{NAME}.sandbox.backends._docker": {f"{NAME}.sandbox._namespaces"}}
+    assert _backend_leaks(made_up) == [(f"{NAME}.agents.tools", f"{NAME}.sandbox._namespaces"),
+                                       (f"{NAME}.benchmarks.x.plugin", f"{NAME}.sandbox.backends._docker")]
+
+
 def test_the_core_never_names_a_benchmark():
     """Outside ``benchmarks/`` no module mentions a shipped benchmark, not even in a docstring."""
     names = sorted(p.name for p in (PACKAGE / "benchmarks").iterdir() if (p / "plugin.py").is_file())

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sandbox._namespaces import sandbox_python
+from ..sandbox.backend import sandbox_python
 from .options import AgentOptions
 from .workspace import CommandResult, Limits, Workspace
 

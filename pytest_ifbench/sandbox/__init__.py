@@ -70,27 +70,38 @@ part of this package; standard library only, never ``pytest_ifbench``):
 * :mod:`._forward` -- for agent CLIs: a relay from ``127.0.0.1:<port>`` inside
   the sandbox to a host Unix socket (the recording proxy).
 
-``pytest_ifbench.agents.workspace.Workspace`` runs agent commands in the same
-OS layer with persistent host directories instead of tmpfs.
+Agent workspaces run on a *backend* chosen by name (``--ifbench-sandbox``):
+:mod:`.backend` is the seam (the :class:`~.backend.SandboxBackend` interface,
+the registry, :func:`~.backend.current_backend`), :mod:`.backends` holds the
+built-ins -- ``bubblewrap`` (the default, the layer above with persistent host
+directories instead of tmpfs).  ``pytest_ifbench.agents.workspace.Workspace`` uses only the seam.
+The model-written-code front ends above (:func:`run_python` and the test
+runners) run on bubblewrap whatever the agent backend.
 """
 
 from __future__ import annotations
 
-from ._namespaces import SandboxUnavailable, sandbox_problem
+from ._namespaces import sandbox_problem
 from ._process import network_namespace_available
 from ._python import run_python
 from ._tests import run_assert_tests, run_stdio_tests
 from ._types import SandboxLimits, SandboxResult, TestOutcome, TestRun
+from .backend import SandboxBackend, SandboxUnavailable
+from .backends import current_backend, make_backend, use_backend
 
 __all__ = [
+    "SandboxBackend",
     "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailable",
     "TestOutcome",
     "TestRun",
+    "current_backend",
+    "make_backend",
     "network_namespace_available",
     "run_assert_tests",
     "run_python",
     "run_stdio_tests",
     "sandbox_problem",
+    "use_backend",
 ]

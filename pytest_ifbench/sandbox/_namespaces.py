@@ -60,12 +60,14 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .backend import HOME, MOUNT, SYSTEM_DIRS, SandboxUnavailable, sandbox_python
+from .backend import visible as _visible
+
+__all__ = ["HOME", "MOUNT", "Jail", "Rlimits", "SandboxUnavailable", "Watch", "command_line", "require_sandbox",
+           "sandbox_problem", "sandbox_python", "tree_usage"]
+
 #: The default unprivileged host uid/gid of sandboxed commands ("nobody").
 SANDBOX_UID = 65534
-#: Where the workspace appears inside the sandbox (also the working directory).
-MOUNT = "/workspace"
-#: The run's home directory inside the sandbox.
-HOME = "/home/agent"
 #: Where the proxy's Unix socket and the relay script appear inside the sandbox.
 SOCKET = "/run/ifbench/proxy.sock"
 FORWARDER_MOUNT = "/run/ifbench/forward.py"
@@ -76,7 +78,7 @@ FORWARDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_forward.p
 #: The environment of the launcher itself -- what the sandbox's pid 1 (bubblewrap) shows in its environ.
 LAUNCHER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
-_SYSTEM_DIRS = ("usr", "etc", "opt", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_SYSTEM_DIRS = SYSTEM_DIRS
 #: No extra_ro path may be or lie below these (its mount point would land in the workspace or HOME, or
 #: cover the sandbox's own mounts).  Paths below ``/tmp`` are allowed: their mount points are created in
 #: the run's private ``/tmp``, which is removed with the run.
@@ -200,12 +202,6 @@ def _system_binds() -> list[str]:
     return args
 
 
-def _visible(path: str) -> bool:
-    """Whether ``path`` is already visible read-only inside the sandbox (below a bound system directory)."""
-    top = path.split("/")[1] if path.count("/") >= 1 else ""
-    return top in _SYSTEM_DIRS and os.path.isdir(f"/{top}") and not os.path.islink(f"/{top}")
-
-
 def _extra_paths(paths: Iterable[str]) -> list[str]:
     out: list[str] = []
     for raw in paths:
@@ -222,27 +218,10 @@ def _extra_paths(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def sandbox_python() -> tuple[str, tuple[str, ...]]:
-    """An interpreter for child-side scripts in the sandbox: (its path, the ``extra_ro`` it needs).
-
-    The running interpreter's own installation (``sys.base_prefix``), bound
-    read-only unless it already lies below a system directory."""
-    prefix = os.path.realpath(sys.base_prefix)
-    exe = os.path.join(prefix, "bin", f"python{sys.version_info[0]}.{sys.version_info[1]}")
-    if not os.path.exists(exe):
-        exe = os.path.realpath(sys.executable)
-    return exe, (() if _visible(prefix) else (prefix,))
-
-
 # --- is it usable? ---------------------------------------------------------------------------------
 
 _probe_lock = threading.Lock()
 _probe_cache: list[str | None] = []
-
-
-class SandboxUnavailable(RuntimeError):
-    """The OS-level sandbox cannot run here; the message is :func:`sandbox_problem`'s one line.
-    Raised instead of ever running anything unconfined."""
 
 
 def require_sandbox() -> None:

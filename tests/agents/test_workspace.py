@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from pytest_ifbench.agents.workspace import CommandResult, Limits, ProxyRoute, SandboxUnavailable, Workspace
-from pytest_ifbench.sandbox._namespaces import sandbox_problem
+from pytest_ifbench.sandbox import make_backend, use_backend
 
-PROBLEM = sandbox_problem()
+PROBLEM = make_backend("bubblewrap").problem()
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (commands then run as another uid)")
 
@@ -136,12 +136,28 @@ def test_special_files_in_the_environment_are_refused(tmp_path):
     assert not any(parent.iterdir())  # nothing half-made is left behind
 
 
-def test_unavailable_sandbox_raises_the_reason(monkeypatch, tmp_path):
-    import pytest_ifbench.agents.workspace as module
+class _Missing:
+    """A backend that cannot run here."""
 
-    monkeypatch.setattr(module, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed: apt-get ...")
+    name = "missing"
+
+    def problem(self):
+        return "the missing backend is not installed: apt-get install missing"
+
+    def open(self, dirs):
+        raise AssertionError("never opened")
+
+
+def test_unavailable_sandbox_raises_the_reason(tmp_path):
     with pytest.raises(SandboxUnavailable, match="apt-get"):
-        Workspace.create(None, parent=tmp_path)
+        Workspace.create(None, parent=tmp_path, backend=_Missing())
+    previous = use_backend(_Missing())
+    try:
+        with pytest.raises(SandboxUnavailable, match="apt-get install missing"):
+            Workspace.create(None, parent=tmp_path)
+    finally:
+        use_backend(previous)
+    assert not any(tmp_path.iterdir())
 
 
 # --- the adversarial corpus ------------------------------------------------------------------------

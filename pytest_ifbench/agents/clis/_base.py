@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...sandbox._namespaces import HOME
+from ...sandbox.backend import HOME
 
 if TYPE_CHECKING:
     from ..workspace import Workspace

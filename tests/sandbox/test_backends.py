@@ -1,0 +1,83 @@
+"""The sandbox-backend seam: choosing a backend by name, adding one through the hook, no fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ifbench.sandbox import current_backend, make_backend, use_backend
+from pytest_ifbench.sandbox.backend import SandboxBackend, SandboxRun
+from pytest_ifbench.sandbox.backends import backend_names
+
+NEEDS_SANDBOX = False
+
+
+def test_built_ins_are_registered_and_satisfy_the_interface():
+    assert "bubblewrap" in backend_names()
+    backend = make_backend("bubblewrap")
+    assert isinstance(backend, SandboxBackend) and backend.name == "bubblewrap"
+    with pytest.raises(KeyError, match="known: bubblewrap"):
+        make_backend("nope")
+
+
+def test_use_backend_sets_and_restores_the_process_backend():
+    class Fake:
+        name = "fake"
+
+        def problem(self):
+            return None
+
+        def open(self, dirs):
+            raise NotImplementedError
+
+    previous = use_backend(Fake())
+    try:
+        assert current_backend().name == "fake"
+    finally:
+        use_backend(previous)
+    assert current_backend().name != "fake"
+
+
+def test_an_unknown_backend_stops_the_run(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--ifbench-sandbox=nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ifbench-sandbox=nope: no such sandbox backend (known: bubblewrap*"])
+
+
+def test_a_plugin_adds_a_backend_and_an_unavailable_one_stops_in_one_line(pytester):
+    pytester.makeconftest("""
+        import pytest
+
+        class Mine:
+            name = "mine"
+            def problem(self):
+                return None
+            def open(self, dirs):
+                raise NotImplementedError
+
+        class Broken(Mine):
+            name = "broken"
+            def problem(self):
+                return "the broken engine is not running: start it"
+
+        def pytest_ifbench_sandbox_backend(name, config):
+            return {"mine": Mine, "broken": Broken}.get(name, lambda: None)()
+    """)
+    pytester.makepyfile("""
+        from pytest_ifbench.sandbox import current_backend
+
+        def test_chosen():
+            assert current_backend().name == "mine"
+    """)
+    pytester.runpytest("--ifbench-sandbox=mine").assert_outcomes(passed=1)
+    assert current_backend().name == "bubblewrap"  # restored at the end of the run
+    result = pytester.runpytest("--ifbench-sandbox=broken")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-ifbench: --ifbench-sandbox=broken: the broken engine is not "
+                                 "running: start it"])
+
+
+def test_the_run_protocol_is_what_bubblewrap_implements(tmp_path):
+    from pytest_ifbench.sandbox.backends._bubblewrap import BubblewrapRun
+
+    assert issubclass(BubblewrapRun, SandboxRun)
