@@ -18,6 +18,7 @@ import pytest
 from pytest_ifbench.sandbox import sandbox_problem
 from pytest_ifbench.testing import Reply, StubServer
 from tests._support import stub_args, write_suite
+from tests.agents._cli_scripts import CLI_WRITE, cli_script
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
 
@@ -179,28 +180,6 @@ instances:
       - {{id: no-reset, verifier: ifbench.tool_not_called, params: {{arguments: 'reset --hard'}}}}
       - {{id: reports, verifier: ifbench.judge, params: {{criterion: The final answer says the file was written.}}}}
 """
-
-#: Each scaffold's own file-writing tool, as the scripted model calls it.
-CLI_WRITE = {
-    "claude_code": ("Write", {"file_path": "/workspace/hello.txt", "content": "hello from the stub\n"}),
-    "kilo": ("write", {"filePath": "/workspace/hello.txt", "content": "hello from the stub\n"}),
-    "droid": ("Create", {"file_path": "/workspace/hello.txt", "content": "hello from the stub\n"}),
-}
-
-
-def cli_script(name: str):
-    def reply(body: dict[str, Any]) -> Reply:
-        if body.get("response_format"):  # the judge
-            schema = body["response_format"]["json_schema"]["schema"]
-            ids = schema["properties"]["checks"]["items"]["properties"]["id"]["enum"]
-            return Reply(content=json.dumps({"checks": [{"id": i, "reasoning": "ok", "result": "success"}
-                                                         for i in ids]}))
-        messages = body.get("messages") or []
-        if not body.get("tools") or any(m.get("role") == "tool" for m in messages[-2:]):
-            return Reply(content="I wrote hello.txt.")
-        tool, arguments = CLI_WRITE[name]
-        return Reply(tool_calls=[{"function": {"name": tool, "arguments": arguments}}])
-    return reply
 
 
 @pytest.mark.parametrize("name", ["claude_code", "kilo", "droid"])

@@ -9,13 +9,12 @@ run in an internal error. The trajectories written by that run are then re-score
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from pytest_ifbench.sandbox import sandbox_problem
-from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
+from tests.agents._cli_scripts import CLI_WRITE, cli_script
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
 
@@ -41,26 +40,6 @@ instances:
       - {{id: no-reset, verifier: ifbench.tool_not_called, params: {{arguments: 'reset --hard'}}}}
 """
 
-WRITE = {
-    "claude_code": ("Write", {"file_path": "/workspace/hello.txt", "content": "hello from the stub\n"}),
-    "kilo": ("write", {"filePath": "/workspace/hello.txt", "content": "hello from the stub\n"}),
-    "droid": ("Create", {"file_path": "/workspace/hello.txt", "content": "hello from the stub\n"}),
-}
-
-
-def script(name: str):
-    def reply(body: dict[str, Any]) -> Reply:
-        if body.get("response_format"):  # the judge
-            schema = body["response_format"]["json_schema"]["schema"]
-            ids = schema["properties"]["checks"]["items"]["properties"]["id"]["enum"]
-            return Reply(content=json.dumps({"checks": [{"id": i, "reasoning": "ok", "result": "success"}
-                                                         for i in ids]}))
-        messages = body.get("messages") or []
-        if not body.get("tools") or any(m.get("role") == "tool" for m in messages[-2:]):
-            return Reply(content="I wrote hello.txt.")
-        tool, arguments = WRITE[name]
-        return Reply(tool_calls=[{"function": {"name": tool, "arguments": arguments}}])
-    return reply
 
 
 def verdicts(path) -> dict[tuple[str, str], bool]:
@@ -71,8 +50,8 @@ def verdicts(path) -> dict[tuple[str, str], bool]:
 
 @pytest.mark.parametrize("name", ["claude_code", "kilo", "droid"])
 def test_a_real_cli_under_xdist_is_rescored_with_the_same_verdicts(name, agents, pytester, stub_env):
-    stub_env.default = script(name)
-    write_suite(pytester.path, "suites/cli.yaml", SUITE.format(name=name, tool=WRITE[name][0]))
+    stub_env.default = cli_script(name)
+    write_suite(pytester.path, "suites/cli.yaml", SUITE.format(name=name, tool=CLI_WRITE[name][0]))
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-timeout=60", "-n", "2",
                                            "--ifbench-trajectories=traj")
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str(), result.stderr.str()[-3000:]
