@@ -80,7 +80,7 @@ def agent_suite(pytester: pytest.Pytester) -> Path:
 
 def test_agent_instance_end_to_end(pytester, stub_env, agent_suite):
     scripted(stub_env)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-v", "--alluredir=allure",
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-v", "--alluredir=allure",
                                            "--ifbench-trajectories=traj")
     result.stdout.fnmatch_lines(["*agents.yaml::greet PASSED*"])
     outcomes = result.parseoutcomes()
@@ -107,10 +107,10 @@ def test_agent_instance_end_to_end(pytester, stub_env, agent_suite):
 
 def test_recorded_trajectory_is_scored_without_a_model(pytester, stub_env, agent_suite):
     scripted(stub_env)
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-trajectories=traj")
+    pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-trajectories=traj")
     calls = stub_env.calls
     (written,) = (pytester.path / "traj").glob("*.json")
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-no-cache",
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-no-cache",
                                            f"--ifbench-recorded-trajectories={written}", "-v")
     # Trajectory checks pass from the recording; workspace checks have no workspace to look at.
     result.stdout.fnmatch_lines(["*SUBPASS*[[]wrote[]]*", "*SUBFAIL*[[]file[]]*"])
@@ -130,7 +130,7 @@ def test_missing_sandbox_stops_at_start_up(pytester, stub_env, agent_suite):
 
 def test_harness_failure_is_an_error_not_a_failed_check(pytester, stub_env, agent_suite):
     scripted(stub_env)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-agent-runner=nosuchcli")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-agent-runner=nosuchcli")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*agent runner 'nosuchcli': unknown agent CLI*"])
 
@@ -153,12 +153,12 @@ def test_killed_agent_run_resumes_paying_only_for_missing_calls(pytester, stub_e
     assert 2 <= paid < 7, paid
     stub_env.latency = 0.0
     before = stub_env.calls
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result = pytester.runpytest("suites", *stub_args(stub_env))
     agent_calls = stub_env.calls - before - 1  # one judge call
     assert agent_calls == 7 - paid, (agent_calls, paid)
     # A third run is served entirely from the cache (judge included).
     before = stub_env.calls
-    pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    pytester.runpytest("suites", *stub_args(stub_env))
     assert stub_env.calls == before
     assert "agents.yaml::greet" in result.stdout.str()
 
