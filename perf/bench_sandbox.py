@@ -6,6 +6,8 @@
   ``setpriv``, the sandbox's bubblewrap with its namespaces, ``true``, the
   teardown wait and the disk-budget walk), in an empty workspace.
 * **workspace `bash -c true`**: the same through a string command (bash start-up added).
+* **create + first command + close**: a workspace's start-up cost on the backend (docker: the
+  container is created and started at the first command and removed at close).
 * **10-command sequence**: ten small commands of an agent-like session in one
   workspace (write, read, list, ``git init``/``add``/``commit``...), timed as a
   whole; reported per sequence and per command.
@@ -29,6 +31,10 @@ Usage (from the repository root)::
 
     python perf/bench_sandbox.py
     python perf/bench_sandbox.py --repeat 50 --json sandbox.json
+    DOCKER_HOST=unix:///path/docker.sock python perf/bench_sandbox.py --backend docker
+
+``--backend`` chooses the agent workspaces' sandbox backend (default bubblewrap); the
+``run_python``/``run_assert_tests`` figures are bubblewrap's whatever it is.
 """
 
 from __future__ import annotations
@@ -51,8 +57,8 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 
 from _common import source_revision
 
-from pytest_ifbench.agents.workspace import Limits, Workspace, sandbox_problem
-from pytest_ifbench.sandbox import run_assert_tests, run_python
+from pytest_ifbench.agents.workspace import Limits, Workspace
+from pytest_ifbench.sandbox import make_backend, run_assert_tests, run_python, use_backend
 
 SEQUENCE = (
     "echo 'print(1)' > main.py",
@@ -84,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="runs per figure (default 20)")
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--backend", default="bubblewrap", help="agent sandbox backend (default bubblewrap)")
     args = parser.parse_args(argv)
-    problem = sandbox_problem()
+    use_backend(make_backend(args.backend))
+    problem = make_backend(args.backend).problem()
     if problem is not None:
         print(f"sandbox unavailable: {problem}", file=sys.stderr)
         return 2
@@ -100,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     with Workspace.create(None) as ws:
         figures["workspace true"] = measure(lambda: check(ws.run(["true"], limits=limits)), args.repeat)
         figures["workspace bash -c true"] = measure(lambda: check(ws.run("true", limits=limits)), args.repeat)
+
+    def first() -> None:
+        with Workspace.create(None) as ws:
+            check(ws.run(["true"], limits=limits))
+
+    figures["create + first command + close"] = measure(first, max(3, args.repeat // 4))
 
     def sequence() -> None:
         with Workspace.create(None) as ws:
@@ -119,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     figures["plain true"] = measure(lambda: subprocess.run(["true"], check=True), args.repeat)
 
     seq = figures["10-command sequence (incl. create/close)"]
-    print(f"Sandbox start-up, {args.repeat} runs each (load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs)")
+    print(f"Sandbox start-up ({args.backend}), {args.repeat} runs each "
+          f"(load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs)")
     print(f"  {'':<42}{'median ms':>11}{'p90 ms':>9}")
     for name, fig in figures.items():
         print(f"  {name:<42}{fig['median_ms']:>11.2f}{fig['p90_ms']:>9.2f}")
@@ -127,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         result = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                   "python": platform.python_version(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-                  "loadavg": os.getloadavg(), "euid": os.geteuid(), **source_revision(), "figures": figures}
+                  "loadavg": os.getloadavg(), "euid": os.geteuid(), "backend": args.backend, **source_revision(),
+                  "figures": figures}
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0
 

@@ -226,7 +226,7 @@ class Workspace:
             return
         self._closed = True
         if self._run is not None:
-            self._run.close()
+            self._run.close(keep=self.keep)
         if not self.keep:
             _remove(self.root)
 

@@ -74,7 +74,8 @@ Agent workspaces run on a *backend* chosen by name (``--ifbench-sandbox``):
 :mod:`.backend` is the seam (the :class:`~.backend.SandboxBackend` interface,
 the registry, :func:`~.backend.current_backend`), :mod:`.backends` holds the
 built-ins -- ``bubblewrap`` (the default, the layer above with persistent host
-directories instead of tmpfs).  ``pytest_ifbench.agents.workspace.Workspace`` uses only the seam.
+directories instead of tmpfs) and ``docker`` (one container per run, cgroup
+limits).  ``pytest_ifbench.agents.workspace.Workspace`` uses only the seam.
 The model-written-code front ends above (:func:`run_python` and the test
 runners) run on bubblewrap whatever the agent backend.
 """

@@ -170,8 +170,9 @@ class SandboxRun(Protocol):
     def disk_usage(self, max_entries: int) -> int | None:
         """Bytes the run's directories hold; None past ``max_entries`` entries (counts as over budget)."""
 
-    def close(self) -> None:
-        """Tear the backend's side down (idempotent); the caller then removes the directories."""
+    def close(self, *, keep: bool = False) -> None:
+        """Tear the backend's side down (idempotent); the caller then removes the directories, unless
+        ``keep``: they must then stay on the host as the sandbox left them."""
 
 
 @runtime_checkable

@@ -12,10 +12,10 @@ NEEDS_SANDBOX = False
 
 
 def test_built_ins_are_registered_and_satisfy_the_interface():
-    assert "bubblewrap" in backend_names()
+    assert {"bubblewrap", "docker"} <= set(backend_names())
     backend = make_backend("bubblewrap")
     assert isinstance(backend, SandboxBackend) and backend.name == "bubblewrap"
-    with pytest.raises(KeyError, match="known: bubblewrap"):
+    with pytest.raises(KeyError, match="known: bubblewrap, docker"):
         make_backend("nope")
 
 
@@ -41,7 +41,7 @@ def test_an_unknown_backend_stops_the_run(pytester):
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest("--ifbench-sandbox=nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--ifbench-sandbox=nope: no such sandbox backend (known: bubblewrap*"])
+    result.stderr.fnmatch_lines(["*--ifbench-sandbox=nope: no such sandbox backend (known: bubblewrap, docker*"])
 
 
 def test_a_plugin_adds_a_backend_and_an_unavailable_one_stops_in_one_line(pytester):
@@ -81,3 +81,13 @@ def test_the_run_protocol_is_what_bubblewrap_implements(tmp_path):
     from pytest_ifbench.sandbox.backends._bubblewrap import BubblewrapRun
 
     assert issubclass(BubblewrapRun, SandboxRun)
+
+
+def test_docker_without_a_reachable_engine_stops_in_one_line(pytester, monkeypatch, tmp_path):
+    pytest.importorskip("docker")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--ifbench-sandbox=docker")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    expected = "the docker backend needs root*" if __import__("os").geteuid() else "no Docker Engine reachable at*"
+    result.stderr.fnmatch_lines([f"ERROR: pytest-ifbench: --ifbench-sandbox=docker: {expected}"])

@@ -2,6 +2,8 @@
 
 * ``bubblewrap`` (:mod:`._bubblewrap`, the default): unprivileged namespaces around each command,
   rlimits, a disk watchdog; no daemon, no cgroup.
+* ``docker`` (:mod:`._docker`): one container per run on a Docker Engine API (``DOCKER_HOST``
+  honoured), each command a ``docker exec``; cgroup limits for the whole run, a tmpfs quota.
 
 Outside packages add backends through the ``pytest_ifbench_sandbox_backend`` hook (under pytest) or
 :func:`register_backend`; :func:`use_backend` sets the process's backend.  Each built-in is imported
@@ -61,8 +63,14 @@ def _bubblewrap() -> SandboxBackend:
     return BubblewrapBackend()
 
 
+def _docker() -> SandboxBackend:
+    from ._docker import DockerBackend
+
+    return DockerBackend()
+
+
 #: The backends this package ships, by name.
-BUILT_IN = {"bubblewrap": _bubblewrap}
+BUILT_IN = {"bubblewrap": _bubblewrap, "docker": _docker}
 
 for _name, _factory in BUILT_IN.items():
     register_backend(_name, _factory)

@@ -95,7 +95,7 @@ class BubblewrapRun:
     def disk_usage(self, max_entries: int) -> int | None:
         return ns.tree_usage(self.dirs.roots(), max_entries=max_entries)
 
-    def close(self) -> None:
+    def close(self, *, keep: bool = False) -> None:
         pass
 
 
