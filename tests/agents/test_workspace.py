@@ -328,6 +328,23 @@ def test_filling_the_disk_is_stopped(ws):
     still_works(ws)
 
 
+def test_parallel_preallocation_stays_within_the_quota(ws):
+    """Eight parallel ``fallocate -l 20M``, each within a 64 MiB budget, 160 MB together: instant, so a
+    watchdog walk comes too late (the whole 160 MB landed before: 4 GB with 8 x 500M in a 1 GiB budget);
+    the run's tmpfs quota (root) makes the kernel refuse what does not fit."""
+    from pytest_ifbench.sandbox.backends._quota import available, quota_bytes
+
+    if not available():
+        pytest.skip("the kernel quota needs root; without it only the watchdog checks the budget")
+    limits = Limits(timeout=30, max_workspace_mb=64, max_file_mb=1024)
+    res = ws.run("for i in 1 2 3 4 5 6 7 8; do fallocate -l 20M f$i & done; wait", limits=limits)
+    assert res.limit == "disk", res
+    allocated = sum(p.lstat().st_blocks * 512 for p in ws.path.iterdir())
+    assert allocated <= quota_bytes(64 << 20), allocated
+    assert ws.run("rm -f f*; echo cleaned", limits=limits).ok
+    still_works(ws)
+
+
 def test_too_many_files_count_as_disk(ws):
     limits = Limits(timeout=30, max_workspace_entries=500)
     res = ws.run("for i in $(seq 2000); do : > f$i; done; echo made", limits=limits)

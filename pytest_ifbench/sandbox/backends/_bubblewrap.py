@@ -3,8 +3,10 @@
 Every command is its own sandbox: an unprivileged host uid, rlimits set by ``prlimit`` before its
 first instruction, new user/mount/PID/network/IPC/UTS/cgroup namespaces, the run's directories bound
 read-write at :data:`~..backend.MOUNT`, :data:`~..backend.HOME` and ``/tmp``, the whole PID namespace
-killed when the command ends.  The disk budget is a watchdog (:class:`.._namespaces.Watch`, a walk
-every 0.5 s or more while the command runs) -- a check, not a quota.  There is no cgroup: memory
+killed when the command ends.  As root, the run's root is a tmpfs of about the disk budget
+(:mod:`._quota`: the kernel refuses the overshoot, parallel writers included); the watchdog
+(:class:`.._namespaces.Watch`, a walk every 0.5 s or more while the command runs) reports and stops a
+command over budget either way -- without root it is the only check.  There is no cgroup: memory
 outside ``RLIMIT_AS`` (shared memory, page cache) is not capped, ``Limits.run_memory_mb`` and
 ``Limits.cpus`` are not enforced.
 """
@@ -20,6 +22,8 @@ from .. import _namespaces as ns
 from .._process import run_process
 from .._types import SandboxLimits
 from ..backend import CommandResult, Limits, ProxyRoute, RunDirs, SandboxUnavailable, classify
+from ._quota import TmpfsQuota
+from ._quota import available as quota_available
 
 __all__ = ["BubblewrapBackend", "BubblewrapRun"]
 
@@ -43,12 +47,13 @@ class BubblewrapBackend:
 
 
 class BubblewrapRun:
-    """One run: nothing lives between commands but the host directories."""
+    """One run: nothing lives between commands but the host directories (on a tmpfs quota as root)."""
 
-    __slots__ = ("dirs",)
+    __slots__ = ("dirs", "quota")
 
     def __init__(self, dirs: RunDirs) -> None:
         self.dirs = dirs
+        self.quota = TmpfsQuota(dirs.root, Limits().max_workspace_mb << 20) if quota_available() else None
 
     def run(self, argv: tuple[str, ...], *, limits: Limits, env: Mapping[str, str], stdin: str | None,
             route: ProxyRoute | None, extra_ro: Sequence[str], disk_budget: int | None) -> CommandResult:
@@ -56,6 +61,8 @@ class BubblewrapRun:
         if problem is not None:
             raise SandboxUnavailable(problem)
         dirs = self.dirs
+        if self.quota is not None:
+            self.quota.resize(limits.max_workspace_mb << 20)
         extra = [str(p) for p in extra_ro]
         python = ""
         if route is not None:
@@ -96,7 +103,8 @@ class BubblewrapRun:
         return ns.tree_usage(self.dirs.roots(), max_entries=max_entries)
 
     def close(self, *, keep: bool = False) -> None:
-        pass
+        if self.quota is not None:
+            self.quota.release(keep=keep)
 
 
 def grant_socket(sock: Path, uid: int) -> None:

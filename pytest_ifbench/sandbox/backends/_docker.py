@@ -34,8 +34,6 @@ import os
 import select
 import shutil
 import socket
-import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -56,6 +54,7 @@ from ..backend import (
     sandbox_python,
 )
 from ._docker_image import LABEL, ensure_image, reap_leftovers
+from ._quota import TmpfsQuota
 
 __all__ = ["DockerBackend", "DockerRun"]
 
@@ -63,7 +62,6 @@ SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_docker_e
 _SUPERVISOR_MOUNT = "/run/ifbench/exec.py"
 _CONTROL_MOUNT = "/run/ifbench/ctl"
 _MARK = b"\0IFBENCH-EXEC "
-_SLACK = 16 << 20  # the quota's margin over the budget, so the watchdog sees the overshoot
 
 
 class DockerBackend:
@@ -131,28 +129,13 @@ class DockerRun:
         self._container: Any = None
         self._mounted: tuple[str, ...] = ()
         self._limits: tuple[int, int, float | None] | None = None
-        self._quota = 0
         self._cond = threading.Condition()
         self._running = 0
         self._closed = False
         self._python, needs = _python()
         self._base_extra = needs
-        self._resize(Limits().max_workspace_mb << 20)
+        self._quota = TmpfsQuota(dirs.root, Limits().max_workspace_mb << 20)
         self.control.mkdir(mode=0o700)
-
-    # --- the quota -----------------------------------------------------------------------------------
-
-    def _resize(self, budget: int) -> None:
-        want = budget + budget // 4 + _SLACK
-        if want == self._quota:
-            return
-        option = f"size={want}" if not self._quota else f"remount,size={want}"
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{option},mode=0755", "ifbench-ws", str(self.dirs.root)],
-                              capture_output=True, text=True, check=False)
-        if done.returncode == 0:
-            self._quota = want
-        elif not self._quota:
-            raise SandboxUnavailable(f"the docker backend cannot mount the workspace quota: {done.stderr.strip()}")
 
     # --- the container -------------------------------------------------------------------------------
 
@@ -223,7 +206,7 @@ class DockerRun:
         for key, value in env.items():
             if not key or "=" in key or "\0" in key or "\0" in value:
                 raise ValueError(f"invalid environment variable {key!r}")
-        self._resize(limits.max_workspace_mb << 20)
+        self._quota.resize(limits.max_workspace_mb << 20)
         container = self._ensure([str(p) for p in extra_ro], limits)
         try:
             return self._exec(container, argv, limits, dict(env), stdin, disk_budget)
@@ -311,18 +294,7 @@ class DockerRun:
         with self._cond:
             self._remove_container()
         shutil.rmtree(self.control, ignore_errors=True)
-        if not self._quota:
-            return
-        root = str(self.dirs.root)
-        saved = None
-        if keep:
-            saved = tempfile.mkdtemp(prefix="ifbench-kept-", dir=os.path.dirname(root))
-            subprocess.run(["cp", "-a", f"{root}/.", saved], capture_output=True, check=False)
-        subprocess.run(["umount", "-l", root], capture_output=True, check=False)
-        if saved is not None:
-            for entry in os.listdir(saved):
-                os.rename(os.path.join(saved, entry), os.path.join(root, entry))
-            os.rmdir(saved)
+        self._quota.release(keep=keep)
 
 
 def _check_extra(path: str) -> None:
