@@ -24,7 +24,7 @@ from ._verify import CheckOutcome, VerifyContext, evaluate
 from .agents.session import AgentHarnessError
 from .judges.checklist import JudgeError
 from .models.client import ModelCallError
-from .reports.records import episode_record, error_record
+from .reports.records import episode_record, error_record, errored_after_run
 from .suite.errors import NotASuite, SuiteError
 from .suite.format import marker_name
 
@@ -201,9 +201,24 @@ class InstanceItem(pytest.Function):
         except (ModelCallError, JudgeError, LookupError, AgentHarnessError) as exc:
             kind = ("judge" if isinstance(exc, JudgeError) else
                     "harness" if isinstance(exc, AgentHarnessError) else "model")
-            self.ifbench_record = error_record(self.nodeid, self.spec, state.model_name,
-                                               state.judge_names, str(exc), kind)
+            episode = getattr(exc, "episode", None)
+            self.ifbench_record = (self._record_after_run(episode, str(exc), kind) if episode is not None else
+                                   error_record(self.nodeid, self.spec, state.model_name, state.judge_names,
+                                                str(exc), kind))
             raise InstanceError(str(exc)) from None
+
+    def _record_after_run(self, episode: Episode, error: str, kind: str) -> dict[str, Any]:
+        """The record of an instance that ran and then errored: what the run produced and paid, every check
+        decided without the failed judge, and the undecided ones marked with ``error``."""
+        state = self.state
+        start = time.perf_counter()
+        judged = {c.id for c in self.spec.all_checks() if state.registry.get(c.verifier).kind == "judge"}
+        outcomes = [(turn, o if o.verdict is not None or o.check.id not in judged else
+                     CheckOutcome(check=o.check, verdict=None, error=f"undecided: {error}", duration=o.duration))
+                    for turn, o in self._episode_outcomes(episode)]
+        record = episode_record(self.nodeid, self.spec, state.model_name, state.judge_names, [episode],
+                                outcomes, state.registry, time.perf_counter() - start)
+        return errored_after_run(record, error, kind)
 
     def _outcomes(self) -> list[tuple[int, CheckOutcome]]:
         per_sample = [self._episode_outcomes(episode) for episode in self.episodes]
@@ -273,6 +288,8 @@ class InstanceItem(pytest.Function):
         # and under xdist every report travels to the controller).
         self.failed_subtests, self.subtest_count = failed, len(groups)
         self.ifbench_record = record
+        if record["status"] == "not_applicable":  # no scored check applied: neither passed nor failed
+            pytest.skip("not applicable: none of this instance's checks applied")
 
     def close_workspaces(self) -> None:
         """Remove the agent runs' workspaces (kept with ``--ifbench-keep-workspaces``)."""

@@ -20,7 +20,7 @@ from typing import Any
 from ._registry import Registry
 from ._types import CheckSpec, Instance, Verdict
 from ._verify import CheckOutcome, VerifyContext, evaluate
-from .judges.checklist import judge_checks, judged_subset, task_text
+from .judges.checklist import JudgeError, judge_checks, judged_subset, task_text
 from .models.client import Completion, ModelClient
 
 
@@ -137,9 +137,13 @@ async def _judge(runtime: Runtime, episode: Episode, record: TurnRecord, checks:
     judged = judged_subset(runtime.registry, checks)
     if not judged:
         return
-    verdicts, completions = await judge_checks(
-        runtime.judges, runtime.registry, task_text(record.messages), record.completion.text, judged,
-    )
+    try:
+        verdicts, completions = await judge_checks(
+            runtime.judges, runtime.registry, task_text(record.messages), record.completion.text, judged,
+        )
+    except JudgeError as exc:  # the record keeps what the run produced (reports/records.py)
+        exc.episode = episode
+        raise
     record.judged.update(verdicts)
     episode.judge_completions.extend(completions)
 
@@ -245,7 +249,10 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
             for turn in turns:  # the transcript is judged once; turn checks read the same verdicts
                 turn.judged.update(verdicts)
             episode.judge_completions.extend(completions)
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, JudgeError):  # the record keeps the run (reports/records.py)
+            episode.duration = time.perf_counter() - start
+            exc.episode = episode
         run.close()
         raise
     episode.duration = time.perf_counter() - start

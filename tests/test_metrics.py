@@ -137,13 +137,13 @@ def test_core_tables_overall_row():
     (table,) = core_tables("demo", RECORDS)
     assert table.title == "demo"
     assert table.columns == COLUMNS
-    assert table.rows[0] == ("all", 5, 1, "50.0%", "62.5%", "-", "0/0", "-")
+    assert table.rows[0] == ("all", 5, 1, 0, "50.0%", "62.5%", "-", "0/0", "-")
 
 
 def test_isr_csr_hand_computed_three_instances():
     records = [rec(chk(True), chk(False), chk(True)), rec(chk(True)), rec(chk(False), chk(True))]
     # ISR = 1/3 ; CSR = mean(2/3, 1, 1/2) = 13/18 = 72.2%
-    assert core_tables("x", records)[0].rows[0][:5] == ("all", 3, 0, "33.3%", "72.2%")
+    assert core_tables("x", records)[0].rows[0][:6] == ("all", 3, 0, 0, "33.3%", "72.2%")
 
 
 def test_errored_records_counted_but_excluded():

@@ -79,7 +79,12 @@ _SYSTEM_CONDITIONAL = (
 
 
 class JudgeError(RuntimeError):
-    pass
+    """A judge could not decide (a failed call, malformed JSON twice): the instance errors.
+
+    ``episode`` is the run the judge failed on, when the protocol attached it: the instance's record then
+    keeps its turns, tokens, cost and every check decided without the judge (see ``_collect``)."""
+
+    episode: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

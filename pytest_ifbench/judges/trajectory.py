@@ -161,6 +161,14 @@ def _combine(votes: list[dict[str, Any]]) -> Verdict:
         "spread": statistics.pstdev(counted) if len(counted) > 1 else 0.0})
 
 
+def _conditional(registry: Registry, check: CheckSpec) -> bool:
+    """Whether ``not_applicable`` is an answer for ``check``: its verifier has no notion of a condition (the
+    plain criterion, whose suites let the judge decide), or it has one and these params
+    name a condition. A verifier with a condition mechanism and no condition here is never not applicable."""
+    verifier = registry.get(check.verifier)
+    return verifier.condition is None or bool(verifier.condition(check.params))
+
+
 async def judge_trajectory(
     judges: Sequence[ModelClient], registry: Registry, task: str, transcript: str, checks: Sequence[CheckSpec],
 ) -> tuple[dict[str, Verdict | JudgeOmission], list[Completion]]:
@@ -187,6 +195,13 @@ async def judge_trajectory(
             result, reasoning = results[check_id]
             votes.append({"judge": client.model, "result": result, "passed": result == "success",
                           "applicable": result != "not_applicable", "reasoning": reasoning})
+        check = next(c for c in checks if c.id == check_id)
+        if not _conditional(registry, check):  # only a condition that never arose makes a check not applicable
+            wrong = [v["judge"] for v in votes if not v["applicable"]]
+            if wrong:
+                out[check_id] = JudgeOmission(reason=f"judge {', '.join(wrong)} answered not_applicable, but this "
+                                                     "check has no condition: only conditional checks may be")
+                continue
         if omitted:
             others = "; ".join(f"{v['judge']}: {v['result']}" for v in votes)
             out[check_id] = JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"

@@ -6,7 +6,9 @@ per-instance share of scored checks passed) and, when an instance carries
 bonus/penalty points, the rubric score s_i = max(0, S+ - S-) / S_max
 (S+: bonus points earned, S-: penalty points incurred), averaged over instances. With a judge panel, ISR and
 CSR are also computed per judge and reported as mean and std across judges
-(avg@k). Errored instances are counted but excluded from rates.
+(avg@k). Errored instances -- an error record, or an applicable scored check with
+no decision -- are counted (``errors``) but excluded from rates; instances whose
+scored checks all were not applicable are counted apart (``n/a``).
 
 A check that is not applicable (``"applicable": false``: a conditional
 requirement whose condition did not arise) is left out of every denominator:
@@ -45,6 +47,12 @@ def scored_checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def applicable(check: Mapping[str, Any]) -> bool:
     """False for a check whose condition did not arise (it counts in no denominator)."""
     return check.get("applicable", True) is not False
+
+
+def errored(record: Mapping[str, Any]) -> bool:
+    """An instance that could not be scored: it errored, or an applicable scored check has no decision (a
+    judge left it out, a verifier could not run). It is excluded from every rate and counted as an error."""
+    return record.get("status") == "error" or any(c.get("error") and applicable(c) for c in scored_checks(record))
 
 
 def instance_passed_share(record: Mapping[str, Any], judge: str | None = None) -> tuple[bool, float] | None:
@@ -88,6 +96,8 @@ def rubric_score(record: Mapping[str, Any]) -> float | None:
 class Aggregate:
     n: int = 0
     errors: int = 0
+    #: Instances with scored checks none of which applied: neither passed nor failed.
+    not_applicable: int = 0
     isr: list[bool] = field(default_factory=list)
     csr: list[float] = field(default_factory=list)
     rubric: list[float] = field(default_factory=list)
@@ -104,8 +114,11 @@ class Aggregate:
         if record.get("cost") is not None:
             self.cost += record["cost"]
             self.cost_known = True
-        if record.get("status") == "error":
+        if errored(record):
             self.errors += 1
+            return
+        if record.get("status") == "not_applicable":
+            self.not_applicable += 1
             return
         share = instance_passed_share(record)
         if share is not None:
@@ -117,14 +130,14 @@ class Aggregate:
 
     def row(self, label: str) -> tuple[Any, ...]:
         return (
-            label, self.n, self.errors, _pct(self.isr), _pct(self.csr),
+            label, self.n, self.errors, self.not_applicable, _pct(self.isr), _pct(self.csr),
             _pct(self.rubric) if self.rubric else "-",
             f"{self.prompt_tokens}/{self.completion_tokens}",
             f"${self.cost:.4f}" if self.cost_known else "-",
         )
 
 
-COLUMNS = ("", "items", "errors", "ISR", "CSR", "score", "tokens in/out", "cost")
+COLUMNS = ("", "items", "errors", "n/a", "ISR", "CSR", "score", "tokens in/out", "cost")
 
 
 def _pct(values: Sequence[float | bool]) -> str:
@@ -167,7 +180,7 @@ def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[Me
         judge_rows = []
         isr_by_judge, csr_by_judge = [], []
         for judge in judges:
-            shares = [s for r in records if r.get("status") != "error"
+            shares = [s for r in records if not errored(r)
                       if (s := instance_passed_share(r, judge)) is not None]
             isr = statistics.fmean(float(a) for a, _ in shares) if shares else 0.0
             csr = statistics.fmean(b for _, b in shares) if shares else 0.0

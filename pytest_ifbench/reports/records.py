@@ -2,7 +2,8 @@
 
 Schema (documented in docs/results-format.md): nodeid, suite, benchmark,
 instance, model, judges, protocol, category, scaffold, tier, markers,
-status (passed | failed | error), error, ended, turns[], checks[], tokens,
+status (passed | failed | not_applicable | error), error, error_kind,
+errored_checks, ended, turns[], checks[], tokens,
 cost, durations, verifier_versions.
 """
 
@@ -87,6 +88,14 @@ def error_record(nodeid: str, instance: Instance, model: str | None, judges: Seq
     })
 
 
+def errored_after_run(record: dict[str, Any], error: str, kind: str) -> dict[str, Any]:
+    """An instance that ran, then errored (its judge failed): the episode's ``record`` keeps its turns,
+    tokens, cost, durations and every check decided without the failing part; it is an error, and
+    ``errored_checks`` names the checks left undecided and why."""
+    errored = [{"check": c["check"], "error": c["error"]} for c in record.get("checks", []) if c.get("error")]
+    return record | {"status": "error", "error": error, "error_kind": kind, "errored_checks": errored}
+
+
 def episode_record(
     nodeid: str, instance: Instance, model: str | None, judges: Sequence[str], episodes: Sequence[Episode],
     outcomes: Sequence[tuple[int, CheckOutcome]], registry: Registry, verify_seconds: float,
@@ -101,10 +110,13 @@ def episode_record(
         entry = outcome.check.to_json() | outcome.to_json() | {"turn_ran": turn}
         entry["version"] = registry.get(outcome.check.verifier).version
         checks.append(entry)
-    # A not-applicable check (a condition that never arose) neither passes nor fails the instance.
+    # A not-applicable check (a condition that never arose) neither passes nor fails the instance; an
+    # instance with scored checks but none applicable is neither passed nor failed either.
     scored = [c for c in checks if c["scored"] and c.get("applicable", True)]
+    status = ("not_applicable" if not scored and any(c["scored"] for c in checks) else
+              "passed" if all(c["passed"] for c in scored) else "failed")
     return plain(_base(nodeid, instance, model, judges) | {
-        "status": "passed" if all(c["passed"] for c in scored) else "failed",
+        "status": status,
         "error": None, "ended": episode.ended,
         "turns": [
             {"index": t.index, "messages": t.messages, "response": t.completion.to_json()}

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ..suite.run_settings import judge_warning, settings_lines
-from .metrics import COLUMNS, Aggregate, MetricTable
+from .metrics import COLUMNS, Aggregate, MetricTable, errored
 
 #: When the session started (set by :mod:`.summary_file`'s ``pytest_sessionstart``): the summary says how long it took.
 START_KEY = pytest.StashKey[float]()
@@ -152,21 +152,18 @@ def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], p
 
 def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], base: Path,
                    plots_dir: Path) -> Document:
-    from .._state import STATE_KEY
     from .._version import __version__
     from .terminal import benchmark_tables
 
     records = sorted(records, key=lambda r: r["nodeid"])
-    state = config.stash.get(STATE_KEY, None)
     doc = Document()
     doc.heading(1, "pytest-ifbench summary")
-    model = "pre-recorded responses" if state is not None and state.responses is not None else (
-        records[0].get("model") or "-")
+    model = scored_what(config, records)
     judges = ", ".join(f"`{j}`" for j in (records[0].get("judges") or [])) or "-"
-    errors = [r for r in records if r.get("status") == "error"]
+    errors = [r for r in records if errored(r)]
     started = config.stash.get(START_KEY, None)
     took = f" in {time.time() - started:.1f} s" if started else ""
-    facts = [f"model: `{model}`; judges: {judges}",
+    facts = [f"{model}; judges: {judges}",
              f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {len(records)} instances"
              + (f" ({len(errors)} errored)" if errors else "") + f"{took}, pytest-ifbench {__version__}"]
     results = config.getoption("ifbench_results", None)
@@ -214,8 +211,26 @@ def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], 
     if errors:
         doc.heading(2, "Errors")
         doc.table(("instance", "kind", "error"),
-                  [(r["nodeid"], r.get("error_kind") or "", (r.get("error") or "")[:300]) for r in errors[:50]])
+                  [(r["nodeid"], r.get("error_kind") or "check", _error_text(r)[:300]) for r in errors[:50]])
     return doc
+
+
+def _error_text(record: Mapping[str, Any]) -> str:
+    undecided = "; ".join(f"{c.get('check')}: {c.get('error')}" for c in record.get("checks", []) if c.get("error"))
+    return str(record.get("error") or f"undecided checks: {undecided}")
+
+
+def scored_what(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> str:
+    """What this run scored: the model under test, or the recordings it re-scored (no model was called)."""
+    recorded = []
+    if config.getoption("ifbench_responses", None):
+        recorded.append(f"pre-recorded responses (`{Path(config.getoption('ifbench_responses')).name}`)")
+    trajectories = config.getoption("ifbench_recorded_trajectories", None) or []
+    if trajectories:
+        recorded.append("recorded agent trajectories (" + ", ".join(f"`{Path(t).name}`" for t in trajectories) + ")")
+    if recorded:
+        return "scored: " + " and ".join(recorded) + ", re-scored without calling the model under test"
+    return f"model: `{records[0].get('model') or '-'}`"
 
 
 def _metric_table(doc: Document, table: MetricTable) -> None:

@@ -13,10 +13,11 @@ For a bonus item ``satisfied`` means it is met; for a penalty item it means **th
 mistake was made). The verdict's ``passed`` follows the core's rubric convention (``passed`` = the response
 is fine on this item): a bonus passes when satisfied, a penalty passes when NOT satisfied.
 
-Failures are never a silent zero: a reply that is not the JSON asked for gets one repair turn, then raises
-``JudgeError`` (the task errors); a failing call (a context-window error included) raises ``JudgeError``; an
-item missing from a judge's answer, or with a non-boolean ``satisfied``, gets a ``JudgeOmission`` (an
-error on that check). Panels: every judge answers alone; the verdict keeps each judge's vote and raw entry in
+Failures are never a silent zero: a reply that is not the JSON asked for -- an item with a non-boolean
+``satisfied`` included -- gets one repair turn (as the OctoBench trajectory judge's), then raises ``JudgeError``
+(the task errors); a failing call (a context-window error included) raises ``JudgeError``; an item missing
+from a judge's answer gets a ``JudgeOmission`` (an error on that check, and the task is excluded and counted
+as an error in every table). Panels: every judge answers alone; the verdict keeps each judge's vote and raw entry in
 ``details["judges"]`` and passes on a strict majority (a tie fails).
 """
 
@@ -146,6 +147,9 @@ def parse(completion: Completion, ids: Sequence[str]) -> dict[str, dict[str, Any
     out: dict[str, dict[str, Any]] = {}
     for entry in results:
         if isinstance(entry, dict) and str(entry.get("id")) in ids:
+            if not isinstance(entry.get("satisfied"), bool):  # an invalid value earns the reply its repair turn
+                raise ValueError(f"criterion {entry['id']!r} has satisfied={entry.get('satisfied')!r}, "
+                                 "not true or false")
             out.setdefault(str(entry["id"]), entry)
     return out
 

@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from pytest_ifbench import PROTOCOLS, Episode, Instance, Runtime
+from pytest_ifbench import PROTOCOLS, Episode, Instance, JudgeError, Runtime
 
 from . import materials, screenshot
 from .judge import JudgeInput, judge_task
@@ -54,7 +54,9 @@ async def agentif(instance: Instance, runtime: Runtime) -> Episode:
             for turn in episode.turns:
                 turn.judged.update(verdicts)
             episode.judge_completions.extend(completions)
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, JudgeError):  # the record keeps the run and its decided checks
+            exc.episode = episode
         if episode.agent is not None:
             episode.agent.close()
         raise

@@ -80,12 +80,23 @@ def test_a_triggered_penalty_fails(stub_env):
     assert not verdicts["c3"].passed and "penalty applies" in verdicts["c3"].evidence
 
 
-def test_an_omitted_or_non_boolean_item_is_an_error_on_that_check(stub_env):
-    stub_env.default = answering({"c1": True, "c2": "yes"})
+def test_an_omitted_item_is_an_error_on_that_check(stub_env):
+    stub_env.default = answering({"c1": True, "c2": False})
     verdicts, _ = run(stub_env)
     assert isinstance(verdicts["c1"], Verdict)
-    assert isinstance(verdicts["c2"], JudgeOmission) and "satisfied='yes'" in verdicts["c2"].reason
     assert isinstance(verdicts["c3"], JudgeOmission) and "left this criterion out" in verdicts["c3"].reason
+
+
+def test_a_non_boolean_value_gets_the_repair_turn_then_errors(stub_env):
+    stub_env.add_rule("", answering({"c1": True, "c2": "yes", "c3": False}), times=1)
+    stub_env.default = answering({"c1": True, "c2": True, "c3": False})
+    verdicts, completions = run(stub_env)
+    assert len(completions) == 2 and verdicts["c2"].passed
+    assert "satisfied='yes'" in stub_env.requests[1].body["messages"][-1]["content"]
+    stub_env.reset()
+    stub_env.default = answering({"c1": True, "c2": None, "c3": False})
+    with pytest.raises(JudgeError, match="satisfied=None"):
+        run(stub_env)
 
 
 def test_one_repair_then_the_task_errors(stub_env):

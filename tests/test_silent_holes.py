@@ -1,0 +1,91 @@
+"""No silent holes in the reports: each test fails on the behaviour issue 23 found."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+from pytest_ifbench.reports.metrics import COLUMNS, core_tables
+from pytest_ifbench.reports.summary_writer import scored_what
+from pytest_ifbench.testing import Reply
+from tests._support import demo_suite, stub_args, write_suite
+from tests.test_judge_trajectory import REGISTRY, answering, judge
+
+CONDITIONAL = {"id": "c", "verifier": "manyih.if_judge",
+               "params": {"prompt": "Are tool calls in XML tags? {response}",
+                          "condition": "Does {response} call a tool?", "compat": "reference"}}
+
+
+def verdicts(answer: dict[str, str]):
+    def reply(body):
+        prompt = next(m["content"] for m in body["messages"] if "REQUIREMENTS" in m["content"])
+        asked = re.findall(r"- id: (\S+)", prompt)
+        return Reply(content=json.dumps({"checks": [{"id": i, "verdict": answer[i], "reasoning": "r"}
+                                                    for i in asked if i in answer]}))
+    return reply
+
+
+def results_of(pytester) -> dict[str, dict]:
+    data = json.loads((pytester.path / "ifbench-results.json").read_text())
+    return {r["instance"]: r for r in data["instances"]}
+
+
+def test_an_instance_with_no_applicable_check_is_neither_passed_nor_failed(pytester, stub_env):
+    write_suite(pytester.path, "suites/na.yaml", demo_suite({"id": "na", "prompt": "hi", "checks": [CONDITIONAL]}))
+    stub_env.add_rule("REQUIREMENTS", verdicts({"c": "not_applicable"}))
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
+    result.assert_outcomes(skipped=1)
+    assert result.ret == 0
+    record = results_of(pytester)["na"]
+    assert record["status"] == "not_applicable"
+    row = dict(zip(COLUMNS, core_tables("demo", [record])[0].rows[0]))
+    assert (row["items"], row["errors"], row["n/a"], row["ISR"]) == (1, 0, 1, "-")
+
+
+def test_a_judge_error_after_the_run_keeps_the_turns_decided_checks_and_tokens(pytester, stub_env):
+    instance = {"id": "j", "prompt": "hi", "checks": [
+        {"id": "words", "verifier": "ifbench.word_count", "params": {"min": 1}},
+        {"id": "polite", "verifier": "ifbench.judge", "params": {"criterion": "is polite"}}]}
+    write_suite(pytester.path, "suites/j.yaml", demo_suite(instance))
+    stub_env.add_rule("REQUIREMENTS", Reply(content="no json here"))
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
+    result.assert_outcomes(errors=1)
+    record = results_of(pytester)["j"]
+    assert record["status"] == "error" and record["error_kind"] == "judge"
+    assert record["turns"] and record["turns"][0]["response"]["text"] == "stub reply to: hi"
+    checks = {c["check"]: c for c in record["checks"]}
+    assert checks["words"]["passed"] is True and checks["words"]["error"] is None
+    assert checks["polite"]["error"].startswith("undecided: judge")
+    assert [c["check"] for c in record["errored_checks"]] == ["polite"]
+    assert record["tokens"]["prompt"] > 0 and record["durations"]["generation"] >= 0
+
+
+def test_an_undecided_rubric_check_is_an_error_in_the_core_table():
+    bonus = {"check": "b1", "kind": "bonus", "points": 1, "scored": True, "passed": False,
+             "error": "judge j left this criterion out of its answer"}
+    record = {"status": "failed", "checks": [bonus, {**bonus, "check": "b2", "passed": True, "error": None}]}
+    row = dict(zip(COLUMNS, core_tables("agentif", [record])[0].rows[0]))
+    assert (row["errors"], row["ISR"], row["score"]) == (1, "-", "-")  # was: errors 0, score 0.0 %
+
+
+def test_not_applicable_for_a_check_without_a_condition_is_an_error_on_that_check(stub_env):
+    params = REGISTRY.get("manyih.if_judge").validate(
+        {"prompt": "Is it polite? {response}", "condition": "", "compat": "paper"})
+    from pytest_ifbench._types import CheckSpec, JudgeOmission
+
+    check = CheckSpec(id="p", verifier="manyih.if_judge", params=params)
+    stub_env.add_rule("", answering({"p": "not_applicable"}))
+    out, _ = judge(stub_env, [check])
+    assert isinstance(out["p"], JudgeOmission) and "has no condition" in out["p"].reason
+
+
+def test_the_summary_says_what_was_scored_when_re_scoring():
+    def config(**options):
+        return SimpleNamespace(getoption=lambda name, default=None: options.get(name, default))
+
+    records = [{"model": "local/smollm2"}]
+    assert scored_what(config(), records) == "model: `local/smollm2`"
+    text = scored_what(config(ifbench_recorded_trajectories=["runs/traj"]), records)
+    assert "recorded agent trajectories (`traj`)" in text and "smollm2" not in text
+    assert "pre-recorded responses (`r.jsonl`)" in scored_what(config(ifbench_responses="r.jsonl"), records)
