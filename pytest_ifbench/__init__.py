@@ -26,7 +26,9 @@ from ._verify import CheckOutcome, evaluate
 from ._version import __version__
 from .models.provider_api import Provider
 from .models.providers import chat_reply, make_client
+from .reports import stats
 from .reports.metrics import MetricTable
+from .reports.stats import Estimate
 from .ruff.check import ruff_setting
 from .suite.detect import suite_yaml_or_none
 from .suite.errors import SuiteError
@@ -34,12 +36,12 @@ from .suite.format import set_check_param
 from .suite.jsonl import JsonlError, iter_jsonl
 
 __all__ = [
-    "Benchmark", "CheckOutcome", "CheckSpec", "Compat", "Completion", "Episode", "GenerationParams", "Instance",
-    "JUDGE_PARAMS", "JsonlError", "JudgeError", "JudgeOmission", "MetricTable", "ModelClient", "PROTOCOLS", "Param",
-    "ParamError", "ProtocolRegistry", "Provider", "ReadOptions", "Registry", "ResponseCache", "RuffSetting",
+    "Benchmark", "CheckOutcome", "CheckSpec", "Compat", "Completion", "Episode", "Estimate", "GenerationParams",
+    "Instance", "JUDGE_PARAMS", "JsonlError", "JudgeError", "JudgeOmission", "MetricTable", "ModelClient", "PROTOCOLS",
+    "Param", "ParamError", "ProtocolRegistry", "Provider", "ReadOptions", "Registry", "ResponseCache", "RuffSetting",
     "RuffSpec", "Runtime", "SuiteError", "ToolRegistry", "TurnRecord", "Verdict", "Verifier", "VerifyContext",
     "__version__", "ask_with_repair", "call_judge", "chat_reply", "code_block", "evaluate", "extract_code",
-    "first_json_object", "iter_jsonl", "make_client", "reply_entries", "ruff_setting", "set_check_param",
+    "first_json_object", "iter_jsonl", "make_client", "reply_entries", "ruff_setting", "set_check_param", "stats",
     "strip_reasoning", "suite_yaml_or_none", "user_cache_dir", "validate_params",
 ]
 

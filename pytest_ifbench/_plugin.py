@@ -448,6 +448,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     records = list(config.stash[RECORDS_KEY].values())
     target = config.getoption("ifbench_results")
     if records and target:
+        from .reports.metrics import headline_metrics
         from .reports.records import write_results
 
         path = Path(target)
@@ -455,7 +456,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             path = Path(config.invocation_params.dir) / path
         state = config.stash[STATE_KEY]
         write_results(path, records, {"model": state.model_name, "judges": state.judge_names,
-                                      "generation": settings_by_benchmark(records)})
+                                      "generation": settings_by_benchmark(records),
+                                      "metrics": headline_metrics(records)})
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import stats
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MetricTable:
@@ -144,6 +146,26 @@ def _pct(values: Sequence[float | bool]) -> str:
     if not values:
         return "-"
     return f"{100 * statistics.fmean(float(v) for v in values):.1f}%"
+
+
+#: The note every core table carries: how its intervals were computed.
+INTERVAL_NOTE = ("ISR, CSR, score: value ±SE [95% CI] over instances (the unit; with samples, an instance's "
+                 "checks are first combined over its samples); " + stats.method_note(["wilson", "t"])[14:])
+
+
+def headline_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per benchmark: ISR, CSR and score as :class:`~.stats.Estimate` JSON (value, se, ci95, n, method),
+    plus the counts; the results file's ``metrics`` entry."""
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[str(record.get("benchmark"))].append(record)
+    out = {}
+    for benchmark, group in sorted(groups.items()):
+        agg = _aggregate(group)
+        found = {"isr": stats.proportion(agg.isr), "csr": stats.mean(agg.csr), "score": stats.mean(agg.rubric)}
+        out[benchmark] = {"items": agg.n, "errors": agg.errors, "not_applicable": agg.not_applicable} | {
+            name: estimate.to_json() for name, estimate in found.items() if estimate is not None}
+    return out
 
 
 def _aggregate(records: Iterable[Mapping[str, Any]]) -> Aggregate:
