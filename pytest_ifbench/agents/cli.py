@@ -38,12 +38,13 @@ each connection, so nothing a tool command can read (environment, config files, 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .._types import GenerationParams
 from ..models.client import ModelClient
+from .accounting import Meter, Usage
 from .clis import BUILTIN_CLIS, AgentClis
 from .install import agents_dir, cli_problem, install, installed_version, resolve_version
 from .normalize import load_raw, normalize
@@ -90,6 +91,8 @@ class CliResult:
     harness_error: str | None = None
     #: A one-line reason when the agent's own actions ended the run (see the module doc): a failure.
     agent_fault: str | None = None
+    #: The run's model calls, counted as the loop counts its own (None: the CLI never started).
+    usage: Usage | None = None
 
 
 def _last_line(text: str) -> str:
@@ -101,7 +104,8 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                   client: ModelClient, submit: Submit | None, options: AgentOptions, log_path: Path,
                   session_id: str | None = None, params: GenerationParams = GenerationParams(),
                   max_tokens_cap: int | None = None, clis: AgentClis | None = None,
-                  version: str | None = None, replace_system: bool = False) -> CliResult:
+                  version: str | None = None, replace_system: bool = False,
+                  progress: Callable[[str], None] | None = None) -> CliResult:
     """Run the CLI ``name`` on ``queries`` (one user turn each) in ``workspace`` (see the module doc).
 
     ``system`` is appended to the CLI's own system prompt, or replaces it with ``replace_system`` where
@@ -113,7 +117,10 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     records carry ``session_id`` (default: ``name``), which becomes the trajectory's id. ``params``
     supply what the CLI's requests leave out (temperature, top_p, seed); ``max_tokens_cap`` bounds
     the ``max_tokens`` they ask for (a small local model's context cannot hold 32,000 more). ``clis``:
-    the registry ``name`` is looked up in (default: the shipped CLIs)."""
+    the registry ``name`` is looked up in (default: the shipped CLIs). Every call is counted and capped by
+    ``options``' ``max_steps``, ``max_tokens``, ``max_cost`` and ``max_seconds`` (:mod:`.accounting`):
+    past one the CLI is refused and ended, the stop reason is the limit's, and the run is no error;
+    ``progress`` gets one line per call."""
     if not queries:
         raise ValueError("run_cli needs at least one query")
     clis = _registry(clis)
@@ -134,10 +141,11 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     replacing = bool(system) and replace_system and scaffold.replaces_system
     system_note = None if not system else ("replaced" if replacing else "appended")
     route = ProxyRoute(socket=workspace.root / "proxy.sock", port=PROXY_PORT)
+    meter = Meter(options, progress=progress, who=name)
     proxy = RecordingProxy(client, log_path=log_path, session_id=session, socket_path=route.socket, submit=submit,
                            defaults=params, max_tokens_cap=max_tokens_cap,
-                           wire_formats=(clis.wire_format(scaffold.wire),), relay_only=True)
-    deadline = time.monotonic() + options.max_seconds
+                           wire_formats=(clis.wire_format(scaffold.wire),), relay_only=True, meter=meter)
+    deadline = meter.deadline
     done: CommandResult | None = None
     error: str | None = None
     fault: str | None = None
@@ -147,7 +155,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
             for turn, query in enumerate(queries):
                 left = deadline - time.monotonic()
                 if left < 1:
-                    error = f"the run's {options.max_seconds:g}s ran out before query {turn + 1}"
+                    meter.stop("max_seconds")
                     break
                 call = scaffold.invocation(binary, query, turn=turn, model=model_name, system=system,
                                            **({"replace_system": True} if replacing else {}))
@@ -156,6 +164,10 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 before = proxy.calls
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
+                if done.limit == "timeout" and proxy.calls:  # the deadline, once the agent is at work
+                    meter.stop("max_seconds")
+                if meter.stop_reason is not None:  # a limit: the run ends there, scored as it is
+                    break
                 error = _classify(name, done, proxy, before, options)
                 if error is not None and _tool_was_running(proxy):
                     error, fault = None, _fault(name, done, error)
@@ -163,8 +175,10 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                     break
         except SandboxUnavailable as exc:
             error = f"sandbox unavailable: {exc}"
-    return _result(name, session, log_path, done, error, proxy.notes, clis, fault,
-                   meta={"runner_version": running, "version_named": version, "system_prompt": system_note})
+    usage = meter.usage()
+    return _result(name, session, log_path, done, error, proxy.notes, clis, fault, usage=usage,
+                   meta={"runner_version": running, "version_named": version, "system_prompt": system_note,
+                         "limits": options.to_json(), **usage.to_meta()})
 
 
 _DENIED = ("EACCES", "EPERM", "Permission denied", "Operation not permitted", "ECONNREFUSED")
@@ -208,7 +222,7 @@ def _fault(name: str, done: CommandResult, error: str) -> str:
 
 def _result(name: str, session: str, log_path: Path, done: CommandResult | None, error: str | None,
             notes: Sequence[str], clis: AgentClis, fault: str | None = None,
-            meta: dict[str, object] | None = None) -> CliResult:
+            meta: dict[str, object] | None = None, usage: Usage | None = None) -> CliResult:
     try:
         records = load_raw(log_path) if log_path.exists() else []
         trajectories = normalize(records)
@@ -217,7 +231,9 @@ def _result(name: str, session: str, log_path: Path, done: CommandResult | None,
         error = error or f"the raw log {log_path} cannot be normalized: {exc}"
     main = trajectories[0] if trajectories else Trajectory(id=session)
     calls = [r for r in records if "refused" not in r]
-    if fault is not None:
+    if usage is not None and usage.stop_reason is not None:
+        stop = usage.stop_reason
+    elif fault is not None:
         stop = "agent_fault"
     elif done is not None and done.limit == "timeout":
         stop = "timeout"
@@ -232,4 +248,4 @@ def _result(name: str, session: str, log_path: Path, done: CommandResult | None,
     return CliResult(trajectory=main, final_text=main.final_text(), stop_reason=stop,
                      returncode=None if done is None else done.returncode, stdout="" if done is None else done.stdout,
                      stderr="" if done is None else done.stderr, raw_log=log_path, harness_error=error,
-                     agent_fault=fault)
+                     agent_fault=fault, usage=usage)

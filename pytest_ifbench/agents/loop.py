@@ -15,6 +15,8 @@ Stop rules (:attr:`LoopResult.stop_reason`), limits checked before each model ca
   profile has none); a reply cut off by ``max_tokens`` of one call ends the run the same way.
 * ``max_steps`` / ``max_tokens`` (completion tokens) / ``max_seconds`` / ``max_cost`` (when the
   provider reports cost; 0 = no limit): a limit of :class:`~.options.AgentOptions` was reached.
+  ``max_seconds`` is a wall-clock deadline that also holds while a model call or a tool command is
+  in flight (the call is cancelled; a command's timeout is cut to the time left).
   One call's ``max_tokens`` is capped by what is left of the run's budget.
 * ``repeated_action``: the same call (tool name and canonical JSON arguments) ``max_repeats``
   times in a row; that last call is answered "not executed", not run.
@@ -269,8 +271,13 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
     builder.meta["steps"] = run.steps
     budget = run.options.max_tokens - run.tokens
     call_params = replace(params, max_tokens=min(params.max_tokens or budget, budget))
-    try:
-        completion = await client.complete(history, call_params, sample=sample, tools=specs)
+    left = run.start + run.options.max_seconds - time.monotonic()
+    try:  # the run's deadline holds while the call is in flight, as it does for a tool command
+        completion = await asyncio.wait_for(client.complete(history, call_params, sample=sample, tools=specs),
+                                            timeout=max(left, 0.001))
+    except TimeoutError:
+        run.stop_reason = "max_seconds"
+        return
     finally:
         model_time = time.perf_counter() - began
         run.model_seconds += model_time
@@ -302,6 +309,7 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
                                       is_error=result.is_error))
     builder.checkpoint()  # one write per step: the reply and its tool results
     if progress is not None:
-        progress(f"step {run.steps}/{run.options.max_steps}: {'; '.join(summaries)}")
+        progress(f"step {run.steps}/{run.options.max_steps}: {'; '.join(summaries)}; "
+                 f"{run.tokens:,} tokens, {f'${run.cost:.4f}' if run.cost else '$0'}")
     run.timings.append(StepTiming(model=model_time, tools=run.tool_seconds - tools_before,
                                   total=time.perf_counter() - began))

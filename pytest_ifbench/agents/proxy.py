@@ -19,47 +19,40 @@ format: a request in another dialect is recorded as its Messages-format equivale
 (the CLI's API key among them) are never read into the log, and each line passes through
 :func:`~pytest_ifbench._redact.redact`.
 
-Other endpoints: a wire format's helpers -- ``POST /v1/messages/count_tokens`` answers an estimate
-(:func:`~pytest_ifbench.agents.wire.anthropic_messages.estimate_tokens`, no model call, not recorded);
-``HEAD /`` and ``GET /`` answer 200 (clients probe reachability); anything else is a 404 in the
-error format of the first wire format served, remembered in :attr:`RecordingProxy.notes`.
+Other endpoints: a wire format's helpers (``POST /v1/messages/count_tokens``: an estimate, no model call,
+not recorded); ``HEAD /`` and ``GET /`` answer 200; anything else is a 404, remembered in
+:attr:`RecordingProxy.notes`.
 
 Failures are the harness's, not the agent's. When the model call fails (after the client's own
-retries) or a request cannot be translated, the CLI gets an error in its wire format carrying the
-provider's message (redacted): HTTP 413 (Messages: ``request_too_large``) when the provider said 413,
-else HTTP 400 (``invalid_request_error``), with ``x-should-retry: false`` -- the CLIs retry any 5xx
-(some whatever the header says), repeating what the client already retried. The call is recorded with
-the error as its ``response_body`` (a Messages-format error, whatever the wire format) and listed in
-:attr:`RecordingProxy.failures`, which the runner reports as a harness error.
+retries) or a request cannot be translated, the CLI gets an error carrying the provider's message
+(redacted): HTTP 413 when the provider said 413, else 400, with ``x-should-retry: false`` (the CLIs
+retry any 5xx, repeating what the client already retried). The call is recorded with the error as its
+``response_body`` and listed in :attr:`RecordingProxy.failures`, which the runner reports as a harness error.
 
-Model calls are coroutines run by ``submit(coro) -> concurrent.futures.Future`` -- the plugin's
-background loop; without one the proxy starts its own (:class:`LoopThread`). Each connection has its
-own thread, so concurrent CLI requests (sub-agents) are concurrent model calls.
+Model calls are coroutines run by ``submit(coro) -> concurrent.futures.Future`` (the plugin's background
+loop, else the proxy's own :class:`LoopThread`); each connection has its own thread.
 
-Only the CLI's own traffic (``relay_only=True``, as the CLI runner starts it). The sandbox's relay
-(:mod:`pytest_ifbench.sandbox._forward`) traces each connection to the process that made it, lets the
-CLI's through after the line ``IFBENCH-RELAY cli`` and refuses the rest itself, telling the proxy in
-one line. The proxy accepts Unix connections from that relay alone -- the connecting process
-(``SO_PEERCRED``) must be pid 2 of a PID namespace one below ours, the relay for as long as its sandbox
-lives -- and nothing on TCP. Everything else (the relay's notices, a tool command connecting to the
-socket directly) is a **refused request**: it never reaches the model, is not a call
-(:attr:`RecordingProxy.calls`), and is recorded as an event (:attr:`RecordingProxy.refusals`, and a log
-line ``{..., "request_body": null, "response_body": null, "refused": {kind, status, reason, method,
-path, bytes}}`` that :func:`~pytest_ifbench.agents.normalize.normalize` puts in the trajectory's
-``meta["refused_requests"]``).
+Only the CLI's own traffic (``relay_only=True``, as the CLI runner starts it): the sandbox's relay
+(:mod:`pytest_ifbench.sandbox._forward`) lets the CLI's connections through after the line
+``IFBENCH-RELAY cli`` and refuses the rest itself, telling the proxy in one line; the proxy accepts Unix
+connections from that relay alone (:func:`~.proxy_bounds.not_the_relay`) and nothing on TCP. Everything
+else -- and a body out of the bounds of :mod:`.proxy_bounds` -- is a **refused request**: it never reaches
+the model, is not a call (:attr:`RecordingProxy.calls`), and is recorded as an event
+(:attr:`RecordingProxy.refusals`, and a log line ``{..., "request_body": null, "response_body": null,
+"refused": {kind, status, reason, method, path, bytes}}`` that
+:func:`~pytest_ifbench.agents.normalize.normalize` puts in the trajectory's ``meta["refused_requests"]``).
+A successful answer passes through :func:`~pytest_ifbench._redact.redact` on its way back into the sandbox.
 
-Bounds (any caller, the CLI included): a body over :data:`MAX_BODY_BYTES` is answered 413 without being
-read, a body nested deeper than :data:`MAX_DEPTH` or that is not a JSON object 400; at most
-:data:`MAX_CONNECTIONS` connections are served at once (the next ones get a 503 at once); each of
-these is a refused request too (kinds ``too_large``, ``too_deep``, ``not_json``, ``over_capacity``),
-the first :data:`MAX_RECORDED_REFUSALS` in full, then only counted. A successful answer passes through
-:func:`~pytest_ifbench._redact.redact` on its way back into the sandbox, as the error path does, so a
-provider echoing a key in its content cannot put it in the workspace or the CLI's session log.
+Accounting and limits (``meter``, a :class:`~.accounting.Meter`, as the CLI runner passes it): every
+call is admitted by the meter first and counted after; one call's ``max_tokens`` is capped by what is
+left of the run's budget, and waiting for the model ends at the run's deadline. Past a limit the CLI
+gets a non-retryable HTTP 400 naming it (a refusal, neither a call nor a failure), and a second later
+every process of its sandbox is killed (:class:`~.proxy_bounds.SandboxEnder`); the meter keeps the stop
+reason (``max_steps``, ``max_tokens``, ``max_seconds``, ``max_cost``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import json
 import os
@@ -76,6 +69,7 @@ from .._redact import redact
 from .._types import GenerationParams
 from ..models.client import Completion, ModelClient
 from ..sandbox._forward import PREAMBLE_CLI, PREAMBLE_REFUSED
+from .accounting import Meter, tool_names
 from .proxy_bounds import (
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
@@ -84,10 +78,14 @@ from .proxy_bounds import (
     NOT_CLI,
     Bounded,
     Rejected,
+    SandboxEnder,
+    bind_path,
     not_the_relay,
+    read_body,
     redact_bytes,
-    too_deep,
+    relay_preamble,
 )
+from .proxy_loop import LoopThread
 from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
 from .wire.anthropic_messages import error_body
 
@@ -96,41 +94,6 @@ __all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUS
 
 #: Runs a model-call coroutine somewhere and returns a future for its result.
 Submit = Callable[[Coroutine[Any, Any, Completion]], "concurrent.futures.Future[Completion]"]
-#: Longest Unix socket path ``bind`` accepts (``sun_path`` is 108 bytes with its NUL).
-_MAX_SOCKET_PATH = 107
-
-
-class LoopThread:
-    """An asyncio event loop in a daemon thread; :meth:`submit` runs a coroutine on it."""
-
-    def __init__(self, name: str = "ifbench-proxy-loop") -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, coro: Coroutine[Any, Any, Completion]) -> concurrent.futures.Future[Completion]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def close(self) -> None:
-        """Cancel what still runs on the loop (litellm leaves a logging task there), stop and close it."""
-        if self.loop.is_closed():
-            return
-        if self.loop.is_running():
-            try:
-                asyncio.run_coroutine_threadsafe(_cancel_tasks(), self.loop).result(5)
-            except (concurrent.futures.TimeoutError, RuntimeError):
-                pass
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(5)
-        if not self.loop.is_running():
-            self.loop.close()
-
-
-async def _cancel_tasks() -> None:
-    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class RecordingProxy:
@@ -148,7 +111,8 @@ class RecordingProxy:
     def __init__(self, client: ModelClient, *, log_path: Path, session_id: str = "session",
                  socket_path: Path | None = None, tcp: bool = False, submit: Submit | None = None,
                  defaults: GenerationParams = GenerationParams(), max_tokens_cap: int | None = None,
-                 wire_formats: Sequence[WireFormat] = (ANTHROPIC_MESSAGES,), relay_only: bool = False) -> None:
+                 wire_formats: Sequence[WireFormat] = (ANTHROPIC_MESSAGES,), relay_only: bool = False,
+                 meter: Meter | None = None) -> None:
         if socket_path is None and not tcp:
             raise ValueError("the proxy needs a socket_path, tcp=True or both")
         if not wire_formats:
@@ -178,6 +142,10 @@ class RecordingProxy:
         self._notes: dict[str, None] = {}
         self._dir_fd: int | None = None
         self.relay_only = relay_only
+        #: Counts and caps the calls (None: neither); past a limit, the sandbox's processes are ended.
+        self.meter = meter
+        self._ender = SandboxEnder()
+        self._answered: dict[int, tuple[Completion, dict[str, Any]]] = {}
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.failures: list[str] = []
         #: Refused requests, as recorded (the first :data:`MAX_RECORDED_REFUSALS`).
@@ -198,7 +166,7 @@ class RecordingProxy:
             self._submit = self._loop.submit
         try:
             if self.socket_path is not None:
-                address, self._dir_fd = _bind_path(self.socket_path)
+                address, self._dir_fd = bind_path(self.socket_path)
                 self._serve(_UnixServer(address, _Handler))
             if self._tcp:
                 self._serve(_TCPServer(("127.0.0.1", 0), _Handler))
@@ -229,6 +197,7 @@ class RecordingProxy:
             omitted = self.refused - len(self.refusals)
         for future in pending:
             future.cancel()
+        self._ender.close()
         if omitted > 0:
             self._write({"session_id": self.session_id, "biz_id": "", "request_time": int(time.time() * 1000),
                          "request_body": None, "response_body": None,
@@ -285,16 +254,33 @@ class RecordingProxy:
     def answer(self, wire: WireFormat, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body answering one model request in ``wire`` (the handler's one job)."""
         request_time = int(time.time() * 1000)
+        meter, cap = self.meter, self.max_tokens_cap
+        if meter is not None:  # one call's max_tokens is capped by what is left of the run's budget
+            cap = meter.tokens_left() if cap is None else min(cap, meter.tokens_left())
         try:
-            translated = wire.translate(body, defaults=self.defaults, max_tokens_cap=self.max_tokens_cap)
+            translated = wire.translate(body, defaults=self.defaults, max_tokens_cap=cap)
         except RequestError as exc:  # recorded as an event, not a call: its body is no conversation
             message = redact(f"the proxy cannot translate this request: {exc}")
             with self._lock:
                 self.failures.append(message)
             self.refuse("untranslatable", message, status=400, method="POST", path=wire.paths[0])
-            return (400, {"Content-Type": "application/json", "x-should-retry": "false"},
-                    json.dumps(wire.error(400, message)).encode())
-        self._note(*translated.notes)
+            return _no_retry(wire, 400, message)
+        notes = translated.notes
+        if meter is not None and cap != self.max_tokens_cap:  # one note, not one per remaining budget
+            notes = tuple("max_tokens is capped by the run's max_tokens budget left"
+                          if n.startswith("max_tokens is capped") else n for n in notes)
+        self._note(*notes)
+        if meter is not None and (stopped := meter.admit()) is not None:
+            return self._stopped(wire, stopped)
+        try:
+            return self._call(wire, body, translated, request_time)
+        finally:
+            if meter is not None:
+                completion, message = self._answered.pop(threading.get_ident(), (None, {}))
+                meter.record(completion, tools=tool_names(message))
+
+    def _call(self, wire: WireFormat, body: dict[str, Any], translated: Any,
+              request_time: int) -> tuple[int, dict[str, str], bytes]:
         call = self.client.complete(translated.messages, translated.params, tools=translated.tools)
         try:
             if self._submit is None:
@@ -306,7 +292,10 @@ class RecordingProxy:
         with self._lock:
             self._pending.add(future)
         try:
-            completion = future.result()
+            completion = future.result(timeout=None if self.meter is None else max(self.meter.seconds_left(), 0.001))
+        except concurrent.futures.TimeoutError:  # the run's max_seconds ran out during the call
+            future.cancel()
+            return self._stopped(wire, self.meter.stop("max_seconds") if self.meter else "timed out")
         except concurrent.futures.CancelledError:
             return self._fail(wire, 400, "the proxy stopped before the model answered", body, request_time)
         except Exception as exc:  # noqa: BLE001 - any failure of the model call is reported, not raised
@@ -316,9 +305,15 @@ class RecordingProxy:
             with self._lock:
                 self._pending.discard(future)
         message = message_from_completion(completion, translated)
+        self._answered[threading.get_ident()] = (completion, message)
         self._record(wire, body, message, request_time)
         headers, rendered = wire.render(message, translated)
         return 200, headers, redact_bytes(rendered)
+
+    def _stopped(self, wire: WireFormat, message: str) -> tuple[int, dict[str, str], bytes]:
+        """The answer past a limit (not a call, not a failure): a non-retryable error, then the CLI ends."""
+        self._ender.end()
+        return _no_retry(wire, 400, message)
 
     def _fail(self, wire: WireFormat, status: int, message: str, body: dict[str, Any],
               request_time: int) -> tuple[int, dict[str, str], bytes]:
@@ -326,8 +321,7 @@ class RecordingProxy:
         with self._lock:
             self.failures.append(message)
         self._record(wire, body, error_body(status, message), request_time)
-        return (status, {"Content-Type": "application/json", "x-should-retry": "false"},
-                json.dumps(wire.error(status, message)).encode())
+        return _no_retry(wire, status, message)
 
     def _record(self, wire: WireFormat, request: dict[str, Any], response: dict[str, Any], request_time: int) -> None:
         record = {"session_id": self.session_id, "biz_id": "", "request_time": request_time,
@@ -359,16 +353,10 @@ class RecordingProxy:
                 self._log.flush()
 
 
-def _bind_path(path: Path) -> tuple[str, int | None]:
-    """The address to ``bind`` for ``path`` and a directory fd to close after the server: a path too
-    long for ``sun_path`` is reached through ``/proc/self/fd/<fd of its directory>/<name>``."""
-    path.unlink(missing_ok=True)
-    if len(os.fsencode(path)) <= _MAX_SOCKET_PATH:
-        return str(path), None
-    if len(os.fsencode(path.name)) > _MAX_SOCKET_PATH - 30:
-        raise ValueError(f"socket file name too long: {path.name!r}")
-    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
-    return f"/proc/self/fd/{fd}/{path.name}", fd
+def _no_retry(wire: WireFormat, status: int, message: str) -> tuple[int, dict[str, str], bytes]:
+    """An error answer in ``wire`` that the CLI should not retry."""
+    return status, {"Content-Type": "application/json", "x-should-retry": "false"}, json.dumps(
+        wire.error(status, message)).encode()
 
 
 class _UnixServer(Bounded, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -411,7 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
                             "a direct TCP connection to the proxy, not through the relay")
             if self.refusal is not None:
                 return
-        line = self._preamble() if unix else None
+            self.proxy._ender.adopt(self.connection)
+        line = relay_preamble(self.connection, self.rfile, self.timeout) if unix else None
         if line == PREAMBLE_CLI or (line is None and not self.proxy.relay_only):
             return
         self.answer_refusal = line is None  # else the relay has answered its client itself
@@ -419,30 +408,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.refusal = line[len(PREAMBLE_REFUSED):].decode("utf-8", "replace").strip() or "a refused connection"
         else:
             self.refusal = "a relay connection without its first line"
-
-    def _preamble(self) -> bytes | None:
-        """The relay's first line when the connection starts with one (peeked first, so nothing else is
-        consumed), else None; waits at most 5 s for the first bytes."""
-        prefix = PREAMBLE_REFUSED[:len("IFBENCH-RELAY ")]
-        deadline = time.monotonic() + 5
-        try:
-            self.connection.settimeout(5)
-            while True:
-                peeked = self.connection.recv(len(prefix), socket.MSG_PEEK)
-                if not peeked or not prefix.startswith(peeked):
-                    return None
-                if peeked == prefix:
-                    return self.rfile.readline(512)
-                if time.monotonic() > deadline:
-                    return None
-                time.sleep(0.005)
-        except OSError:
-            return None
-        finally:
-            try:
-                self.connection.settimeout(self.timeout)
-            except OSError:
-                pass
 
     def handle(self) -> None:
         if self.refusal is None:
@@ -495,38 +460,6 @@ class _Handler(BaseHTTPRequestHandler):
         wire = wire or self.proxy.wire_formats[0]
         self._send(status, {"Content-Type": "application/json"}, json.dumps(wire.error(status, message)).encode())
 
-    def _body(self) -> dict[str, Any]:
-        """The request's JSON object; :class:`Rejected` when it is too large, too deep or not one."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks, total = [], 0
-            while (size := int(self.rfile.readline(64).split(b";")[0].strip() or b"0", 16)) > 0:
-                total += size
-                if total > MAX_BODY_BYTES:
-                    raise Rejected(413, "too_large", f"the request body is over {MAX_BODY_BYTES} bytes", total)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(64)
-            while self.rfile.readline(8192) not in (b"\r\n", b"\n", b""):
-                pass
-            raw = b"".join(chunks)
-        else:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                raise Rejected(413, "too_large", f"the request body ({length} bytes) is over {MAX_BODY_BYTES} bytes",
-                                length)
-            raw = self.rfile.read(max(length, 0))
-        try:
-            value = json.loads(raw)
-        except RecursionError:
-            raise Rejected(400, "too_deep", f"the request body nests deeper than {MAX_DEPTH} levels",
-                            len(raw)) from None
-        except ValueError:
-            raise Rejected(400, "not_json", "the request body is not a JSON object", len(raw)) from None
-        if not isinstance(value, dict):
-            raise Rejected(400, "not_json", "the request body is not a JSON object", len(raw))
-        if too_deep(value):
-            raise Rejected(400, "too_deep", f"the request body nests deeper than {MAX_DEPTH} levels", len(raw))
-        return value
-
     def _path(self) -> str:
         path = self.path.split("?", 1)[0]
         return path.rstrip("/") or "/"
@@ -545,7 +478,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self._path()
         wire = self.proxy.route(path)
         try:
-            body = self._body()
+            body = read_body(self.rfile, self.headers, MAX_BODY_BYTES)
         except Rejected as exc:
             self.close_connection = True
             self.proxy.refuse(exc.kind, exc.message, status=exc.status, method="POST", path=path, size=exc.size)

@@ -266,7 +266,8 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
                            system=instance.system, model_name=client.model, client=client,
                            submit=settings.submit, options=options, log_path=log, clis=settings.clis,
                            session_id=session_key(instance, sample), version=options.runner_version,
-                           replace_system=options.system_prompt == "replace")
+                           replace_system=options.system_prompt == "replace",
+                           progress=_progress(settings, instance))
     if result.harness_error:
         raise AgentHarnessError(f"{options.runner}: {result.harness_error}")
     # Keyed like the loop's trajectories, so `ifbench score --trajectories` finds each run again.
@@ -279,9 +280,14 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
         from .trajectory import write_atomic
 
         write_atomic(path, json.dumps(result.trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
+    usage = result.usage
+    # Every proxied call counts, as the loop's calls do: steps, tokens and cost reach the results from here.
     return AgentRun(trajectory=result.trajectory, workspace=workspace, runner=options.runner, options=options,
-                    stop_reason=result.stop_reason, steps=len(result.trajectory.assistant_turns()),
-                    turn_texts=[result.final_text], trajectory_path=path, fault=result.agent_fault,
+                    stop_reason=result.stop_reason, turn_texts=[result.final_text], trajectory_path=path,
+                    steps=usage.steps if usage else len(result.trajectory.assistant_turns()),
+                    completions=list(usage.completions) if usage else [],
+                    model_seconds=usage.model_seconds if usage else 0.0,
+                    tool_seconds=usage.tool_seconds if usage else 0.0, fault=result.agent_fault,
                     runner_version=trajectory.meta.get("runner_version"), version_named=options.runner_version)
 
 

@@ -96,7 +96,8 @@ def test_a_scripted_three_step_run_really_executes_its_tools(stub, ws, tmp_path)
     assert [m["content"] for m in tool_messages(stub)] == ["Created data.txt (3 bytes, 1 lines)", "42\n[exit code 0]"]
     sent = stub.requests[0].body
     assert [t["function"]["name"] for t in sent["tools"]] == [t.name for t in ToolRegistry().profile("generic").tools]
-    assert lines == ["step 1/30: write_file data.txt",
+    assert all(line.rsplit("; ", 1)[1].endswith(" tokens, $0") for line in lines)
+    assert [line.rsplit("; ", 1)[0] for line in lines] == ["step 1/30: write_file data.txt",
                      "step 2/30: bash python3 -c \"print(int(open('data.txt').read()) * 2)\"", "step 3/30: finish 42"]
     trajectory = Trajectory.from_json(json.loads(path.read_text()))
     assert trajectory == result.trajectory
