@@ -75,7 +75,7 @@ def test_max_steps_stops_a_real_cli_and_counts_every_call(name, agents, stub_env
     usage = result.usage
     assert usage.steps == 2 == stub_env.calls == len(recorded_calls(result)) == len(usage.completions)
     assert usage.completion_tokens == sum(c.completion_tokens for c in usage.completions) > 0
-    assert usage.prompt_tokens > 0 and usage.model_seconds > 0
+    assert usage.prompt_tokens > 0 and usage.model_seconds > 0 and usage.tool_seconds > 0  # the real split
     meta = result.trajectory.meta
     assert meta["stop_reason"] == "max_steps" and meta["steps"] == 2
     assert meta["completion_tokens"] == usage.completion_tokens
@@ -151,6 +151,17 @@ def test_max_steps_under_xdist_counts_proxied_calls_in_the_results(name, agents,
     assert stub_env.calls == 4  # 2 per instance, no judge
     assert sum(record["tokens"]["completion"] for record in records) == sum(
         record["agent"]["trajectory"]["meta"]["completion_tokens"] for record in records)
+
+
+def test_each_proxied_step_is_a_log_line_of_the_run(agents, pytester, stub_env):
+    stub_env.default = endless("claude_code")
+    write_suite(pytester.path, "suites/limits.yaml", SUITE.format(name="claude_code", tool="Write"))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-timeout=60",
+                                           "--log-cli-level=INFO", "-k", "write-forever-too")
+    out = result.stdout.str()
+    for step in (1, 2):
+        assert f"write-forever-too: step {step}/2 (claude_code): 1 tool call (Write); " in out, out[-3000:]
+    assert "model 0.0 s, tools 0.0 s" not in out
 
 
 def test_the_loop_holds_max_seconds_while_a_model_call_is_in_flight(stub_env, tmp_path):
