@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._types import GenerationParams
 from ._base import RequestError, Translated
+from .documents import document_text
 
 if TYPE_CHECKING:
     from ...models.client import Completion
@@ -92,9 +93,15 @@ def _user(blocks: list[Mapping[str, Any]], where: str, notes: set[str]) -> list[
                 parts.append({"type": "text", "text": str(block["text"])})
         elif kind == "image":
             parts.append(_image_part(block))
+        elif kind == "document":
+            parts.append({"type": "text", "text": document_text(block)})
+            notes.add("document blocks are passed as their extracted text")
         elif kind == "tool_result":
             inner = _blocks(block.get("content") or "", f"{where}[{n}]")
-            text = "\n\n".join(str(b.get("text") or "") for b in inner if b.get("type") == "text")
+            text = "\n\n".join(str(b.get("text") or "") if b.get("type") == "text" else document_text(b)
+                               for b in inner if b.get("type") in ("text", "document"))
+            if any(b.get("type") == "document" for b in inner):
+                notes.add("document blocks are passed as their extracted text")
             tools.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id") or ""), "content": text})
             for image in (b for b in inner if b.get("type") == "image"):
                 parts.append(_image_part(image))
