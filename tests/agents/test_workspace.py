@@ -338,9 +338,11 @@ def test_parallel_preallocation_stays_within_the_quota(ws):
         pytest.skip("the kernel quota needs root; without it only the watchdog checks the budget")
     limits = Limits(timeout=30, max_workspace_mb=64, max_file_mb=1024)
     res = ws.run("for i in 1 2 3 4 5 6 7 8; do fallocate -l 20M f$i & done; wait", limits=limits)
-    assert res.limit == "disk", res
     allocated = sum(p.lstat().st_blocks * 512 for p in ws.path.iterdir())
     assert allocated <= quota_bytes(64 << 20), allocated
+    assert "No space left on device" in res.stderr, res  # the kernel refused the rest
+    if allocated > 64 << 20:  # how many fit depends on the race; over the budget is always reported
+        assert res.limit == "disk", res
     assert ws.run("rm -f f*; echo cleaned", limits=limits).ok
     still_works(ws)
 
