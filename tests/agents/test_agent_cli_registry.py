@@ -98,8 +98,9 @@ def test_a_conftest_cli_is_in_the_sessions_registry(pytester, echo_plugin):
 def test_a_plugin_cli_shows_in_ifbench_agents(echo_plugin, tmp_path, capsys, monkeypatch):
     assert _cli.main(["agents", "status", "--dir", str(tmp_path), "--plugin", "echo_conftest"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[3] == (f"echo_cli: @example/echo-cli@1.2.3: agent CLI echo_cli is not installed in {tmp_path}: "
-                      "run `ifbench agents install echo_cli`") and len(out) == 4
+    assert out[0] == f"agent CLIs in {tmp_path}"  # then the three shipped CLIs, then the plugin's
+    assert out[4] == (f"echo_cli: @example/echo-cli@1.2.3: agent CLI echo_cli is not installed in {tmp_path}: "
+                      "run `ifbench agents install echo_cli`") and len(out) == 5
     from ifbench_echo_cli import CLI
 
     fake_install(tmp_path, CLI)

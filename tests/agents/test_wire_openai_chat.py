@@ -138,7 +138,10 @@ def test_errors_and_routing_speak_the_dialect(chat, stub_env):
     assert status == 400 and error["type"] == "invalid_request_error" and "role" in error["message"]
     assert headers["x-should-retry"] == "false" and len(chat.failures) == 1 and stub_env.calls == 0
     recorded = json.loads(chat.log_path.read_text().splitlines()[-1])
-    assert recorded["response_body"]["type"] == "error"  # the log keeps the Messages shape for failures too
+    # an untranslatable request is a refused request: an event in the log, never a call (agents/proxy.py)
+    assert recorded["request_body"] is None and recorded["response_body"] is None
+    assert recorded["refused"]["kind"] == "untranslatable" and recorded["refused"]["status"] == 400
+    assert "'robot'" in recorded["refused"]["reason"]
     status, _, raw = post(chat, chat_body({"role": "user", "content": "x"}), path="/v1/messages")
     assert status == 404 and json.loads(raw)["error"]["type"] == "not_found_error"
     assert "unknown endpoint asked for: POST /v1/messages" in chat.notes
