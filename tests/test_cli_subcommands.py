@@ -18,7 +18,7 @@ def test_every_subcommand_module_is_registered():
                for info in pkgutil.iter_modules(pytest_ifbench.cli.__path__)}
     with_parser = {m.__name__ for m in modules if callable(getattr(m, "add_parser", None))}
     assert with_parser == {m.__name__ for m in cli_main.SUBCOMMANDS}
-    assert len(with_parser) == 6
+    assert len(with_parser) == 7
 
 
 def _fake_subcommand(takes_pytest_args: bool) -> types.ModuleType:

@@ -12,6 +12,7 @@ Subcommands, one module each:
 * ``ifbench agents install [NAME ...] [--dir DIR]`` / ``ifbench agents status [--dir DIR]``
   (:mod:`.agents`): install the pinned real agent CLIs with npm, or show whether each one is installed.
 * ``ifbench merge --out merged.json shard-*.json [--expect N]`` (:mod:`.merge`): one run's reports from its shards.
+* ``ifbench compare BASE.json NEW.json`` (:mod:`.compare`): two runs paired by instance, changes and tests.
 
 Each subcommand module has ``add_parser(commands)``, which adds its parser and sets
 ``run(args, extra) -> exit code`` as the parser's default; a new subcommand is one
@@ -25,13 +26,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import agents, generate, merge, score, verifiers, verify
+from . import agents, compare, generate, merge, score, verifiers, verify
 from .errors import INTERNAL_ERROR, USAGE_ERROR, UsageError
 
 __all__ = ["INTERNAL_ERROR", "USAGE_ERROR", "main"]
 
 #: The subcommand modules, in the order ``ifbench --help`` lists them.
-SUBCOMMANDS = (verify, score, verifiers, generate, agents, merge)
+SUBCOMMANDS = (verify, score, verifiers, generate, agents, merge, compare)
 
 
 class _TopFormatter(argparse.HelpFormatter):

@@ -13,6 +13,9 @@ method's name, which the tables print in a note). The methods, per unit of indep
 * ``panel`` -- the spread across the judges of a panel (each judge's metric over the same instances):
   SE ``s_judges/sqrt(J)``, ``t(0.975, J-1)``. Kept apart from the sampling error: it says how much the
   number depends on which judge read the replies, not on which instances were drawn.
+* ``paired-t`` / ``paired-bootstrap`` -- the change of a metric between two runs over the same units
+  (``ifbench compare``): the mean of the per-unit differences with a t interval (pass/fail, tested
+  with the exact sign test) or a paired bootstrap with its shift-method p-value (means).
 * ``bootstrap`` -- a statistic with no closed form: the percentile interval of ``B`` resamples of the
   units with a fixed seed (:data:`SEED`), so a report is reproducible to the digit.
 
@@ -41,6 +44,8 @@ METHODS = {
     "cluster": "cluster-robust SE over dialogues, t(G-1)",
     "panel": "spread across judges, SE = sd/sqrt(J), t(J-1)",
     "bootstrap": f"percentile bootstrap ({RESAMPLES} resamples, seed {SEED})",
+    "paired-bootstrap": f"paired percentile bootstrap of the change ({RESAMPLES} resamples, seed {SEED})",
+    "paired-t": "mean of the paired differences +- t(n-1) x SE",
 }
 
 
@@ -183,3 +188,29 @@ def sign_test(gains: int, losses: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(gains, losses) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def paired_bootstrap(base: Sequence[float], new: Sequence[float], *, resamples: int = RESAMPLES,
+                     seed: int = SEED, bounds: tuple[float, float] | None = (-1.0, 1.0)) -> tuple[Estimate, float]:
+    """The change of a mean between two runs over the same units (``new[i] - base[i]`` paired by unit):
+    the difference with its bootstrap SE and percentile interval (``resamples`` resamples of the pairs,
+    fixed ``seed``), and the two-sided p-value of "no change" (the share of resampled differences at least
+    as far from the observed one as the observed one is from zero, the shift method). 1.0 when nothing moved."""
+    if len(base) != len(new):
+        raise ValueError(f"paired values of unequal length: {len(base)} vs {len(new)}")
+    diffs = [b - a for a, b in zip(base, new, strict=True)]
+    n = len(diffs)
+    if n == 0:
+        raise ValueError("no pairs")
+    observed = statistics.fmean(diffs)
+    rng = random.Random(seed)
+    draws = sorted(statistics.fmean(diffs[rng.randrange(n)] for _ in range(n)) for _ in range(resamples))
+    alpha = (1 - LEVEL) / 2
+    low = draws[int(math.floor(alpha * (resamples - 1)))]
+    high = draws[int(math.ceil((1 - alpha) * (resamples - 1)))]
+    if bounds is not None:
+        low, high = max(bounds[0], low), min(bounds[1], high)
+    far = sum(1 for d in draws if abs(d - observed) >= abs(observed) - 1e-12)
+    p = 1.0 if observed == 0 else min(1.0, (far + 1) / (resamples + 1))
+    return Estimate(value=observed, se=statistics.stdev(draws) if resamples > 1 else 0.0, low=low, high=high,
+                    n=n, method="paired-bootstrap"), p

@@ -1,0 +1,238 @@
+"""Two runs of the same suites, paired by instance: the change of each headline metric and whether it is real.
+
+``ifbench compare BASE.json NEW.json`` (:mod:`pytest_ifbench.cli.compare`) reads two results files and
+pairs their records by node id. Per benchmark, and per marker breakdown within it (category, scaffold,
+tier, protocol, as the core tables break down), over the instances scored in both runs:
+
+* ISR -- the per-instance pass/fail: Δ with the paired-t interval, tested with the exact McNemar (sign)
+  test on the instances that flipped (:func:`~.stats.sign_test`);
+* CSR and the rubric score -- per-instance means: Δ with the paired bootstrap's interval and p-value
+  (:func:`~.stats.paired_bootstrap`, fixed seed).
+
+Instances that flipped (passed -> failed, failed -> passed) are listed with the checks that failed;
+instances only one run holds, and instances that errored or had no applicable check in either run, are
+counted apart and never paired. Two runs that are not comparable -- another results format, plugin
+version, judge panel, generation settings, or an instance whose checks differ (the suite changed) -- are
+a :class:`NotComparable` naming the difference; the model may differ, that is the point.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import stats
+from .metrics import errored, instance_passed_share, rubric_score, scored_checks
+
+#: The breakdowns compared within a benchmark, as the core tables have them.
+BREAKDOWNS = ("category", "scaffold", "tier", "protocol")
+#: The metrics compared, in table order.
+METRICS = ("ISR", "CSR", "score")
+
+
+class NotComparable(Exception):
+    """The two runs differ in more than the model (the message names what differs)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Run:
+    """One results file: its name (for messages), its metadata and its records by node id."""
+
+    name: str
+    meta: Mapping[str, Any]
+    records: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delta:
+    """The change of one metric over the paired instances of one group."""
+
+    metric: str
+    base: float
+    new: float
+    change: stats.Estimate
+    #: Two-sided p-value of "no change"; ``test`` names how it was computed.
+    p: float
+    test: str
+    #: For ISR: instances that went fail -> pass and pass -> fail.
+    gains: int = 0
+    losses: int = 0
+
+    def significant(self, alpha: float) -> bool:
+        return self.p < alpha and self.change.value != 0
+
+    def regression(self, alpha: float) -> bool:
+        return self.significant(alpha) and self.change.value < 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Group:
+    """One row block: a benchmark (``label`` "all") or one value of a breakdown within it."""
+
+    benchmark: str
+    label: str
+    pairs: int
+    deltas: tuple[Delta, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flip:
+    nodeid: str
+    benchmark: str
+    #: "regressed" (passed -> failed) or "fixed" (failed -> passed).
+    direction: str
+    #: The scored checks that failed in the run where the instance failed.
+    failed_checks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    base: Run
+    new: Run
+    groups: tuple[Group, ...]
+    flips: tuple[Flip, ...]
+    only_base: tuple[str, ...]
+    only_new: tuple[str, ...]
+    #: Instances in both runs that could not be paired: node id -> why (error / not applicable, which run).
+    unpaired: Mapping[str, str]
+    alpha: float
+
+    def regressions(self) -> list[tuple[Group, Delta]]:
+        """The significant drops the gate acts on: each benchmark's overall row (breakdown rows are shown,
+        not gated: testing every row would raise the false-alarm rate with the number of rows)."""
+        return [(g, d) for g in self.groups if g.label == "all" for d in g.deltas if d.regression(self.alpha)]
+
+
+def check_comparable(base: Run, new: Run) -> None:
+    """Raise :class:`NotComparable` naming the first difference beyond the model."""
+    for key, what in (("format", "results format"), ("plugin_version", "plugin version"), ("judges", "judges")):
+        if key == "judges" and not (_judged(base) or _judged(new)):
+            continue  # no check was judged: the panel (by default the model itself) decided nothing
+        if base.meta.get(key) != new.meta.get(key):
+            raise NotComparable(f"{base.name} and {new.name} differ in {what}: "
+                                f"{base.meta.get(key)!r} vs {new.meta.get(key)!r}")
+    both = sorted(set(base.records) & set(new.records))
+    if not both:
+        raise NotComparable(f"{base.name} and {new.name} share no instance (another suite?)")
+    mine, theirs = base.meta.get("generation") or {}, new.meta.get("generation") or {}
+    for benchmark in sorted(set(mine) & set(theirs)):
+        if {s for s, _ in mine[benchmark]} != {s for s, _ in theirs[benchmark]}:
+            raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {benchmark}: "
+                                f"{_settings(mine[benchmark])} vs {_settings(theirs[benchmark])}")
+    for nodeid in both:
+        a, b = base.records[nodeid], new.records[nodeid]
+        if a.get("generation") and b.get("generation") and a["generation"] != b["generation"]:
+            raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {nodeid}: "
+                                f"{a['generation']!r} vs {b['generation']!r}")
+        if _has_checks(a) and _has_checks(b) and _checklist(a) != _checklist(b):
+            raise NotComparable(f"{base.name} and {new.name} hold {nodeid} with different checks (the suite "
+                                f"changed): {_checklist(a)} vs {_checklist(b)}")
+
+
+def _judged(run: Run) -> bool:
+    return any(record.get("judge_calls") for record in run.records.values())
+
+
+def _settings(entries: Sequence[Any]) -> str:
+    return "; ".join(str(entry[0]) for entry in entries)
+
+
+def _has_checks(record: Mapping[str, Any]) -> bool:
+    return record.get("status") != "error" or bool(record.get("checks"))
+
+
+def _checklist(record: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The instance's checks as the suite wrote them (id, verifier, kind): what a paired change must share."""
+    return sorted((str(c.get("check", c.get("id"))), str(c.get("verifier")), str(c.get("kind", "check")))
+                  for c in record.get("checks") or [])
+
+
+def compare(base: Run, new: Run, *, alpha: float = 0.05, force: bool = False) -> Comparison:
+    """Pair ``base`` and ``new`` by node id and compare them (refused unless comparable or ``force``)."""
+    if not force:
+        check_comparable(base, new)
+    both = sorted(set(base.records) & set(new.records))
+    unpaired: dict[str, str] = {}
+    paired: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = []
+    for nodeid in both:
+        why = [f"{_unusable(record)} in {run.name}" for run, record in
+               ((base, base.records[nodeid]), (new, new.records[nodeid])) if _unusable(record)]
+        if why:
+            unpaired[nodeid] = "; ".join(why)
+        else:
+            paired.append((nodeid, base.records[nodeid], new.records[nodeid]))
+    return Comparison(
+        base=base, new=new, groups=tuple(_groups(paired)), flips=tuple(_flips(paired)),
+        only_base=tuple(sorted(set(base.records) - set(new.records))),
+        only_new=tuple(sorted(set(new.records) - set(base.records))), unpaired=unpaired, alpha=alpha,
+    )
+
+
+def _unusable(record: Mapping[str, Any]) -> str:
+    if errored(record):
+        return "error"
+    if record.get("status") == "not_applicable" or instance_passed_share(record) is None:
+        return "no applicable check"
+    return ""
+
+
+def _groups(paired: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> list[Group]:
+    by_benchmark: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = defaultdict(list)
+    for _, a, b in paired:
+        by_benchmark[str(b.get("benchmark"))].append((a, b))
+    groups = []
+    for benchmark, pairs in sorted(by_benchmark.items()):
+        groups.append(_group(benchmark, "all", pairs))
+        for key in BREAKDOWNS:
+            values: dict[Any, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = defaultdict(list)
+            for a, b in pairs:
+                if b.get(key) is not None:
+                    values[b[key]].append((a, b))
+            if len(values) > 1 or (values and len(next(iter(values.values()))) < len(pairs)):
+                groups.extend(_group(benchmark, f"{key}={value}", values[value]) for value in sorted(values, key=str))
+    return groups
+
+
+def _group(benchmark: str, label: str, pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> Group:
+    shares = [(instance_passed_share(a), instance_passed_share(b)) for a, b in pairs]
+    deltas = [_isr([bool(sa[0]) for sa, _ in shares], [bool(sb[0]) for _, sb in shares]),
+              _mean_delta("CSR", [sa[1] for sa, _ in shares], [sb[1] for _, sb in shares])]
+    scores = [(sa, sb) for a, b in pairs if (sa := rubric_score(a)) is not None and (sb := rubric_score(b)) is not None]
+    if scores:
+        deltas.append(_mean_delta("score", [a for a, _ in scores], [b for _, b in scores]))
+    return Group(benchmark=benchmark, label=label, pairs=len(pairs), deltas=tuple(deltas))
+
+
+def _isr(base: Sequence[bool], new: Sequence[bool]) -> Delta:
+    gains = sum(1 for a, b in zip(base, new, strict=True) if b and not a)
+    losses = sum(1 for a, b in zip(base, new, strict=True) if a and not b)
+    diffs = [float(b) - float(a) for a, b in zip(base, new, strict=True)]
+    change = stats.mean(diffs, bounds=(-1.0, 1.0), method="paired-t")
+    assert change is not None  # a group has at least one pair
+    return Delta(metric="ISR", base=_share(base), new=_share(new), change=change,
+                 p=stats.sign_test(gains, losses), test="exact McNemar", gains=gains, losses=losses)
+
+
+def _mean_delta(metric: str, base: Sequence[float], new: Sequence[float]) -> Delta:
+    change, p = stats.paired_bootstrap(base, new)
+    return Delta(metric=metric, base=_share(base), new=_share(new), change=change, p=p, test="paired bootstrap")
+
+
+def _share(values: Sequence[float | bool]) -> float:
+    return sum(float(v) for v in values) / len(values)
+
+
+def _flips(paired: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> list[Flip]:
+    flips = []
+    for nodeid, a, b in paired:
+        before, after = instance_passed_share(a), instance_passed_share(b)
+        if before is None or after is None or before[0] == after[0]:
+            continue
+        failing = b if before[0] else a
+        failed = tuple(str(c.get("check", c.get("id"))) for c in scored_checks(failing)
+                       if c.get("applicable", True) is not False and not c.get("passed"))
+        flips.append(Flip(nodeid=nodeid, benchmark=str(b.get("benchmark")),
+                          direction="regressed" if before[0] else "fixed", failed_checks=failed))
+    return sorted(flips, key=lambda f: (f.direction != "regressed", f.nodeid))

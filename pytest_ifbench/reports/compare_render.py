@@ -1,0 +1,118 @@
+"""A :class:`~.compare.Comparison` as terminal lines and as a Markdown report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import stats
+from .compare import Comparison, Delta, Group
+from .metrics import MetricTable, render_table
+
+COLUMNS = ("", "metric", "pairs", "base", "new", "Δ ±SE [95% CI]", "p", "test", "")
+#: How many flipped / unpaired instances each list shows before "... and N more".
+SHOWN = 50
+
+
+def change(delta: Delta) -> str:
+    """``-60.0 pts ±11.0 [-83.1, -36.9]``: the change in percentage points, its SE and interval."""
+    c = delta.change
+    return f"{100 * c.value:+.1f} pts ±{100 * c.se:.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
+
+
+def _verdict(delta: Delta, alpha: float) -> str:
+    if delta.regression(alpha):
+        return "worse"
+    return "better" if delta.significant(alpha) else ""
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def tables(comparison: Comparison) -> list[MetricTable]:
+    by_benchmark: dict[str, list[Group]] = {}
+    for group in comparison.groups:
+        by_benchmark.setdefault(group.benchmark, []).append(group)
+    out = []
+    for benchmark, groups in by_benchmark.items():
+        rows = []
+        for group in groups:
+            for index, delta in enumerate(group.deltas):
+                base = f"{100 * delta.base:.1f}%"
+                new = f"{100 * delta.new:.1f}%"
+                flips = f" (+{delta.gains}/-{delta.losses})" if delta.metric == "ISR" else ""
+                rows.append((group.label if index == 0 else "", delta.metric, group.pairs if index == 0 else "",
+                             base, new, change(delta), _p(delta.p), delta.test + flips,
+                             _verdict(delta, comparison.alpha)))
+        out.append(MetricTable(title=f"{benchmark}: {comparison.new.name} vs {comparison.base.name}",
+                               columns=COLUMNS, rows=tuple(rows), notes=(_note(comparison),)))
+    return out
+
+
+def _note(comparison: Comparison) -> str:
+    return (f"paired by instance; worse/better: p < {comparison.alpha:g} (the gate reads each benchmark's 'all' "
+            "rows); ISR (+gains/-losses): " + stats.METHODS["paired-t"] + ", exact McNemar test; CSR, score: "
+            + stats.METHODS["paired-bootstrap"])
+
+
+def _listing(comparison: Comparison) -> list[tuple[str, list[str]]]:
+    """(heading, lines) for the flips, the instances only one run holds and the unpaired ones."""
+    sections = []
+    for direction, heading in (("regressed", "passed -> failed"), ("fixed", "failed -> passed")):
+        flips = [f for f in comparison.flips if f.direction == direction]
+        if flips:
+            sections.append((f"{heading} ({len(flips)})",
+                             [f"{f.nodeid}  failed: {', '.join(f.failed_checks) or '-'}" for f in flips]))
+    for ids, where in ((comparison.only_base, comparison.base.name), (comparison.only_new, comparison.new.name)):
+        if ids:
+            sections.append((f"only in {where} ({len(ids)}, not compared)", list(ids)))
+    if comparison.unpaired:
+        sections.append((f"in both runs, not paired ({len(comparison.unpaired)})",
+                         [f"{nodeid}  {why}" for nodeid, why in sorted(comparison.unpaired.items())]))
+    return [(heading, _cut(lines)) for heading, lines in sections]
+
+
+def _cut(lines: Sequence[str]) -> list[str]:
+    shown = list(lines[:SHOWN])
+    if len(lines) > SHOWN:
+        shown.append(f"... and {len(lines) - SHOWN} more")
+    return shown
+
+
+def _headline(comparison: Comparison) -> str:
+    base, new = comparison.base, comparison.new
+    return (f"base: {base.name} (model {base.meta.get('model')}, {len(base.records)} instances); "
+            f"new: {new.name} (model {new.meta.get('model')}, {len(new.records)} instances)")
+
+
+def _outcome(comparison: Comparison) -> str:
+    drops = comparison.regressions()
+    if not drops:
+        return f"no significant regression at alpha {comparison.alpha:g}"
+    named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {_p(d.p)})" for g, d in drops)
+    return f"significant regression at alpha {comparison.alpha:g}: {named}"
+
+
+def terminal_lines(comparison: Comparison) -> list[str]:
+    lines = [_headline(comparison)]
+    for table in tables(comparison):
+        lines += ["", *render_table(table)]
+    for heading, items in _listing(comparison):
+        lines += ["", heading + ":", *(f"  {item}" for item in items)]
+    return [*lines, "", _outcome(comparison)]
+
+
+def markdown(comparison: Comparison) -> str:
+    lines = ["# pytest-ifbench: comparison of two runs", "", _headline(comparison), "", f"**{_outcome(comparison)}**"]
+    for table in tables(comparison):
+        lines += ["", f"## {table.title}", "", "| " + " | ".join(c or " " for c in table.columns) + " |",
+                  "|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.columns))) + "|"]
+        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in table.rows]
+        lines += ["", *(f"_{note}_" for note in table.notes)]
+    for heading, items in _listing(comparison):
+        lines += ["", f"## {heading}", "", *(f"- `{item}`" for item in items)]
+    return "\n".join(lines) + "\n"
+
+
+def _md(cell: object) -> str:
+    return str(cell).replace("|", "\\|")

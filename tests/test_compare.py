@@ -1,0 +1,140 @@
+"""``ifbench compare``: two runs of the stub paired by instance, the known change, the gate, the refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_ifbench.cli.main import main as ifbench
+from pytest_ifbench.reports import stats
+from pytest_ifbench.testing import Reply
+from tests._support import stub_args
+
+#: 12 "format" instances whose one check group (lower + its bonus) the stub's echo passes; 8 "style"
+#: instances that pass on any reply. The "new" run answers the format prompts in capitals: 12 flips.
+FLIPPED, STEADY = 12, 8
+
+
+def _suite(*, extra_check: bool = False) -> str:
+    lines = ["ifbench: 1", "benchmark: cmp", "instances:"]
+    for i in range(FLIPPED):
+        more = ", {id: words, verifier: ifbench.word_count, params: {min: 1}}" if extra_check and i == 0 else ""
+        lines += [f"  - id: f{i:02d}", "    category: format", f"    prompt: answer in lowercase please {i}",
+                  "    checks: [{id: lower, verifier: ifbench.case, params: {mode: lower}},"
+                  f" {{id: lower-bonus, verifier: ifbench.case, kind: bonus, params: {{mode: lower}}}}{more}]"]
+    for i in range(STEADY):
+        lines += [f"  - id: s{i:02d}", "    category: style", f"    prompt: anything {i}",
+                  "    checks: [{id: any, verifier: ifbench.word_count, params: {min: 1}},"
+                  " {id: any-bonus, verifier: ifbench.word_count, kind: bonus, params: {min: 1}}]"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def runs(pytester, stub_server):
+    suite = pytester.path / "suites" / "cmp.yaml"
+    suite.parent.mkdir()
+    suite.write_text(_suite(), encoding="utf-8")
+
+    def run(name: str, *extra: str) -> str:
+        pytester.runpytest("suites", *stub_args(stub_server, f"--ifbench-results={name}", *extra))
+        return str(pytester.path / name)
+
+    made = {"base": run("base.json"), "same": run("same.json"), "hot": run("hot.json", "--ifbench-temperature=0.9"),
+            "subset": run("subset.json", "-k", "not s07")}
+    suite.write_text(_suite(extra_check=True), encoding="utf-8")
+    made["changed"] = run("changed.json")
+    suite.write_text(_suite(), encoding="utf-8")
+    stub_server.add_rule("lowercase", Reply(content="ANSWER IN CAPITALS"))
+    made["new"] = run("new.json", "--model=openai/new-model")
+    return made
+
+
+def _compare(*args: str) -> int:
+    return ifbench(["compare", *args])
+
+
+def test_a_flipped_check_group_gives_the_known_change_and_fails_the_gate(runs, pytester, capsys):
+    out_md = pytester.path / "report.md"
+    assert _compare(runs["base"], runs["new"], "--out", str(out_md)) == 0, "no gate without --fail-on-regression"
+    text = capsys.readouterr().out
+    # ISR and CSR drop by 12/20 = 60 points; McNemar on 12 losses, 0 gains: p = 2 / 2**12
+    assert stats.sign_test(0, FLIPPED) == pytest.approx(2 / 2 ** 12)
+    lines = [line.split() for line in text.splitlines()]
+    isr = next(line for line in lines if line[:2] == ["all", "ISR"])
+    assert isr[2:6] == ["20", "100.0%", "40.0%", "-60.0"], isr
+    assert isr[-5:] == ["<0.001", "exact", "McNemar", "(+0/-12)", "worse"], isr
+    csr = next(line for line in lines if line[:1] == ["CSR"] and "-60.0" in line)
+    assert csr[-1] == "worse" and "<0.001" in csr
+    assert "category=style" in text and "passed -> failed (12)" in text
+    assert "failed -> passed" not in text
+    for i in range(FLIPPED):
+        assert f"suites/cmp.yaml::f{i:02d}  failed: lower, lower-bonus" in text
+    assert "significant regression at alpha 0.05: cmp ISR -60.0 pts" in text
+    report = out_md.read_text()
+    assert "| all | ISR | 20 | 100.0% | 40.0% | -60.0 pts" in report and "**significant regression" in report
+    assert _compare(runs["base"], runs["new"], "--fail-on-regression") == 1
+    # the other way round it is an improvement: nothing to gate on
+    assert _compare(runs["new"], runs["base"], "--fail-on-regression") == 0
+    assert "failed -> passed (12)" in capsys.readouterr().out
+    # a stricter level still sees it (p = 0.0005), a level below p does not
+    assert _compare(runs["base"], runs["new"], "--fail-on-regression", "--alpha", "0.001") == 1
+    assert _compare(runs["base"], runs["new"], "--fail-on-regression", "--alpha", "0.0001") == 0
+
+
+def test_two_identical_runs_change_nothing(runs, capsys):
+    assert _compare(runs["base"], runs["same"], "--fail-on-regression") == 0
+    text = capsys.readouterr().out
+    rows = [row for line in text.splitlines() if {"ISR", "CSR", "score"} & set((row := line.split())[:2])]
+    assert len(rows) == 9 and all("+0.0 pts ±0.0 [+0.0, +0.0] 1.000" in " ".join(row) for row in rows), rows
+    assert not {"worse", "better"} & {row[-1] for row in rows}
+    assert "passed -> failed" not in text and "failed -> passed" not in text and "only in" not in text
+    assert "no significant regression at alpha 0.05" in text
+
+
+def test_instances_only_in_one_run_are_reported_apart(runs, capsys):
+    assert _compare(runs["base"], runs["subset"], "--fail-on-regression") == 0
+    text = capsys.readouterr().out
+    assert f"only in {runs['base']} (1, not compared):\n  suites/cmp.yaml::s07" in text
+    assert next(line.split() for line in text.splitlines() if line.split()[:2] == ["all", "ISR"])[2] == "19"
+
+
+@pytest.mark.parametrize("other, words", [
+    ("hot", "differ in generation settings for cmp: temperature 0.0, max_tokens 1024 vs temperature 0.9"),
+    ("changed", "hold suites/cmp.yaml::f00 with different checks (the suite changed)"),
+])
+def test_runs_that_differ_beyond_the_model_are_refused(runs, capsys, other, words):
+    assert _compare(runs["base"], runs[other]) == 2
+    err = capsys.readouterr().err
+    assert "ifbench compare: refused:" in err and words in err and "--force" in err, err
+    assert _compare(runs["base"], runs[other], "--force") == 0
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("plugin_version", "0.0.1", "differ in plugin version"),
+    ("judges", ["openai/judge-a", "openai/judge-b"], "differ in judges"),
+    ("instances", [], "share no instance"),
+])
+def test_metadata_differences_are_refused(runs, pytester, capsys, key, value, words):
+    data = json.loads((pytester.path / "same.json").read_text())
+    data[key] = value
+    if key == "judges":  # the panel matters once a check was judged (unjudged runs may differ in judges)
+        data["instances"][0]["judge_calls"] = [{"model": "openai/judge-a"}]
+    (pytester.path / "edited.json").write_text(json.dumps(data))
+    assert _compare(runs["base"], str(pytester.path / "edited.json")) == 2
+    err = capsys.readouterr().err
+    assert words in err and "edited.json" in err and "base.json" in err
+
+
+def test_not_a_results_file_is_refused(pytester, capsys):
+    (pytester.path / "x.json").write_text('{"a": 1}')
+    assert _compare(str(pytester.path / "x.json"), str(pytester.path / "x.json")) == 2
+    assert "not a pytest-ifbench results file" in capsys.readouterr().err
+
+
+def test_paired_bootstrap_is_reproducible_and_zero_for_no_change():
+    same = stats.paired_bootstrap([1.0, 0.5, 0.0], [1.0, 0.5, 0.0])
+    assert same[0].value == 0 and same[1] == 1.0 and (same[0].low, same[0].high) == (0.0, 0.0)
+    a = stats.paired_bootstrap([1.0] * 10, [0.0] * 6 + [1.0] * 4)
+    assert a == stats.paired_bootstrap([1.0] * 10, [0.0] * 6 + [1.0] * 4)
+    assert a[0].value == pytest.approx(-0.6) and a[1] < 0.01 and a[0].high < 0
