@@ -9,11 +9,13 @@ was trained on.
 
 Built-in profiles (:data:`BUILTIN_PROFILES`):
 
-* ``generic``: :data:`~.tools.GENERIC_TOOLS` as they are.
+* ``generic``: :data:`~.tools.GENERIC_TOOLS` as they are, with :data:`~.document_tool.READ_DOCUMENT`
+  (document text through the sandbox) before ``finish``.
 * ``claude_code``: Claude Code's names and parameters (``Bash``, ``Read``, ``Write``, ``Edit``,
   ``Glob``, ``Grep``, ``TodoWrite``, ``WebFetch``, ``WebSearch``), with its behaviours: ``Bash``
   timeouts in milliseconds, ``Read`` lines numbered ``     1→text`` and followed by a short
-  ``<system-reminder>``, web tools answering that they are not available offline. There is no
+  ``<system-reminder>`` (a PDF/DOCX/XLSX/PPTX/image path gives the document's text, as the real CLI's
+  ``Read`` does through the proxy), web tools answering that they are not available offline. There is no
   finish tool: the model finishes by answering without a tool call.
 * ``kilo``: Kilo Code's tools before Kilo 1.0 -- the VS Code extension's core, which the 0.x CLI
   embeds (``execute_command``, ``read_file``, ``write_to_file``, ``apply_diff`` with
@@ -43,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .document_tool import READ_DOCUMENT, reads_documents
 from .tools import (
     BASH,
     EDIT_FILE,
@@ -194,12 +197,13 @@ CC_TODOS = {"type": "array", "description": "The whole updated todo list.", "ite
     "content": {"type": "string", "minLength": 1},
     "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
     "activeForm": {"type": "string", "minLength": 1}}, "content", "status", "activeForm")}
-CC_READ = alias(READ_FILE, name="Read", description="Read a file from the workspace. Lines are numbered "
-                "`     1→text`; for long files pass offset and limit.",
+CC_READ = reads_documents(alias(READ_FILE, name="Read", description="Read a file from the workspace. Lines are "
+                "numbered `     1→text`; for long files pass offset and limit. A PDF, DOCX, XLSX or PPTX file gives "
+                "its text, an image its format, size and EXIF.",
                 parameters=_obj({"file_path": _str("Path of the file (absolute, e.g. /workspace/a.py)."),
                                  "offset": _num("Line number to start from."),
                                  "limit": _num("Number of lines to read.")}, "file_path"),
-                rename={"file_path": "path"}, convert=_with("separator", "→"), after=_remind)
+                rename={"file_path": "path"}, convert=_with("separator", "→"), after=_remind), "file_path")
 CC_EDIT = alias(EDIT_FILE, name="Edit", description="Replace exact text in a file. old_string must be unique in "
                 "the file unless replace_all is set.",
                 parameters=_obj({"file_path": _str("Path of the file to change."),
@@ -352,7 +356,8 @@ DROID = Profile(name="droid", description="Factory Droid's tool names (parameter
     capability("FetchUrl", "Fetch a web page.", _obj({"url": _str("The URL.")}, "url"), _offline("FetchUrl")),
 ))
 
-GENERIC = Profile(name="generic", description="The generic tool set", tools=GENERIC_TOOLS)
+GENERIC = Profile(name="generic", description="The generic tool set and read_document",
+                  tools=(*GENERIC_TOOLS[:-1], READ_DOCUMENT, GENERIC_TOOLS[-1]))
 #: Profiles every registry starts with.
 BUILTIN_PROFILES: tuple[Profile, ...] = (GENERIC, CLAUDE_CODE, KILO, DROID)
 
@@ -370,7 +375,7 @@ class ToolRegistry:
         self._profiles: dict[str, Profile] = {}
         self._extra: list[tuple[Tool, frozenset[str] | None]] = []
         if builtins:
-            for tool in GENERIC_TOOLS:
+            for tool in (*GENERIC_TOOLS, READ_DOCUMENT):
                 self._tools[tool.name] = tool
             for profile in BUILTIN_PROFILES:
                 self.add_profile(profile)

@@ -245,7 +245,7 @@ def test_every_profile_offers_well_formed_openai_tools():
             assert schema["type"] == "object" and set(schema["required"]) <= set(schema["properties"])
             json.dumps(spec)
     assert [t.name for t in ToolRegistry().profile("generic").tools] == \
-        ["bash", "read_file", "write_file", "edit_file", "list_files", "grep", "finish"]
+        ["bash", "read_file", "write_file", "edit_file", "list_files", "grep", "read_document", "finish"]
 
 
 def test_claude_code_schemas_match_the_recorded_tool_list():
