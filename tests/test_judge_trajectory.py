@@ -206,7 +206,8 @@ def test_per_judge_metrics_follow_each_judges_applicability(stub_env):
     assert instance_passed_share(record, "openai/judge-b") == (False, 0.5)
     assert instance_passed_share(record, "openai/judge-c") == (False, 0.0)
     by_judge = core_tables("bench", [record])[1]
-    assert [row[0] for row in by_judge.rows] == ["openai/judge-a", "openai/judge-b", "openai/judge-c", "mean ± std"]
+    assert [row[0] for row in by_judge.rows] == ["openai/judge-a", "openai/judge-b", "openai/judge-c", "across judges",
+                                              "mean ± std"]
 
 
 # --------------------------------------------------------------------------- transcript and injection
@@ -326,7 +327,7 @@ def test_core_table_isr_csr_skip_non_applicable_checks():
                {"status": "failed", "checks": [chk(False, applicable=False)], "tokens": {}, "cost": None}]
     (table,) = core_tables("bench", records)
     row = dict(zip(table.columns, table.rows[0]))
-    assert (row["items"], row["ISR"], row["CSR"]) == (3, "50.0%", "75.0%")
+    assert (row["items"], row["ISR"], row["CSR"]) == (3, "50.0% ±35.4 [9.5, 90.5]", "75.0% ±25.0 [0.0, 100.0]")
 
 
 def test_verdict_json_of_a_non_applicable_judgement():

@@ -8,6 +8,8 @@ import pytest
 
 from pytest_ifbench.reports.metrics import (
     COLUMNS,
+    INTERVAL_NOTE,
+    PANEL_NOTE,
     Aggregate,
     MetricTable,
     core_tables,
@@ -137,19 +139,21 @@ def test_core_tables_overall_row():
     (table,) = core_tables("demo", RECORDS)
     assert table.title == "demo"
     assert table.columns == COLUMNS
-    assert table.rows[0] == ("all", 5, 1, 0, "50.0%", "62.5%", "-", "0/0", "-")
+    assert table.rows[0] == ("all", 5, 1, 0, "50.0% ±25.0 [15.0, 85.0]", "62.5% ±23.9 [0.0, 100.0]", "-", "0/0", "-")
 
 
 def test_isr_csr_hand_computed_three_instances():
     records = [rec(chk(True), chk(False), chk(True)), rec(chk(True)), rec(chk(False), chk(True))]
     # ISR = 1/3 ; CSR = mean(2/3, 1, 1/2) = 13/18 = 72.2%
-    assert core_tables("x", records)[0].rows[0][:6] == ("all", 3, 0, 0, "33.3%", "72.2%")
+    assert core_tables("x", records)[0].rows[0][:6] == (
+        "all", 3, 0, 0, "33.3% ±27.2 [6.1, 79.2]", "72.2% ±14.7 [9.0, 100.0]")
 
 
 def test_errored_records_counted_but_excluded():
     records = [rec(chk(True)), err(), err()]
     row = dict(zip(COLUMNS, core_tables("x", records)[0].rows[0]))
-    assert (row["items"], row["errors"], row["ISR"], row["CSR"]) == (3, 2, "100.0%", "100.0%")
+    assert (row["items"], row["errors"], row["ISR"], row["CSR"]) == (
+        3, 2, "100.0% ±0.0 [20.7, 100.0]", "100.0% ±inf [0.0, 100.0]")
     only_errors = dict(zip(COLUMNS, core_tables("x", [err()])[0].rows[0]))
     assert (only_errors["items"], only_errors["errors"], only_errors["ISR"], only_errors["CSR"]) == (1, 1, "-", "-")
 
@@ -158,13 +162,14 @@ def test_errored_record_with_checks_is_still_excluded():
     broken = err()
     broken["checks"] = [chk(False)]
     row = dict(zip(COLUMNS, core_tables("x", [rec(chk(True)), broken])[0].rows[0]))
-    assert (row["errors"], row["ISR"], row["CSR"]) == (1, "100.0%", "100.0%")
+    assert (row["errors"], row["ISR"], row["CSR"]) == (1, "100.0% ±0.0 [20.7, 100.0]", "100.0% ±inf [0.0, 100.0]")
 
 
 def test_records_with_only_unscored_checks_are_not_rated():
     records = [rec(chk(True)), rec(chk(False, scored=False))]
     row = dict(zip(COLUMNS, core_tables("x", records)[0].rows[0]))
-    assert (row["items"], row["errors"], row["ISR"], row["CSR"]) == (2, 0, "100.0%", "100.0%")
+    assert (row["items"], row["errors"], row["ISR"], row["CSR"]) == (
+        2, 0, "100.0% ±0.0 [20.7, 100.0]", "100.0% ±inf [0.0, 100.0]")
 
 
 def test_score_column_averages_rubric_instances_only():
@@ -172,7 +177,7 @@ def test_score_column_averages_rubric_instances_only():
                rec(bonus(True, 1), penalty(False, 3)),  # 0
                rec(chk(True))]  # no rubric
     row = dict(zip(COLUMNS, core_tables("x", records)[0].rows[0]))
-    assert row["score"] == "16.7%"  # mean(1/3, 0)
+    assert row["score"] == "16.7% ±16.7 [0.0, 100.0]"  # mean(1/3, 0), t(1) interval
 
 
 def test_tokens_and_cost():
@@ -200,13 +205,17 @@ def test_breakdown_rows_by_category_and_tier():
     labels = [r[0] for r in table.rows]
     assert labels == ["all", "category=code", "category=format", "tier=1", "tier=2"]
     code = row_of(table, "category=code")
-    assert (code["items"], code["errors"], code["ISR"], code["CSR"]) == (3, 1, "50.0%", "50.0%")
+    assert (code["items"], code["errors"], code["ISR"], code["CSR"]) == (
+        3, 1, "50.0% ±35.4 [9.5, 90.5]", "50.0% ±50.0 [0.0, 100.0]")
     fmt = row_of(table, "category=format")
-    assert (fmt["items"], fmt["errors"], fmt["ISR"], fmt["CSR"]) == (2, 0, "50.0%", "75.0%")
+    assert (fmt["items"], fmt["errors"], fmt["ISR"], fmt["CSR"]) == (
+        2, 0, "50.0% ±35.4 [9.5, 90.5]", "75.0% ±25.0 [0.0, 100.0]")
     tier1 = row_of(table, "tier=1")
-    assert (tier1["items"], tier1["errors"], tier1["ISR"], tier1["CSR"]) == (3, 1, "100.0%", "100.0%")
+    assert (tier1["items"], tier1["errors"], tier1["ISR"], tier1["CSR"]) == (
+        3, 1, "100.0% ±0.0 [34.2, 100.0]", "100.0% ±0.0 [34.2, 100.0]")
     tier2 = row_of(table, "tier=2")
-    assert (tier2["items"], tier2["errors"], tier2["ISR"], tier2["CSR"]) == (2, 0, "0.0%", "25.0%")
+    assert (tier2["items"], tier2["errors"], tier2["ISR"], tier2["CSR"]) == (
+        2, 0, "0.0% ±0.0 [0.0, 65.8]", "25.0% ±25.0 [0.0, 100.0]")
 
 
 def test_single_valued_dimension_has_no_breakdown():
@@ -219,7 +228,7 @@ def test_partially_present_dimension_is_broken_down():
     records = [rec(chk(True), scaffold="cli"), rec(chk(False))]
     (table,) = core_tables("x", records)
     assert [r[0] for r in table.rows] == ["all", "scaffold=cli"]
-    assert row_of(table, "scaffold=cli")["ISR"] == "100.0%"
+    assert row_of(table, "scaffold=cli")["ISR"] == "100.0% ±0.0 [20.7, 100.0]"
 
 
 def test_tier_rows_sort_numerically():
@@ -255,9 +264,11 @@ def test_panel_table_mean_and_std():
     assert panel.rows == (
         ("j1", "50.0%", "75.0%"),
         ("j2", "0.0%", "50.0%"),
+        ("across judges", "25.0% ±25.0 [0.0, 100.0]", "62.5% ±12.5 [0.0, 100.0]"),
         ("mean ± std", "25.0% ± 25.0", "62.5% ± 12.5"),
     )
-    assert panel.notes == ("deterministic checks count the same for every judge",)
+    assert panel.notes == ("deterministic checks count the same for every judge", PANEL_NOTE)
+    assert tables[0].notes == (INTERVAL_NOTE,)
 
 
 def test_panel_with_three_judges():
@@ -268,6 +279,7 @@ def test_panel_with_three_judges():
         ("j1", "100.0%", "100.0%"),
         ("j2", "66.7%", "66.7%"),
         ("j3", "33.3%", "33.3%"),
+        ("across judges", "66.7% ±19.2 [0.0, 100.0]", "66.7% ±19.2 [0.0, 100.0]"),
         ("mean ± std", "66.7% ± 27.2", "66.7% ± 27.2"),
     )
 

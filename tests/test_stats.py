@@ -97,3 +97,10 @@ def test_sign_test_exact():
     assert stats.sign_test(0, 0) == 1.0
     assert math.isclose(stats.sign_test(0, 6), 2 / 64)
     assert math.isclose(stats.sign_test(3, 3), 1.0)
+
+
+def test_a_mean_without_spread_still_has_a_width():
+    """Two instances at 100 % CSR do not make the mean exact: the Wilson interval of the share, not [100, 100]."""
+    assert stats.mean([1.0, 1.0]).pct() == "100.0% ±0.0 [34.2, 100.0]"
+    assert stats.mean([1.0, 1.0]).low == stats.proportion([True, True]).low
+    assert stats.mean([0.5] * 3).pct() == "50.0% ±0.0 [12.5, 87.5]"

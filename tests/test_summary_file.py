@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_ifbench.reports.metrics import INTERVAL_NOTE
 from pytest_ifbench.reports.summary_file import summary_path
 from pytest_ifbench.testing import Reply
 from tests._support import FAKE_KEY, HELLO_LOWER, SHOUT, demo_suite, stub_args, write_suite
@@ -99,10 +100,12 @@ def test_markdown_summary_tables_totals_and_plots(pytester, stub_env):
         "## Totals",
         "| demo | 2 | 0 | " + f"{prompt} | {completion} | 0 | 0 | - |",
         "## demo",
-        "| all | 2 | 0 | 0 | 50.0% | 50.0% | - | " + f"{prompt}/{completion}" + " | - |",
-        "| category=format | 1 | 0 | 0 | 100.0% | 100.0% |",
+        "| all | 2 | 0 | 0 | 50.0% ±35.4 [9.5, 90.5] | 50.0% ±50.0 [0.0, 100.0] "
+        "| - | " + f"{prompt}/{completion}" + " | - |",
+        "| category=format | 1 | 0 | 0 | 100.0% ±0.0 [20.7, 100.0] | 100.0% ±inf [0.0, 100.0] |",
         "### demo: by marker",
-        "| marker=smoke | 1 | 0 | 0 | 100.0% | 100.0% |",
+        "| marker=smoke | 1 | 0 | 0 | 100.0% ±0.0 [20.7, 100.0] | 100.0% ±inf [0.0, 100.0] |",
+        "*" + INTERVAL_NOTE + "*",
         "### demo: most failed checks",
         "| upper | ifbench.case | 1 | 1 | 0.0% |",
         "### demo: survival",

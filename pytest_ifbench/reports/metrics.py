@@ -132,8 +132,8 @@ class Aggregate:
 
     def row(self, label: str) -> tuple[Any, ...]:
         return (
-            label, self.n, self.errors, self.not_applicable, _pct(self.isr), _pct(self.csr),
-            _pct(self.rubric) if self.rubric else "-",
+            label, self.n, self.errors, self.not_applicable, cell(stats.proportion(self.isr)),
+            cell(stats.mean(self.csr)), cell(stats.mean(self.rubric)),
             f"{self.prompt_tokens}/{self.completion_tokens}",
             f"${self.cost:.4f}" if self.cost_known else "-",
         )
@@ -142,15 +142,20 @@ class Aggregate:
 COLUMNS = ("", "items", "errors", "n/a", "ISR", "CSR", "score", "tokens in/out", "cost")
 
 
-def _pct(values: Sequence[float | bool]) -> str:
-    if not values:
-        return "-"
-    return f"{100 * statistics.fmean(float(v) for v in values):.1f}%"
+def cell(estimate: stats.Estimate | None) -> str:
+    """A rate's table cell: ``66.7% ±27.2 [20.8, 93.9]`` (value, SE, 95% interval; "-" for no units). One unit
+    has no spread to estimate: its SE is shown as ``±inf`` and the interval as the whole range."""
+    return "-" if estimate is None else estimate.pct()
 
 
 #: The note every core table carries: how its intervals were computed.
-INTERVAL_NOTE = ("ISR, CSR, score: value ±SE [95% CI] over instances (the unit; with samples, an instance's "
-                 "checks are first combined over its samples); " + stats.method_note(["wilson", "t"])[14:])
+INTERVAL_NOTE = ("ISR, CSR, score: value ±SE [95% CI] with the instance as the unit (with samples, an "
+                 "instance's checks are first combined over its samples); ISR: " + stats.METHODS["wilson"]
+                 + "; CSR, score: " + stats.METHODS["t"] + " (instances)")
+#: The panel table's note: the judges' spread is not the sampling error.
+PANEL_NOTE = ("across judges: mean of the judges' rates ±SE [95% CI] of the judge-to-judge spread ("
+              + stats.METHODS["panel"] + "), how much the number depends on which judge read the replies; "
+              "the sampling error over instances is in the table above")
 
 
 def headline_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -195,7 +200,7 @@ def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[Me
         if len(groups) > 1 or (groups and len(next(iter(groups.values()))) < len(records)):
             for value in sorted(groups, key=_natural):
                 rows.append(_aggregate(groups[value]).row(f"{label}={value}"))
-    tables = [MetricTable(title=f"{benchmark}", columns=COLUMNS, rows=tuple(rows))]
+    tables = [MetricTable(title=f"{benchmark}", columns=COLUMNS, rows=tuple(rows), notes=(INTERVAL_NOTE,))]
     judges = sorted({vote["judge"] for r in records for c in scored_checks(r)
                      for vote in (c.get("verdict") or {}).get("details", {}).get("judges", []) or []})
     if len(judges) > 1:
@@ -209,6 +214,7 @@ def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[Me
             isr_by_judge.append(isr)
             csr_by_judge.append(csr)
             judge_rows.append((judge, f"{100 * isr:.1f}%", f"{100 * csr:.1f}%"))
+        judge_rows.append(("across judges", cell(stats.panel(isr_by_judge)), cell(stats.panel(csr_by_judge))))
         judge_rows.append((
             "mean ± std",
             f"{100 * statistics.fmean(isr_by_judge):.1f}% ± {100 * statistics.pstdev(isr_by_judge):.1f}",
@@ -216,7 +222,7 @@ def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[Me
         ))
         tables.append(MetricTable(title=f"{benchmark}: by judge (panel)", columns=("judge", "ISR", "CSR"),
                                   rows=tuple(judge_rows),
-                                  notes=("deterministic checks count the same for every judge",)))
+                                  notes=("deterministic checks count the same for every judge", PANEL_NOTE)))
     return tables
 
 

@@ -7,7 +7,9 @@ method's name, which the tables print in a note). The methods, per unit of indep
   SE ``sqrt(p(1-p)/n)``. Exact in the sense that it needs no resampling, and it never leaves [0, 1] nor
   collapses to zero width at 0 % or 100 % the way the normal interval does.
 * ``t`` -- a mean of independent per-unit values (CSR over instances, a rubric score, a per-task mean
-  over samples): SE ``s/sqrt(n)``, interval ``mean +- t(0.975, n-1) * SE``, clipped to the values' range.
+  over samples): SE ``s/sqrt(n)``, interval ``mean +- t(0.975, n-1) * SE``, clipped to the values' range;
+  n values in [0, 1] with no spread (all 100 %) get the Wilson interval of the mean as a share of n, never
+  a zero-width interval.
 * ``cluster`` -- a ratio of per-item values whose items come in dependent groups (the turns of one
   dialogue): the cluster-robust (CR1) SE of the ratio estimator over the G clusters, ``t(0.975, G-1)``.
 * ``panel`` -- the spread across the judges of a panel (each judge's metric over the same instances):
@@ -104,11 +106,15 @@ def proportion(outcomes: Sequence[bool | float]) -> Estimate | None:
     if n == 0:
         return None
     p = sum(1.0 for o in outcomes if o) / n
+    low, high = _wilson(p, n)
+    return Estimate(value=p, se=math.sqrt(p * (1 - p) / n), low=low, high=high, n=n, method="wilson")
+
+
+def _wilson(p: float, n: int) -> tuple[float, float]:
     z = z_quantile()
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Estimate(value=p, se=math.sqrt(p * (1 - p) / n), low=max(0.0, centre - half),
-                    high=min(1.0, centre + half), n=n, method="wilson")
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def mean(values: Sequence[float], *, bounds: tuple[float, float] | None = (0.0, 1.0),
@@ -119,6 +125,11 @@ def mean(values: Sequence[float], *, bounds: tuple[float, float] | None = (0.0, 
         return None
     m = statistics.fmean(values)
     se = statistics.stdev(values) / math.sqrt(n) if n > 1 else math.inf
+    if se == 0 and bounds == (0.0, 1.0):
+        # No spread among n values (every instance at 100 %, say) does not make the mean exact: the t interval
+        # would have zero width. Take the widest a [0, 1] mean can be -- the Wilson interval of m as a share.
+        wilson = _wilson(m, n)
+        return Estimate(value=m, se=0.0, low=wilson[0], high=wilson[1], n=n, method=method)
     return _interval(m, se, n - 1, n, method, bounds)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ..suite.run_settings import judge_warning, settings_lines
-from .metrics import COLUMNS, Aggregate, MetricTable, errored
+from .metrics import COLUMNS, INTERVAL_NOTE, Aggregate, MetricTable, errored
 
 #: When the session started (set by :mod:`.summary_file`'s ``pytest_sessionstart``): the summary says how long it took.
 START_KEY = pytest.StashKey[float]()
@@ -107,7 +107,7 @@ _LINK = re.compile(r"\[([^\]]+)\]\(([^)]+)\)")
 _CODE = re.compile(r"`([^`]+)`")
 
 
-_NUMBER = re.compile(r"^[-+$]?[\d.,]+%?( ?[±/] ?[\d.,]+%?)*$|^-$")
+_NUMBER = re.compile(r"^[-+$]?[\d.,]+%?( ?[±/] ?([\d.,]+|inf)%?)*( \[[-+\d., ]+\])?$|^-$")
 
 
 def _numeric_columns(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[bool]:
@@ -280,7 +280,7 @@ def markers_table(benchmark: str, records: Sequence[Mapping[str, Any]]) -> Metri
     if not groups:
         return None
     return MetricTable(title=f"{benchmark}: by marker", columns=COLUMNS,
-                       rows=tuple(groups[m].row(f"marker={m}") for m in sorted(groups)))
+                       rows=tuple(groups[m].row(f"marker={m}") for m in sorted(groups)), notes=(INTERVAL_NOTE,))
 
 
 def failed_checks_table(benchmark: str, records: Sequence[Mapping[str, Any]], limit: int = 15) -> MetricTable | None:
