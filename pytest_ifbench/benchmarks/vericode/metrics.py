@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ifbench import MetricTable
+from pytest_ifbench import MetricTable, stats
 
 BENCHMARK = "vericode"
 PROTOCOLS = ("single_turn", "multi_turn")
@@ -93,6 +93,23 @@ def if_scores(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, float
     return statistics.fmean(shares), statistics.fmean(float(a) for a in alls)
 
 
+def if_estimates(records: Sequence[Mapping[str, Any]]) -> tuple[stats.Estimate | None, stats.Estimate | None]:
+    """(IF_instruction, IF_task) with SE and 95% interval, the instance as the unit: a t interval for the mean
+    share (IF_instruction), the Wilson interval for the share of instances (IF_task)."""
+    shares, alls = [], []
+    for record in _ok(records):
+        passed = [bool(c.get("passed")) for c in instruction_checks(record)]
+        if passed:
+            shares.append(sum(passed) / len(passed))
+            alls.append(all(passed))
+    return stats.mean(shares), stats.proportion(alls)
+
+
+def pass_at_1_estimate(records: Sequence[Mapping[str, Any]]) -> stats.Estimate | None:
+    """pass@1 with the Wilson interval over instances (one sample each)."""
+    return stats.proportion([p for r in _ok(records) if (p := functional_passed(r)) is not None])
+
+
 def pass_at_1(records: Sequence[Mapping[str, Any]]) -> float | None:
     results = [p for r in _ok(records) if (p := functional_passed(r)) is not None]
     return statistics.fmean(float(p) for p in results) if results else None
@@ -141,6 +158,10 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _est(estimate: stats.Estimate | None) -> str:
+    return "-" if estimate is None else estimate.pct()
+
+
 def _rate(cell: tuple[int, int] | None) -> str:
     return "-" if not cell or not cell[1] else f"{100 * cell[0] / cell[1]:.1f}% ({cell[1]})"
 
@@ -163,23 +184,24 @@ def main_table(records: Sequence[Mapping[str, Any]], title: str) -> MetricTable:
     rows: list[tuple[Any, ...]] = []
     if base:
         rows.append(("k=0 (original prompt)", len(base), len(base) - len(_ok(base)), "-", "-",
-                     _pct(pass_at_1(base)), "-"))
+                     _est(pass_at_1_estimate(base)), "-"))
     groups = _by_protocol_k(records)
     for protocol in sorted({p for p, _ in groups}, key=_protocol_order):
         for k in sorted(k for p, k in groups if p == protocol):
             group = groups[(protocol, k)]
-            inst, task = if_scores(group)
-            sk = pass_at_1(group)
-            fr = functional_regression(paired_base(base, group), sk)
-            rows.append((f"{protocol} k={k}", len(group), len(group) - len(_ok(group)), _pct(inst), _pct(task),
-                         _pct(sk), _pct(fr)))
+            inst, task = if_estimates(group)
+            fr = functional_regression(paired_base(base, group), pass_at_1(group))
+            rows.append((f"{protocol} k={k}", len(group), len(group) - len(_ok(group)), _est(inst), _est(task),
+                         _est(pass_at_1_estimate(group)), _pct(fr)))
         everything = [r for (p, _), g in groups.items() if p == protocol for r in g]
-        inst, task = if_scores(everything)
-        rows.append((f"{protocol} all k", len(everything), len(everything) - len(_ok(everything)), _pct(inst),
-                     _pct(task), _pct(pass_at_1(everything)),
+        inst, task = if_estimates(everything)
+        rows.append((f"{protocol} all k", len(everything), len(everything) - len(_ok(everything)), _est(inst),
+                     _est(task), _est(pass_at_1_estimate(everything)),
                      _pct(functional_regression(paired_base(base, everything), pass_at_1(everything)))))
     notes = ["IF excludes the functional check; pass@1 and FR_k = (S_0 - S_k)/S_0 use only it",
-             "S_0 = pass@1 of the k=0 instances of the same tasks"]
+             "S_0 = pass@1 of the k=0 instances of the same tasks",
+             "±SE [95% CI] over instances: IF_instruction " + stats.METHODS["t"] + "; IF_task, pass@1 "
+             + stats.METHODS["wilson"] + "; FR_k is a ratio of two rates, shown without an interval"]
     if not base:
         notes.append("no k=0 instances were run, so FR_k is undefined")
     return MetricTable(title=title, columns=("", "items", "errors", "IF_instruction", "IF_task", "pass@1", "FR_k"),

@@ -36,8 +36,8 @@ def test_fr_k_from_records():
     k2 = [record(f"t{n}", 2, instructions=(True, False), functional=n < 3) for n in range(5)]  # S_2 = 3/5
     table = m.main_table(base + k2, "x")
     got = rows(table)
-    assert got["k=0 (original prompt)"]["pass@1"] == "80.0%"
-    assert got["single_turn k=2"]["pass@1"] == "60.0%"
+    assert got["k=0 (original prompt)"]["pass@1"] == "80.0% ±17.9 [37.6, 96.4]"  # Wilson over 5
+    assert got["single_turn k=2"]["pass@1"] == "60.0% ±21.9 [23.1, 88.2]"
     assert got["single_turn k=2"]["FR_k"] == "25.0%"  # (0.8 - 0.6) / 0.8
 
 
@@ -61,7 +61,8 @@ def test_errored_instances_are_counted_not_scored():
     group = [record("a", 1, instructions=(True,)), record("b", 1, instructions=(False,), status="error")]
     got = rows(m.main_table(group, "x"))["single_turn k=1"]
     assert got["items"] == 2 and got["errors"] == 1
-    assert got["IF_instruction"] == "100.0%" and got["IF_task"] == "100.0%"
+    # one instance: no spread to estimate (t: SE inf, the whole range); Wilson: [20.7, 100]
+    assert got["IF_instruction"] == "100.0% ±inf [0.0, 100.0]" and got["IF_task"] == "100.0% ±0.0 [20.7, 100.0]"
 
 
 def test_per_protocol_and_k_rows_and_undefined_fr_without_base():
@@ -70,7 +71,7 @@ def test_per_protocol_and_k_rows_and_undefined_fr_without_base():
     table = m.main_table(group, "x")
     assert [r[0] for r in table.rows] == ["single_turn k=1", "single_turn all k", "multi_turn k=1",
                                           "multi_turn k=2", "multi_turn all k"]
-    assert rows(table)["multi_turn all k"]["IF_instruction"] == "25.0%"  # mean of 0 and 1/2
+    assert rows(table)["multi_turn all k"]["IF_instruction"] == "25.0% ±25.0 [0.0, 100.0]"  # mean of 0 and 1/2
     assert all(r[-1] == "-" for r in table.rows)
     assert any("FR_k is undefined" in note for note in table.notes)
 
