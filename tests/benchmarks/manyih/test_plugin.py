@@ -166,7 +166,8 @@ def test_if_constraints_run_in_the_sandbox(pytester):
     assert verdicts["greets"][0] and not verdicts["broken"][0] and not verdicts["not-bool"][0]
     assert "ZeroDivisionError" in verdicts["broken"][1] and "not a bool" in verdicts["not-bool"][1]
     assert verdicts["suppressed"][0], "the sandbox has no API keys"
-    result.stdout.fnmatch_lines(["*manyih instruction following: accuracy*", "*all*1*0*0.0%*33.3%*1*100.0%*"])
+    result.stdout.fnmatch_lines(["*manyih instruction following: accuracy*",
+                                 "*all*1*0*0.0% ±0.0 [[]0.0, 79.3]*33.3%*1*100.0%*"])  # [[] is a literal [ here
 
 
 # ---------------------------------------------------------------------------- metrics on records
@@ -198,8 +199,8 @@ def test_metric_formulas():
     ]
     table_1a, table_1b, perturbation, by_style = plugin.BENCHMARK.pytest_ifbench_metrics("manyih", records)
     rows = {row[0]: row for row in table_1a.rows}
-    assert rows["all"] == ("all", 5, 1, "25.0%", "50.0%", "75.0%")
-    assert rows["ppi=scalar, perturbed"][3:] == ("100.0%", "100.0%", "100.0%")
+    assert rows["all"] == ("all", 5, 1, "25.0% ±21.7 [4.6, 69.9]", "50.0%", "75.0%")
+    assert rows["ppi=scalar, perturbed"][3:] == ("100.0% ±0.0 [34.2, 100.0]", "100.0%", "100.0%")
     assert table_1b.rows[0] == ("all", 2, "50.0%", "0.0%", "-50.0", "+0.0", "-50.0")
     assert perturbation.rows[0] == ("all", 2, "0.0%", "100.0%", "+100.0", "+50.0", "+50.0", "100.0%", "50.0%",
                                     "50.0%")
