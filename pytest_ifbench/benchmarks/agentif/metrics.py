@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_ifbench import MetricTable
+from pytest_ifbench import MetricTable, stats
 
 RUBRIC = "agentif.rubric"
 DIMENSIONS = ("instruction_following", "factuality", "logic", "negative_constraint")
@@ -71,6 +71,10 @@ def final_score(scores: Sequence[float]) -> float | None:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _interval(estimate: stats.Estimate | None) -> str:
+    return "-" if estimate is None else estimate.plain(3)
 
 
 def _scored(records: Sequence[Mapping[str, Any]], passed: Passed = _overall) -> list[tuple[Mapping[str, Any], float]]:
@@ -129,6 +133,7 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     latency = _latency(records)
     main = [("tasks", len(records)), ("errors (excluded)", errors), ("scored", len(scored)),
             ("overall score (eq. 2)", _fmt(final_score([s for _, s in scored]))),
+            ("overall score ±SE [95% CI]", _interval(stats.mean([s for _, s in scored]))),
             ("avg latency (s)", "-" if latency is None else f"{latency:.1f}")]
     main += [(f"rubric: {d}", _fmt(dimension_score(records, d))) for d in DIMENSIONS]
     main += [("with attachments", _mean_of(scored, _attachments)),
@@ -136,7 +141,8 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     main += [(f"category: {c}", _mean_of(scored, lambda r, c=c: r.get("category") == c)) for c in CATEGORIES]
     notes = ("s_i = max(0, S+ - S-) / S_max; score = mean of s_i over the scored tasks",
              "errored tasks (harness/judge error or an omitted rubric item) are excluded and counted as errors",
-             "rubric dimension = points-weighted share of that dimension's items passed")
+             "rubric dimension = points-weighted share of that dimension's items passed",
+             "overall score ±SE [95% CI]: the task is the unit; " + stats.METHODS["t"])
     out = [MetricTable(title="agentif: Table 1", columns=("metric", "value"), rows=tuple(main), notes=notes)]
     domains = [(d, _mean_of(scored, lambda r, d=d: _domain(r) == d)) for d in DOMAINS]
     if any(_domain(r) for r in records):
@@ -159,8 +165,11 @@ def panel_table(records: Sequence[Mapping[str, Any]], judges: Sequence[str]) -> 
     if finals:
         spread = statistics.pstdev(finals) if len(finals) > 1 else 0.0
         rows.append(("mean ± std", len(finals), f"{statistics.fmean(finals):.3f} ± {spread:.3f}"))
+        rows.append(("across judges ±SE [95% CI]", len(finals), _interval(stats.panel(finals))))
     return MetricTable(title="agentif: score per judge", columns=("judge", "tasks", "score"), rows=tuple(rows),
-                       notes=("each judge's verdicts scored alone (eq. 1-2); std is the population std",))
+                       notes=("each judge's verdicts scored alone (eq. 1-2); std is the population std",
+                              "across judges: " + stats.METHODS["panel"] + ", the judge-to-judge spread, not the "
+                              "sampling error over tasks (that is Table 1's interval)"))
 
 
 def per_task(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

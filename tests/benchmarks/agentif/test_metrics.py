@@ -54,6 +54,7 @@ def test_final_score_is_the_mean_over_tasks_and_errors_are_excluded():
     rows = dict(table.rows)
     assert rows["tasks"] == 4 and rows["errors (excluded)"] == 2 and rows["scored"] == 2
     assert rows["overall score (eq. 2)"] == "0.750"
+    assert rows["overall score ±SE [95% CI]"] == "0.750 ±0.250 [0.000, 1.000]"  # t(1) over the 2 scored tasks
     assert any("excluded" in note for note in table.notes)
 
 
@@ -93,6 +94,7 @@ def test_panel_score_per_judge_with_mean_and_std():
     finals = [0.5, 0.25, 0.75]
     assert [rows["j1"], rows["j2"], rows["j3"]] == ["0.500", "0.250", "0.750"]
     assert rows["mean ± std"] == f"{statistics.fmean(finals):.3f} ± {statistics.pstdev(finals):.3f}"
+    assert rows["across judges ±SE [95% CI]"] == "0.500 ±0.144 [0.000, 1.000]"  # sd 0.25 / sqrt(3), t(2)
 
 
 def test_cohen_kappa_and_agreement_cli(tmp_path, capsys):
