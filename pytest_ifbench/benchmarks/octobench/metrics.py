@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ifbench import MetricTable
+from pytest_ifbench import MetricTable, stats
 
 from .reflect import META_KEY
-from .scoring import MODES, Panel, check_result, judges_of, panel, rates, scored
+from .scoring import MODES, Panel, check_result, instance_score, judges_of, panel, rates, scored
 from .taxonomy import ATTRIBUTIONS, CHECK_TYPES, CONFLICT_PAIRS, SOURCES
 from .verifiers import attribution
 
@@ -62,6 +62,11 @@ def overall(records: Sequence[Record]) -> MetricTable:
     if len(judges) > 1:
         p, r = panel(records, judges=judges), panel(records, mode="reference", judges=judges)
         rows.append(("mean ± std", p.n, rows[0][2], p.cell("isr"), p.cell("csr"), r.cell("isr"), r.cell("csr")))
+        spread = [_cell(stats.panel([v for rate in m.per_judge.values() if (v := getattr(rate, key)) is not None]))
+                  for m in (p, r) for key in ("isr", "csr")]
+        rows.append(("across judges ±SE [95% CI]", p.n, rows[0][2], *spread))
+    sampling = [_cell(e) for m in MODES for e in sampling_estimates(records, mode=m)]
+    rows.append(("instances ±SE [95% CI]", rates(records).n, rows[0][2], *sampling))
     omitted = sum(check_result(c) == "omitted" for rec in records for c in scored(rec))
     notes = (f"headline mode: {compat(records)} (--octobench-compat / options.compat)",
              "paper: K_i = applicable checks; an omitted or errored check counts as not passed; "
@@ -69,10 +74,25 @@ def overall(records: Sequence[Record]) -> MetricTable:
              "reference (authors' scorer): reward = successes / checks present in the judge's answer "
              "(3 decimals); an omitted check is not counted (scores like a pass); not_applicable counts as "
              f"a fail; an errored instance scores 0. Omitted checks in this run: {omitted}",
-             "std is the population std across judges")
+             "std is the population std across judges",
+             "instances ±SE [95% CI]: the sampling error of the (panel) verdict over instances, the instance as "
+             "the unit; ISR: " + stats.METHODS["wilson"] + "; CSR: " + stats.METHODS["t"]
+             + (("; across judges: " + stats.METHODS["panel"] + ", the judge spread, apart from the sampling "
+                 "error") if len(judges) > 1 else ""))
     return MetricTable(title="octobench: ISR / CSR per judge (paper vs reference)",
                        columns=("judge", "N", "errors", "ISR", "CSR", "ISR (reference)", "CSR (reference)"),
                        rows=tuple(rows), notes=notes)
+
+
+def sampling_estimates(records: Sequence[Record], *, mode: str = "paper"
+                       ) -> tuple[stats.Estimate | None, stats.Estimate | None]:
+    """ISR (Wilson) and CSR (t) of the combined verdict over the scored instances, with SE and 95% interval."""
+    scores = [s for r in records if (s := instance_score(r, mode=mode)) is not None]
+    return stats.proportion([s.passed for s in scores]), stats.mean([s.share for s in scores])
+
+
+def _cell(estimate: stats.Estimate | None) -> str:
+    return "-" if estimate is None else estimate.pct()
 
 
 def _pct(value: float | None) -> str:

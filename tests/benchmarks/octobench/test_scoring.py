@@ -105,7 +105,13 @@ def test_panel_mean_and_std_across_judges():
     assert mean == pytest.approx(2 / 3) and std == pytest.approx(0.2357, abs=1e-4)  # population std
     assert scoring.panel(records).cell("isr") == "66.7 ± 23.6"
     table = metrics.overall(records)
-    assert [row[0] for row in table.rows] == ["j1", "j2", "j3", "mean ± std"]
+    assert [row[0] for row in table.rows] == ["j1", "j2", "j3", "mean ± std", "across judges ±SE [95% CI]",
+                                              "instances ±SE [95% CI]"]
+    # the judge spread (SE = sd/sqrt(3), t(2)) apart from the sampling error of the verdict over 2 instances
+    assert table.rows[-2] == ("across judges ±SE [95% CI]", 2, 0, "66.7% ±16.7 [0.0, 100.0]",
+                              "75.0% ±14.4 [12.9, 100.0]", "50.0% ±28.9 [0.0, 100.0]", "66.7% ±22.0 [0.0, 100.0]")
+    assert table.rows[-1] == ("instances ±SE [95% CI]", 2, 0, "50.0% ±35.4 [9.5, 90.5]", "75.0% ±25.0 [0.0, 100.0]",
+                              "50.0% ±35.4 [9.5, 90.5]", "75.0% ±25.0 [0.0, 100.0]")
 
 
 def test_breakdowns_by_source_type_and_counts():
