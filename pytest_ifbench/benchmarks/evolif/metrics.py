@@ -238,6 +238,32 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}%"
 
 
+def interval_row(items: Sequence[Dialogue], scores: Sequence[DialogueScores]) -> tuple[str, ...]:
+    """The headline row's ``value ±SE [95% CI]`` cells, the dialogue as the unit (its turns are not
+    independent): EDR_* and STA are means over dialogues (t); turn CSR/ISR pool the turns, so their SE is
+    the cluster-robust one with each dialogue a cluster; REC is a mean over the dialogues that have one."""
+    from pytest_ifbench import stats
+
+    def cell(estimate: stats.Estimate | None, percent: bool = True) -> str:
+        return "-" if estimate is None else estimate.pct() if percent else estimate.plain(2)
+
+    ids = [d.name for d, s in zip(items, scores) for _ in range(s.length)]
+    fractions = [f for d in items for f in d.fractions]
+    successes = [float(ok) for d in items for ok in d.successes]
+    return (
+        "±SE [95% CI]", str(len(scores)),
+        *(cell(stats.mean([float(getattr(s, key)) for s in scores], bounds=(0.0, float("inf"))), percent=False)
+          for key in ("length", "accuracy", "successes", "lss")),
+        cell(stats.clustered(fractions, ids)), cell(stats.clustered(successes, ids)),
+        cell(stats.mean([r for s in scores if (r := s.rec) is not None])), cell(stats.mean([s.isr for s in scores])),
+    )
+
+
+#: The headline table's note on its interval row.
+INTERVAL_NOTE = ("±SE [95% CI]: the dialogue is the unit; EDR_*, REC, STA: mean +- t(n-1) x SE over dialogues; "
+                 "turn CSR/ISR: cluster-robust SE over dialogues, t(G-1) (pytest_ifbench.stats)")
+
+
 def _num(value: float) -> str:
     return f"{value:.2f}"
 
@@ -268,8 +294,9 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
         title=f"{BENCHMARK}: process metrics per turn ({label}; turn CSR/ISR pool every turn, not dialogues)",
         columns=("", "dialogues", "EDR_len", "EDR_acc", "EDR_succ", "EDR_lss", "turn CSR", "turn ISR", "REC", "STA"),
         rows=(("all", overall.dialogues, _num(overall.edr_len), _num(overall.edr_acc), _num(overall.edr_succ),
-               _num(overall.edr_lss), _pct(overall.csr), _pct(overall.isr), _pct(overall.rec), _pct(overall.sta)),),
-        notes=tuple(notes),
+               _num(overall.edr_lss), _pct(overall.csr), _pct(overall.isr), _pct(overall.rec), _pct(overall.sta)),
+              interval_row(items, scores)),
+        notes=(*notes, INTERVAL_NOTE),
     )]
     out.append(MetricTable(
         title=f"{BENCHMARK}: per dialogue",

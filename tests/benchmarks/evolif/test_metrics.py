@@ -78,6 +78,17 @@ def test_aggregate_metrics_by_the_papers_formulas():
     assert s.sta == pytest.approx((2 / 7 + 1 + 2 / 4 + 2 / 3) / 4)  # macro average of per-dialogue ISR
 
 
+def test_headline_intervals_take_the_dialogue_as_the_unit():
+    (headline, interval) = M.tables(records())[0].rows
+    assert headline[0] == "all" and interval[:2] == ("±SE [95% CI]", "4")
+    # EDR_*: t over the 4 dialogues, never below 0; turn ISR 10/18 with the cluster-robust SE over dialogues:
+    # sqrt(4/3 * sum_d (succ_d - 10/18 * N_d)^2) / 18 = 0.168 (16.8 points; 11.7 if the 18 turns were independent)
+    assert interval[2:] == ("4.50 ±0.87 [1.75, 7.25]", "2.88 ±0.43 [1.52, 4.23]", "2.50 ±0.50 [0.91, 4.09]",
+                            "2.00 ±0.71 [0.00, 4.25]", "63.9% ±13.2 [21.8, 100.0]", "55.6% ±16.8 [2.0, 100.0]",
+                            "62.5% ±37.5 [0.0, 100.0]", "61.3% ±15.1 [13.4, 100.0]")
+    assert M.INTERVAL_NOTE in M.tables(records())[0].notes
+
+
 def test_longest_success_run_and_empty_turns():
     assert M.longest_success_run([True, True, False, True, True, True, False]) == 3
     assert M.longest_success_run([]) == 0
