@@ -273,11 +273,14 @@ def test_the_core_never_names_a_benchmark():
 
 
 def test_modules_stay_small():
-    """~600 lines at most, except modules that are declarative tables (listed here with the reason)."""
-    tables: dict[str, str] = {}  # "path": "why it is a table" -- none needed today
+    """500 lines at most, except modules that are declarative tables (listed here with the reason)."""
+    tables: dict[str, str] = {  # "path": "why it is a table"
+        "benchmarks/vericode/instructions.py": "the paper's 30 instructions (lines 157-530), one declaration "
+                                               "each: wording, params, ruff selectors and settings",
+    }
     long = sorted(
         (str(path.relative_to(PACKAGE)), n) for path, _ in MODULES.values()
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 620
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
         and str(path.relative_to(PACKAGE)) not in tables
     )
     assert long == []
