@@ -313,7 +313,9 @@ class ModelClient:
     ) -> Completion:
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
         if self.cache is not None:
-            entry = self.cache.get(key)
+            # A shared tier (S3, Redis) may read over the network on a local miss: off the event loop then.
+            shared = self.cache.shared is not None
+            entry = await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key)
             if entry is not None and isinstance(entry.get("response"), dict) \
                     and isinstance(entry["response"].get("raw_text"), str):  # else damaged: call again
                 self.stats.cache_hits += 1
