@@ -57,7 +57,7 @@ def _port() -> int:
 
 
 def _pytest(work: Path, api_base: str, *args: str) -> tuple[float, int]:
-    command = [sys.executable, "-m", "pytest", "suites/", "--model=openai/stub", f"--api-base={api_base}",
+    command = [sys.executable, "-m", "pytest", "--model=openai/stub", f"--api-base={api_base}",
                "-p", "no:cacheprovider", "-q", "--ifbench-max-attempts=1", "--ifbench-timeout=10",
                "--ifbench-trajectories=", *args]
     env = {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY}
@@ -95,12 +95,14 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per request (default 0.2)")
     parser.add_argument("--full", action="store_true", help="every shipped instance (--ifbench-full)")
+    parser.add_argument("--suites", nargs="+", default=["suites/"], metavar="PATH",
+                        help="suite files or folders (default: suites/), e.g. suites/manyih suites/vericode")
     parser.add_argument("--json", default=None, metavar="FILE")
     args = parser.parse_args()
     redis_binary = shutil.which("redis-server")
     if redis_binary is None:
         raise SystemExit("redis-server is not installed (apt-get install redis-server)")
-    selection = ["--ifbench-full"] if args.full else []
+    selection = [*args.suites, *(["--ifbench-full"] if args.full else [])]
     port = _port()
     redis = subprocess.Popen([redis_binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
@@ -156,7 +158,8 @@ def main() -> int:
     report = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, **source_revision(),
-        "selection": "full" if args.full else "quick", "instances": instances, "latency_s": args.latency,
+        "selection": ("full" if args.full else "quick") + " (" + " ".join(args.suites) + ")", "instances": instances,
+        "latency_s": args.latency,
         "single": {"wall_s": round(single_wall, 1), "calls": single_calls},
         "shards": [{"shard": f"{i + 1}/{args.shards}", "wall_s": round(w, 1), "calls": c}
                    for i, (w, c) in enumerate(zip(shard_walls, shard_calls))],
