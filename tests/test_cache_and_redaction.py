@@ -328,6 +328,14 @@ def test_parse_verdicts_wrapped_in_prose_and_fences():
     assert parse_verdicts(text, IDS) == {"polite": (True, "uses {please}")}
 
 
+def test_parse_verdicts_with_raw_control_characters_in_strings():
+    """The embedded judge writes a literal newline or tab inside its reasoning: still its answer."""
+    text = '{"checks": [{"id": "polite", "verdict": "pass", "reasoning": "line one\nline\ttwo"}]}'
+    assert "\n" in text and parse_verdicts(text, IDS) == {"polite": (True, "line one\nline\ttwo")}
+    with pytest.raises(ValueError):
+        parse_verdicts('{"checks": [{"id": "polite", "verdict": "pass",}]}', IDS)  # not JSON: still an error
+
+
 def test_parse_partial_verdicts_omitted_ids_are_absent():
     text = '{"checks": [{"id": "short", "verdict": "fail"}]}'
     result = parse_verdicts(text, IDS)

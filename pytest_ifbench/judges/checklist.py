@@ -107,7 +107,9 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
     blob = first_json_object(text)
     if blob is None:
         raise ValueError("no JSON object in the reply")
-    data = json.loads(blob)
+    # strict=False: a raw newline or tab inside a reasoning string (a common model habit) is still the
+    # judge's answer; anything else that is not JSON stays an error and earns the repair turn.
+    data = json.loads(blob, strict=False)
     entries = data.get(key) if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise ValueError(f'the JSON has no "{key}" list')
