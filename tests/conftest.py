@@ -6,6 +6,8 @@ same, with a fake ``OPENAI_API_KEY``) come from the opt-in
 get them.
 """
 
+import compileall
+import os
 import sys
 import sysconfig
 
@@ -15,6 +17,14 @@ import pytest
 from tests._support import IN_PROCESS_WARNING
 
 pytest_plugins = ("pytester", "pytest_ifbench.testing")
+
+import pytest_ifbench  # noqa: E402
+
+# Every module of the package compiled now, on the main thread. CPython 3.11's AST constructor keeps a
+# recursion counter that is not thread-safe: on a fresh checkout (no __pycache__) a module first imported,
+# so compiled, by the background generation thread while pytest parsed source for a traceback raised
+# "SystemError: AST constructor recursion depth mismatch" (an INTERNALERROR seen in a clean-clone CI run).
+compileall.compile_dir(os.path.dirname(pytest_ifbench.__file__), quiet=1)
 
 try:
     # Imported once here, not first inside an in-process ``pytester.runpytest``: on import it removes
