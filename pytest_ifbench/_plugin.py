@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
+from . import _ast_guard
 from ._collect import InstanceError, InstanceItem, SuiteFile
 from ._state import RECORDS_KEY, STATE_KEY, build_state
 from .suite.detect import is_suite_file
 from .suite.run_settings import settings_by_benchmark
+
+_ast_guard.install()  # before any thread of ours starts; see the module for the CPython bug
 
 #: Reporting plugins shipped with the core; each owns its options (``-p no:ifbench_<name>`` disables one).
 _REPORTERS = {"ifbench_baseline": "reports.baseline", "ifbench_allure": "reports.allure",
