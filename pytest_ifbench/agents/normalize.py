@@ -31,6 +31,9 @@ Rules, per session (``session_id``):
    bounds; both bodies null) is no call: it cannot become a message or a thread, so no forged conversation
    can be the main one. Its event lands, in log order, in the session's main trajectory's
    ``meta["refused_requests"]`` (a session of refusals alone gives an empty trajectory carrying them).
+   A refusal of kind ``limit`` (the run reached ``max_steps``, ``max_tokens``, ``max_seconds`` or ``max_cost``)
+   also sets ``meta["stop_reason"]`` (the limit, the loop's name for it) and ``meta["stop_message"]`` (what
+   the CLI was told), so a trajectory rebuilt from the raw log alone says why the run ended.
 
 Where we deliberately differ from the authors' converter (``convert/`` in GitHub MiniMax-AI/mini-vela):
 
@@ -163,6 +166,14 @@ def refusal(record: Any) -> dict[str, Any] | None:
     return {**event, "time": record.get("request_time")}
 
 
+def _limit_stop(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``stop_reason`` and ``stop_message`` from the first ``limit`` refusal (rule 7), or nothing."""
+    for event in events:
+        if event.get("kind") == "limit":
+            return {"stop_reason": str(event.get("limit") or "limit"), "stop_message": event.get("reason")}
+    return {}
+
+
 def normalize(records: Iterable[Mapping[str, Any]]) -> list[Trajectory]:
     """One trajectory per session (in order of first appearance) from raw proxy records (see the module doc)."""
     sessions: dict[str, list[_Call]] = {}
@@ -189,7 +200,8 @@ def normalize(records: Iterable[Mapping[str, Any]]) -> list[Trajectory]:
     for session, calls in sessions.items():
         trajectory = _session(session, calls) if calls else Trajectory(id=session or "session")
         if session in refused:
-            trajectory = replace(trajectory, meta={**trajectory.meta, "refused_requests": refused[session]})
+            trajectory = replace(trajectory, meta={**trajectory.meta, "refused_requests": refused[session],
+                                                   **_limit_stop(refused[session])})
         out.append(trajectory)
     return out
 

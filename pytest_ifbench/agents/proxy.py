@@ -48,7 +48,8 @@ call is admitted by the meter first and counted after; one call's ``max_tokens``
 left of the run's budget, and waiting for the model ends at the run's deadline. Past a limit the CLI
 gets a non-retryable HTTP 400 naming it (a refusal, neither a call nor a failure), and a second later
 every process of its sandbox is killed (:class:`~.proxy_bounds.SandboxEnder`); the meter keeps the stop
-reason (``max_steps``, ``max_tokens``, ``max_seconds``, ``max_cost``).
+reason (``max_steps``, ``max_tokens``, ``max_seconds``, ``max_cost``), and the trajectory too: the refusal is
+recorded, kind ``limit`` with ``"limit": <the reason>`` (:func:`~.normalize.normalize` sets ``stop_reason``).
 """
 
 from __future__ import annotations
@@ -69,28 +70,18 @@ from .._redact import redact
 from .._types import GenerationParams
 from ..models.client import Completion, ModelClient
 from ..sandbox._forward import PREAMBLE_CLI, PREAMBLE_REFUSED
+from . import proxy_bounds as _bounds
 from .accounting import Meter, tool_names
-from .proxy_bounds import (
-    MAX_BODY_BYTES,
-    MAX_CONNECTIONS,
-    MAX_DEPTH,
-    MAX_RECORDED_REFUSALS,
-    NOT_CLI,
-    Bounded,
-    Rejected,
-    SandboxEnder,
-    bind_path,
-    not_the_relay,
-    read_body,
-    redact_bytes,
-    relay_preamble,
-)
+from .proxy_bounds import LIMIT_KIND, MAX_BODY_BYTES, NOT_CLI, Bounded, Rejected, SandboxEnder, read_body, redact_bytes
 from .proxy_loop import LoopThread
 from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
 from .wire.anthropic_messages import error_body
 
-__all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI", "LoopThread",
-           "RecordingProxy", "Submit"]
+__all__ = ["LIMIT_KIND", "MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI",
+           "LoopThread", "RecordingProxy", "Submit"]
+
+MAX_CONNECTIONS, MAX_DEPTH, MAX_RECORDED_REFUSALS = (_bounds.MAX_CONNECTIONS, _bounds.MAX_DEPTH,
+                                                  _bounds.MAX_RECORDED_REFUSALS)
 
 #: Runs a model-call coroutine somewhere and returns a future for its result.
 Submit = Callable[[Coroutine[Any, Any, Completion]], "concurrent.futures.Future[Completion]"]
@@ -146,7 +137,7 @@ class RecordingProxy:
         self.meter = meter
         self._ender = SandboxEnder()
         self._answered: dict[int, tuple[Completion, dict[str, Any]]] = {}
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._slots = threading.BoundedSemaphore(_bounds.MAX_CONNECTIONS)
         self.failures: list[str] = []
         #: Refused requests, as recorded (the first :data:`MAX_RECORDED_REFUSALS`).
         self.refusals: list[dict[str, Any]] = []
@@ -166,7 +157,7 @@ class RecordingProxy:
             self._submit = self._loop.submit
         try:
             if self.socket_path is not None:
-                address, self._dir_fd = bind_path(self.socket_path)
+                address, self._dir_fd = _bounds.bind_path(self.socket_path)
                 self._serve(_UnixServer(address, _Handler))
             if self._tcp:
                 self._serve(_TCPServer(("127.0.0.1", 0), _Handler))
@@ -311,8 +302,10 @@ class RecordingProxy:
         return 200, headers, redact_bytes(rendered)
 
     def _stopped(self, wire: WireFormat, message: str) -> tuple[int, dict[str, str], bytes]:
-        """The answer past a limit (not a call, not a failure): a non-retryable error, then the CLI ends."""
+        """The answer past a limit (recorded; not a call, not a failure): a non-retryable error; the CLI ends."""
         self._ender.end()
+        limit = self.meter.stop_reason if self.meter is not None else None
+        self.refuse(LIMIT_KIND, message, status=400, method="POST", path=wire.paths[0], limit=limit or "max_seconds")
         return _no_retry(wire, 400, message)
 
     def _fail(self, wire: WireFormat, status: int, message: str, body: dict[str, Any],
@@ -333,13 +326,14 @@ class RecordingProxy:
             self.last_response = response
         self._write(record)
 
-    def refuse(self, kind: str, reason: str, *, status: int, method: str = "", path: str = "", size: int = 0) -> None:
-        """Record one refused request (see the module doc); it is not a call."""
+    def refuse(self, kind: str, reason: str, *, status: int, method: str = "", path: str = "", size: int = 0,
+               limit: str | None = None) -> None:
+        """Record one refused request (see the module doc; ``limit``: the one reached); it is not a call."""
         event = {"kind": kind, "status": status, "reason": redact(reason)[:500], "method": method, "path": path,
-                 "bytes": size}
+                 "bytes": size, **({"limit": limit} if limit else {})}
         with self._lock:
             self.refused += 1
-            if len(self.refusals) >= MAX_RECORDED_REFUSALS:
+            if len(self.refusals) >= _bounds.MAX_RECORDED_REFUSALS:
                 return
             self.refusals.append(event)
         self._write({"session_id": self.session_id, "biz_id": "", "request_time": int(time.time() * 1000),
@@ -395,12 +389,12 @@ class _Handler(BaseHTTPRequestHandler):
         connection's first line from the relay is consumed here whether or not ``relay_only``."""
         unix = self.connection.family == socket.AF_UNIX
         if self.proxy.relay_only:
-            self.refusal = (not_the_relay(self.connection) if unix else
+            self.refusal = (_bounds.not_the_relay(self.connection) if unix else
                             "a direct TCP connection to the proxy, not through the relay")
             if self.refusal is not None:
                 return
             self.proxy._ender.adopt(self.connection)
-        line = relay_preamble(self.connection, self.rfile, self.timeout) if unix else None
+        line = _bounds.relay_preamble(self.connection, self.rfile, self.timeout) if unix else None
         if line == PREAMBLE_CLI or (line is None and not self.proxy.relay_only):
             return
         self.answer_refusal = line is None  # else the relay has answered its client itself

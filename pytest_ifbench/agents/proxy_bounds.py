@@ -21,9 +21,9 @@ from typing import Any
 from .._redact import redact
 from ..sandbox._forward import PREAMBLE_REFUSED
 
-__all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI", "Bounded", "Rejected",
-           "SandboxEnder", "bind_path", "not_the_relay", "read_body", "relay_preamble", "redact_bytes", "sandbox_init",
-           "too_deep"]
+__all__ = ["LIMIT_KIND", "MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI",
+           "Bounded", "Rejected", "SandboxEnder", "bind_path", "not_the_relay", "read_body", "relay_preamble",
+           "redact_bytes", "sandbox_init", "too_deep"]
 
 #: Largest request body read (the Messages API's own limit is 32 MB).
 MAX_BODY_BYTES = 32 << 20
@@ -35,6 +35,8 @@ MAX_CONNECTIONS = 64
 MAX_RECORDED_REFUSALS = 200
 #: The kind of refusal meaning "not the agent CLI's own traffic".
 NOT_CLI = "not_cli"
+#: The kind of refusal meaning "the run reached a limit" (max_steps, max_tokens, max_seconds, max_cost).
+LIMIT_KIND = "limit"
 #: Longest Unix socket path ``bind`` accepts (``sun_path`` is 108 bytes with its NUL).
 _MAX_SOCKET_PATH = 107
 

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_ifbench.agents.cli import AGENT_CLIS, run_cli
 from pytest_ifbench.agents.loop import STOP_REASONS
+from pytest_ifbench.agents.normalize import load_raw, normalize
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
@@ -80,6 +81,12 @@ def test_max_steps_stops_a_real_cli_and_counts_every_call(name, agents, stub_env
     assert meta["stop_reason"] == "max_steps" and meta["steps"] == 2
     assert meta["completion_tokens"] == usage.completion_tokens
     assert len(lines) == 2 and lines[0].startswith(f"step 1/2 ({name}): ") and "tokens" in lines[1]
+    # The refusal is in the trajectory itself: rebuilt from the raw log alone, it says why the run ended.
+    limits = [e for e in meta["refused_requests"] if e["kind"] == "limit"]
+    assert limits and limits[0]["limit"] == "max_steps" and "2 model calls made, the limit is 2" in limits[0]["reason"]
+    (rebuilt, *_) = normalize(load_raw(result.raw_log))
+    assert rebuilt.meta["stop_reason"] == "max_steps" and "max_steps" in rebuilt.meta["stop_message"]
+    assert not [e for e in meta["refused_requests"] if e["kind"] != "limit"]  # nothing else was refused
 
 
 @pytest.mark.parametrize("name", list(AGENT_CLIS))
