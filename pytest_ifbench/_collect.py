@@ -161,6 +161,10 @@ class InstanceItem(pytest.Function):
         #: Names of the subtests that failed, and how many ran (for the instance's own report).
         self.failed_subtests: list[str] = []
         self.subtest_count = 0
+        #: The instance's real generation time (its episodes', samples concurrently: the longest), None when
+        #: it never ran; and how long setup waited for it (generation ran in the background meanwhile).
+        self.generation_seconds: float | None = None
+        self.generation_waited = 0.0
 
     @property
     def state(self) -> IfbenchState:
@@ -195,13 +199,20 @@ class InstanceItem(pytest.Function):
             self.start_job(0)
         job = generator.pop(self.nodeid)
         assert job is not None
+        waiting = time.perf_counter()
         try:
-            self.episodes = job.result()
+            try:
+                self.episodes = job.result()
+            finally:
+                self.generation_waited = time.perf_counter() - waiting
             self.episode = self.episodes[0]
+            self.generation_seconds = max(e.duration for e in self.episodes)
         except (ModelCallError, JudgeError, LookupError, AgentHarnessError) as exc:
             kind = ("judge" if isinstance(exc, JudgeError) else
                     "harness" if isinstance(exc, AgentHarnessError) else "model")
             episode = getattr(exc, "episode", None)
+            if episode is not None:
+                self.generation_seconds = episode.duration
             self.ifbench_record = (self._record_after_run(episode, str(exc), kind) if episode is not None else
                                    error_record(self.nodeid, self.spec, state.model_name, state.judge_names,
                                                 str(exc), kind))
@@ -315,6 +326,17 @@ class InstanceItem(pytest.Function):
         if isinstance(excinfo.value, (CheckFailed, InstanceError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """An instance's setup lasts its real generation time, not the wait for it: generation runs in the
+    background, so the wait is near zero for every instance but the first ones, and JUnit (which sums the
+    phases) would show an agent that ran for 30 s as its 81 ms of verification."""
+    report = yield
+    if call.when == "setup" and isinstance(item, InstanceItem) and item.generation_seconds is not None:
+        report.duration = max(0.0, report.duration - item.generation_waited) + item.generation_seconds
+    return report
 
 
 def agent_summary(run: Any, kept: bool) -> str:

@@ -129,8 +129,20 @@ def _attachment(alluredir: Path, owner: dict, name: str) -> str:
     return (alluredir / found["source"]).read_text(encoding="utf-8")
 
 
+TIMING = ("generation", "agent run", "verification")
+
+
+def _check_steps(result: dict) -> list[dict]:
+    """The steps after the instance's timing steps (generation or agent run, then verification)."""
+    steps = result.get("steps", [])
+    timing = [s["name"] for s in steps[:2] if s["name"] in TIMING]
+    assert timing in ([], ["generation", "verification"], ["agent run", "verification"]), timing
+    assert not any(s["name"] in TIMING for s in steps[len(timing):])
+    return steps[len(timing):]
+
+
 def _steps(result: dict) -> list[tuple[str, str]]:
-    return [(step["name"].split(":")[0], step["status"]) for step in result.get("steps", [])]
+    return [(step["name"].split(":")[0], step["status"]) for step in _check_steps(result)]
 
 
 @pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
@@ -159,7 +171,7 @@ def test_allure_results(pytester, stub_env, workers):
     assert _steps(passed) == [("lower", "passed"), ("short", "passed")]
     assert _steps(failed) == [("upper", "failed"), ("tiny-lines", "failed"), ("has-def", "passed"),
                               ("accepted", "passed"), ("quiet (not scored)", "skipped")]
-    upper, tiny, has_def, accepted, _ = failed["steps"]
+    upper, tiny, has_def, accepted, _ = _check_steps(failed)
     assert {"name": "verdict", "value": "not met, accepted"} in accepted["parameters"]
     assert upper["statusDetails"]["message"].startswith("check 'upper' failed")
     assert "Traceback" not in json.dumps(upper) and "CheckFailed" not in json.dumps(upper)
@@ -168,7 +180,7 @@ def test_allure_results(pytester, stub_env, workers):
     evidence = _attachment(alluredir, tiny, "evidence")
     assert "E501 Line too long" in evidence and '"violations"' in evidence  # failure text + details
     assert not has_def.get("attachments"), "passing checks carry no attachment"
-    assert not any(s.get("attachments") for s in passed["steps"])
+    assert not any(s.get("attachments") for s in _check_steps(passed))
     assert failed["statusDetails"]["message"] == "[check failed] 2 of 4 checks failed: upper, tiny-lines"
 
     # attachments of the instance: what was sent, the reply (redacted), the extracted code
@@ -184,11 +196,11 @@ def test_allure_results(pytester, stub_env, workers):
     assert _steps(judged) == [("polite", "passed"), ("brief", "failed")]
     reasoning = _attachment(alluredir, judged, "judge reasoning")
     assert "brief: FAIL (0 of 1 judge(s))" in reasoning and "It rambles over three sentences." in reasoning
-    assert "It rambles" in _attachment(alluredir, judged["steps"][1], "evidence")
+    assert "It rambles" in _attachment(alluredir, _check_steps(judged)[1], "evidence")
 
     # per-turn subtests: a step per turn, a sub-step per check with its own status
     assert _steps(dialogue) == [("turn1", "passed"), ("turn2", "failed")]
-    turn2 = dialogue["steps"][1]
+    turn2 = _check_steps(dialogue)[1]
     assert [(s["name"].split(":")[0], s["status"]) for s in turn2["steps"]] == [
         ("turn2.lower", "failed"), ("turn2.one-word", "failed")]
     assert "4 words (required 0..1)" in _attachment(alluredir, turn2["steps"][1], "evidence")

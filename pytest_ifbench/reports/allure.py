@@ -55,11 +55,15 @@ from .allure_render import (
     render_trajectory,
     spec_prompt,
     step_title,
+    timing_steps,
 )
 
 if TYPE_CHECKING:
     from .._verify import CheckOutcome
 
+#: syrupy's session-wide autouse fixture: instances never use it, and Allure would list it in every
+#: instance's Set up.
+_SYRUPY_IDE_PATCHES = "_syrupy_apply_ide_patches"
 _TIMEOUT = re.compile(r"\(limit: timeout\)|\btimeout: |wall-clock timeout", re.IGNORECASE)
 _ERROR_MAX = 20_000
 
@@ -131,6 +135,14 @@ class AllureReporter:
 
         allure.attach(text if redacted else redact(text), name=name, attachment_type="text/plain",
                       extension=extension)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from .._collect import InstanceItem
+
+        for item in items:
+            if isinstance(item, InstanceItem) and _SYRUPY_IDE_PATCHES in item.fixturenames:
+                item.fixturenames.remove(_SYRUPY_IDE_PATCHES)
 
     # -- labels and parameters: at setup, so errored instances carry them too --------
 
@@ -325,6 +337,11 @@ class AllureReporter:
         error = redact(str(record.get("error") or ""))[:_ERROR_MAX]
         kind = "judge error" if record.get("error_kind") == "judge" else "model error"
         test.statusDetails = StatusDetails(message=f"[{kind}] {error}")
+        # No call phase: the test lasts from its start to now, or its real generation time when it ran.
+        from allure_commons.utils import now
+
+        test.stop = max(test.stop or 0, now())
+        self._real_time(item, test, record, test.stop)
         self._attach(error, "error")
         spec = getattr(item, "spec", None)
         if spec is not None:
@@ -350,6 +367,7 @@ class AllureReporter:
             return
         record = getattr(item, "ifbench_record", None) or {}
         self._unscored_steps(logger, record)
+        self._real_time(item, test, record, test.start)
         if not failures:
             return
         failed = [o for _, group, _ in failures for o in group]
@@ -360,6 +378,26 @@ class AllureReporter:
         message = f"[{kind}] {len(ids)}{total} checks failed: {', '.join(ids)}"
         # No trace: every failed step carries its own failure text (a trace would repeat them all).
         test.statusDetails = StatusDetails(message=redact(message))
+
+    @staticmethod
+    def _real_time(item: pytest.Item, test: Any, record: Mapping[str, Any], verified_at: int | None) -> None:
+        """The test starts when its generation would have had to start to end at ``verified_at`` (ms), so
+        its duration is the instance's real time (generation or agent run + verification, not the verification
+        alone); the split goes into the first steps."""
+        from allure_commons.model2 import Parameter, TestStepResult
+
+        generation = getattr(item, "generation_seconds", None)
+        if generation is None or verified_at is None:
+            return
+        start = verified_at - round(1000 * generation)
+        test.start = min(test.start or start, start)
+        steps, at = [], start
+        for name, seconds, params in timing_steps(record, generation):
+            stop = at + round(1000 * seconds)
+            steps.append(TestStepResult(name=name, status="passed", start=at, stop=stop,
+                                        parameters=[Parameter(name=k, value=v) for k, v in params]))
+            at = stop
+        test.steps[0:0] = steps
 
     def _kind(self, item: pytest.Item, failed: Sequence[CheckOutcome]) -> str:
         def is_timeout(o: CheckOutcome) -> bool:

@@ -192,3 +192,22 @@ def check_title(outcome: CheckOutcome) -> str:
     if check.kind != "check":
         title = f"[{check.kind} {check.points:g}] {title}"
     return title if len(title) <= _TITLE_MAX else title[:_TITLE_MAX - 1] + "…"
+
+
+def timing_steps(record: Mapping[str, Any], generation: float) -> list[tuple[str, float, list[tuple[str, str]]]]:
+    """The split of an instance's real time, as (step name, seconds, parameters): its generation (or agent
+    run, with the model's and the tools' share) and its verification, in that order."""
+    agent = record.get("agent") or {}
+    params = [("seconds", f"{generation:.3f}")]
+    if agent:
+        params += [("model seconds", f"{agent.get('model_seconds') or 0.0:.3f}"),
+                   ("tool seconds", f"{agent.get('tool_seconds') or 0.0:.3f}"),
+                   ("steps", str(agent.get("steps"))), ("stopped", str(agent.get("stop_reason")))]
+    samples = record.get("samples") or 1
+    if samples > 1:
+        params.append(("samples", f"{samples} (concurrent: the longest)"))
+    steps = [("agent run" if agent else "generation", generation, params)]
+    verification = (record.get("durations") or {}).get("verification")
+    if verification is not None:
+        steps.append(("verification", float(verification), [("seconds", f"{float(verification):.3f}")]))
+    return steps
