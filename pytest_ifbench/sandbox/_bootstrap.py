@@ -2,7 +2,12 @@
 
 The parent (:mod:`._python`) runs, with the parent's own interpreter::
 
-    [unshare --net] python -s -P -B /path/to/sandbox/_bootstrap.py PAYLOAD_FD REPORT_FD
+    [unshare --net] python -s -P -B /path/to/sandbox/_bootstrap.py PAYLOAD REPORT
+
+PAYLOAD and REPORT are inherited descriptors (bubblewrap started directly) or, on
+a sandbox backend that passes no descriptors (:mod:`._code_runs`), paths: the job
+file, opened and unlinked here before any candidate code exists, and the
+host-made write-only report file, opened for appending.
 
 It is started by file path -- not ``-m`` (that would import ``pytest_ifbench``
 and put the package on ``sys.path`` inside the sandbox) and not from a string
@@ -36,13 +41,25 @@ def _load(name, filename, private_builtins):
     return module
 
 
+def _descriptor(arg, flags, unlink):
+    """``arg`` as a descriptor: an inherited one (digits) or the file at that path, opened now."""
+    if arg.isdigit():
+        return int(arg)
+    fd = os.open(arg, flags)
+    if unlink:
+        os.unlink(arg)
+    return fd
+
+
 def main(argv):
-    """``argv`` = [this file, payload fd, report fd]."""
+    """``argv`` = [this file, payload fd or path, report fd or path]."""
+    payload = _descriptor(argv[1], os.O_RDONLY, True)
+    report = _descriptor(argv[2], os.O_WRONLY | os.O_APPEND, False)
     here = os.path.dirname(os.path.abspath(__file__))
     private_builtins = dict(vars(builtins))
     confine = _load("_ifbench_confine", os.path.join(here, "_confine.py"), private_builtins)
     harness = _load("_ifbench_harness", os.path.join(here, "_harness.py"), private_builtins)
-    harness.main(int(argv[1]), int(argv[2]), confine.confine)  # must stay the last statement
+    harness.main(payload, report, confine.confine)  # must stay the last statement
 
 
 if __name__ == "__main__":

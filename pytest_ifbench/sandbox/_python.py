@@ -20,9 +20,16 @@ Turns one job (a script, or code plus assert tests) into one contained child:
    reported (``"memory"``, a per-test ``"timeout"``, ``"cpu"``) is folded into
    the result unless the supervisor itself killed the child.
 
-There is no unconfined fallback: when :func:`._namespaces.sandbox_problem`
-gives a reason, every entry point raises :class:`._namespaces.SandboxUnavailable`
-with it.  :func:`run_python` is the script front end; the test front ends live
+That is the path when the process's backend (``--ifbench-sandbox``,
+:func:`.backends.current_backend`) is the built-in bubblewrap.  Any other backend
+(``docker``) gets the same job through its public interface instead
+(:mod:`._code_runs`: pooled runs, the job and the report as files in the run's
+``HOME``); the records and their folding into the result are the same.
+
+There is no unconfined fallback: when the chosen backend's ``problem()``
+(bubblewrap's: :func:`._namespaces.sandbox_problem`) gives a reason, every entry
+point raises :class:`.backend.SandboxUnavailable` with it, never running the code
+on another backend.  :func:`run_python` is the script front end; the test front ends live
 in :mod:`._tests`.
 """
 
@@ -42,6 +49,8 @@ from dataclasses import replace
 from . import _namespaces as ns
 from ._process import ResultPipe, minimal_env, run_process
 from ._types import SandboxLimits, SandboxResult
+from .backend import SandboxBackend, SandboxUnavailable
+from .backends import current_backend
 
 #: The child-side modules (started / loaded by file path from this directory, bound read-only).
 CHILD_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -118,7 +127,13 @@ def execute(
 ) -> tuple[SandboxResult, list[dict]]:
     """Start one harness child for ``payload``, supervise it, return (result, report records).
     Raises :class:`._namespaces.SandboxUnavailable` when the OS sandbox cannot run here."""
-    ns.require_sandbox()
+    backend = current_backend()
+    if not runs_direct(backend):
+        problem = backend.problem()
+        if problem is not None:
+            raise SandboxUnavailable(problem)
+    else:
+        ns.require_sandbox()
     token = os.urandom(16).hex()
     start = time.monotonic()
     payload = {
@@ -137,6 +152,35 @@ def execute(
             "allow_subprocess": limits.allow_subprocess,
         },
     }
+    job = json.dumps(payload).encode("utf-8", "surrogatepass")
+    if runs_direct(backend):
+        result, channel = _execute_direct(job, stdin=stdin, limits=limits, start=start)
+    else:
+        from ._code_runs import run_job
+
+        result, channel = run_job(backend, job, stdin=stdin, limits=limits, started=start, report_cap=_REPORT_CAP,
+                                  flags=_PYTHON_FLAGS)
+    records = parse_records(channel, token)
+    if result.returncode is not None:
+        result = _signal_status(result)
+        reported = next((r["limit"] for r in records
+                         if r.get("kind") == "limit" and r.get("limit") in _LIMIT_NAMES), None)
+        if reported is not None:  # not killed by the supervisor: the harness's word comes first
+            result = replace(result, limit=reported)
+    return result, records
+
+
+def runs_direct(backend: SandboxBackend) -> bool:
+    """Whether ``backend`` is the built-in bubblewrap, which code runs use directly (a fresh tmpfs and uid
+    per run); any other goes through the backend interface (:mod:`._code_runs`)."""
+    from .backends._bubblewrap import BubblewrapBackend
+
+    return type(backend) is BubblewrapBackend
+
+
+def _execute_direct(job: bytes, *, stdin: str | None, limits: SandboxLimits,
+                    start: float) -> tuple[SandboxResult, bytes]:
+    """The job under bubblewrap started here: the payload and the report travel over inherited descriptors."""
     python, needed = _interpreter()
     jail = ns.Jail(workspace="", home="", tmp="", uid=_fresh_uid(), gid=ns.SANDBOX_UID,
                    extra_ro=(*needed, CHILD_DIR), scratch_bytes=limits.disk_mb << 20)
@@ -145,7 +189,7 @@ def execute(
     env = {**minimal_env(ns.MOUNT), "TMPDIR": "/tmp"}
     # The child inherits the payload file's descriptor and reads it from offset 0.
     with tempfile.TemporaryFile() as payload_file, ResultPipe(_REPORT_CAP) as pipe:
-        payload_file.write(json.dumps(payload).encode("utf-8", "surrogatepass"))
+        payload_file.write(job)
         payload_file.flush()
         payload_file.seek(0)
         info_r, info_w = os.pipe()
@@ -166,15 +210,7 @@ def execute(
         finally:
             os.close(info_w)
             watch.finish()
-    records = parse_records(completed.channel, token)
-    result = completed.result
-    if result.returncode is not None:
-        result = _signal_status(result)
-        reported = next((r["limit"] for r in records
-                         if r.get("kind") == "limit" and r.get("limit") in _LIMIT_NAMES), None)
-        if reported is not None:  # not killed by the supervisor: the harness's word comes first
-            result = replace(result, limit=reported)
-    return result, records
+    return completed.result, completed.channel
 
 
 def _encode_files(files: Mapping[str, str | bytes] | None) -> dict[str, str]:

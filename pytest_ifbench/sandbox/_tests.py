@@ -35,6 +35,8 @@ def _death_reason(result: SandboxResult, limits: SandboxLimits) -> str:
         return f"CPU time limit exceeded ({limits.cpu_seconds} s)"
     if result.limit == "memory":
         return f"memory limit exceeded ({limits.memory_mb} MB)"
+    if result.limit == "disk":
+        return f"disk limit exceeded ({limits.disk_mb} MB)"
     rc = result.returncode
     if rc is None:
         return "killed by the sandbox"

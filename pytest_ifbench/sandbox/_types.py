@@ -36,6 +36,10 @@ class SandboxLimits:
       seccomp where available).  When True grand-children are contained by the
       OS layer only (namespaces, rlimits, the sandbox's PID namespace killed at
       the end) -- which is the layer that matters.
+    * ``run_memory_mb`` -- on a backend with cgroups (``--ifbench-sandbox=docker``):
+      the memory of the whole run, all its processes, shared memory and page
+      cache included; over it the run is killed (``limit="memory"``).  None:
+      ``memory_mb + 2 * disk_mb + 256``.  Bubblewrap has no cgroup and ignores it.
     """
 
     timeout: float = 10.0
@@ -46,10 +50,13 @@ class SandboxLimits:
     disk_mb: int = 64
     processes: int = 256
     allow_subprocess: bool = False
+    run_memory_mb: int | None = None
 
     def __post_init__(self) -> None:
         if not self.timeout > 0:
             raise ValueError("SandboxLimits.timeout must be > 0")
+        if self.run_memory_mb is not None and self.run_memory_mb <= 0:
+            raise ValueError("SandboxLimits.run_memory_mb must be > 0")
         for name in ("cpu_seconds", "memory_mb", "file_size_mb", "max_output_bytes", "disk_mb", "processes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SandboxLimits.{name} must be > 0")
@@ -69,7 +76,9 @@ class SandboxResult:
     * ``limit`` -- ``None``, or which limit ended/affected the run:
       ``"timeout"`` (wall clock, or a per-test time slice in
       :func:`run_assert_tests`), ``"cpu"``, ``"memory"`` (a ``MemoryError``
-      escaped the candidate code) or ``"output"``.
+      escaped the candidate code, or a cgroup backend killed the run at
+      ``run_memory_mb``), ``"output"`` or, on a backend other than bubblewrap
+      started directly, ``"disk"`` (the run's directories outgrew their budget).
     """
 
     returncode: int | None

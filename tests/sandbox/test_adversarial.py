@@ -6,7 +6,8 @@ Each program defines a wrong ``add`` and attacks: forging verdicts, signalling t
 the host, switching off the audit hook, leaving its namespaces, reaching the network, reading secrets,
 exhausting resources.  Contained means, for every program on every path: no test passes, the host's
 sentinel directory and paths are unchanged, the decoy "parent" and the listener saw nothing, the fake
-API key appears in no output, and no process of it survives.
+API key appears in no output, and no process of it survives.  Every path runs on both sandbox backends
+(``sandbox_backend``: bubblewrap, and docker on a private engine) with the same expectations.
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ import pytest
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.tools import ToolContext, run_bash
 from pytest_ifbench.agents.workspace import Workspace
-from pytest_ifbench.sandbox import SandboxLimits, run_assert_tests
+from pytest_ifbench.sandbox import SandboxLimits, current_backend, run_assert_tests
 from tests._support import write_suite
+from tests.sandbox.backend_fixtures import docker_host, sandbox_backend  # noqa: F401 -- fixtures
+
+#: Every test here runs on each backend (the fixture makes it the process's for the test).
+pytestmark = pytest.mark.usefixtures("sandbox_backend")
 
 CORPUS = Path(__file__).with_name("adversarial")
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
@@ -191,7 +196,8 @@ def test_a_suite_contains_every_program(arena, pytester):
     replies = [json.dumps({"id": n, "response": f"```python\n{arena.program(n)}```\n"}) for n in names]
     (pytester.path / "replies.jsonl").write_text("\n".join(replies) + "\n")
     result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
-                                "--ifbench-summary=", "--ifbench-sandbox-timeout=3", "-n", "2", "-rA")
+                                "--ifbench-summary=", "--ifbench-sandbox-timeout=3", "-n", "2", "-rA",
+                                f"--ifbench-sandbox={current_backend().name}")
     output = result.stdout.str() + result.stderr.str()
     outcomes = result.parseoutcomes()
     assert "passed" not in outcomes and "error" not in outcomes, outcomes

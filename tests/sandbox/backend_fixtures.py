@@ -1,0 +1,46 @@
+"""Fixtures that run a test once per sandbox backend (``bubblewrap``, ``docker``), for the corpora that must
+hold on both.  Import them into a test module (``from tests.sandbox.backend_fixtures import ...``).
+
+* ``docker_host`` (module scope): a private dockerd (:mod:`tests.sandbox.dockerd`), or a skip saying why not.
+* ``sandbox_backend``: each backend in turn, made the process's (``use_backend``) for the test -- model
+  code (``run_assert_tests`` and the rest) and workspaces then run on it -- with ``DOCKER_HOST`` pointing at
+  the private engine for docker; skipped with the backend's own one-line problem when it cannot run.  At the
+  end the code runs' pooled containers are closed and the previous backend is restored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_ifbench.sandbox import SandboxBackend, make_backend, use_backend
+from pytest_ifbench.sandbox._code_runs import close_all
+from tests.sandbox.dockerd import dockerd_problem, private_dockerd
+
+BACKENDS = ("bubblewrap", "docker")
+
+
+@pytest.fixture(scope="module")
+def docker_host() -> Iterator[str]:
+    problem = dockerd_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    with private_dockerd() as host:
+        yield host
+
+
+@pytest.fixture(params=BACKENDS)
+def sandbox_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxBackend]:
+    if request.param == "docker":
+        monkeypatch.setenv("DOCKER_HOST", request.getfixturevalue("docker_host"))
+    backend = make_backend(request.param)
+    problem = backend.problem()
+    if problem is not None:
+        pytest.skip(problem)
+    previous = use_backend(backend)
+    try:
+        yield backend
+    finally:
+        close_all()
+        use_backend(previous)
