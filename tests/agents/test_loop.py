@@ -1,6 +1,7 @@
 """The built-in tool loop against the stub server (scripted tool calls, really executed in a
 sandboxed workspace), the containment corpus as agent tool calls, and one short run on the
-embedded model."""
+embedded model -- each on both sandbox backends (bubblewrap, and docker on a private engine) with the
+same expectations."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolic
 from pytest_ifbench.models.local import local_model_problem
 from pytest_ifbench.testing import Reply, StubServer
 from tests._support import FAKE_KEY
+from tests.sandbox.backend_fixtures import docker_host, sandbox_backend  # noqa: F401 -- fixtures
+
+#: Every test runs on each backend (the fixture makes it the process's: Workspace.create uses it).
+pytestmark = pytest.mark.usefixtures("sandbox_backend")
 
 FAST = RetryPolicy(max_attempts=1, timeout=20)
 ASK = [{"role": "system", "content": "You are a careful agent."}, {"role": "user", "content": "Double the number."}]
