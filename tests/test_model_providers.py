@@ -12,7 +12,9 @@ import pytest
 from pytest_ifbench import Provider, make_client
 from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
+from pytest_ifbench.models.anthropic_sdk import AnthropicSDKTransport
 from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, DirectTransport
+from pytest_ifbench.models.openai_sdk import OpenAISDKTransport
 from pytest_ifbench.models.providers import ProviderTable
 from tests._support import bulk_suite, write_suite
 
@@ -107,40 +109,65 @@ def _old_rule(model: str, api_base: str | None, **kwargs: Any) -> ModelClient:
 def _shape(client: ModelClient) -> tuple[Any, ...]:
     direct = client.direct
     return (client.model, client.api_base, dict(client.extra), client.cache, client.retry, client.strip_think,
-            client.uses_litellm, type(direct), getattr(direct, "url", None),
-            getattr(direct, "_headers", None))
+            getattr(direct, "url", None), getattr(direct, "_headers", None))
+
+
+def _sdk_expected(model: str, api_base: str | None, key: str | None, anthropic_key: str | None,
+                  litellm_only: bool) -> type | None:
+    """The SDK transport that now serves what the old rule sent through litellm (None: as before)."""
+    if litellm_only:
+        return None
+    if model == "openai/gpt-4o-mini" and (api_base or key):  # priced: the direct path never took it
+        return OpenAISDKTransport
+    if model == "openai/stub" and key and not api_base:  # the real API, with a key
+        return OpenAISDKTransport
+    if model == "anthropic/claude-x" and anthropic_key:
+        return AnthropicSDKTransport
+    return None  # o-series names stay with litellm (it rewrites their requests), like local/ and recorded
 
 
 @pytest.mark.parametrize("model", ["openai/stub", "openai/gpt-4o-mini", "openai/o3-mini-local", "local/smollm2",
                                    "anthropic/claude-x", "recorded-responses"])
 @pytest.mark.parametrize("api_base", [None, "http://127.0.0.1:9/v1"])
-@pytest.mark.parametrize("key", [None, "sk-test"])
+@pytest.mark.parametrize(("key", "anthropic_key"), [(None, None), ("sk-test", "sk-ant-test")])
 @pytest.mark.parametrize("litellm_only", [False, True])
-def test_make_client_builds_what_the_old_rule_built(monkeypatch, tmp_path, model, api_base, key, litellm_only):
-    if key is None:
-        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    else:
-        monkeypatch.setenv("OPENAI_API_KEY", key)
+def test_make_client_builds_what_the_old_rule_built(monkeypatch, tmp_path, model, api_base, key, anthropic_key,
+                                                     litellm_only):
+    """Every client is the old rule's, except that OpenAI's and Anthropic's models now take their SDKs."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (("OPENAI_API_KEY", key), ("ANTHROPIC_API_KEY", anthropic_key)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
     if litellm_only:
         monkeypatch.setenv(LITELLM_ONLY_ENV, "1")
     else:
         monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
     settings = {"cache": ResponseCache(tmp_path), "retry": RetryPolicy(max_attempts=2), "strip_think": False}
     new, old = make_client(model, api_base=api_base, **settings), _old_rule(model, api_base, **settings)
+    sdk = _sdk_expected(model, api_base, key, anthropic_key, litellm_only)
     assert _shape(new) == _shape(old)
+    if sdk is None:
+        assert type(new.direct) is type(old.direct) and new.uses_litellm == old.uses_litellm
+    else:
+        assert type(new.direct) is sdk and old.uses_litellm and not new.uses_litellm
     assert new.uses_litellm == ProviderTable().for_model(model, api_base).needs_litellm
 
 
 def test_the_direct_path_is_chosen_exactly_when_before(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", LITELLM_ONLY_ENV, "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
     base = "http://127.0.0.1:9/v1"
     direct = make_client("openai/stub", api_base=base)
     assert isinstance(direct.direct, DirectTransport) and direct.extra == {"api_key": "no-key"}
     assert ProviderTable().for_model("openai/stub", base).name == "openai-compatible"
-    for model, api_base in [("openai/stub", None), ("openai/gpt-4o-mini", base), ("anthropic/claude-x", base)]:
+    # no key known: litellm, as before (it reports the missing key); a priced model on a server: the SDK
+    for model, api_base in [("openai/stub", None), ("anthropic/claude-x", base), ("mistral/mistral-large", None)]:
         assert make_client(model, api_base=api_base).direct is None
         assert ProviderTable().for_model(model, api_base).name == "litellm"
+    assert ProviderTable().for_model("openai/gpt-4o-mini", base).name == "openai"
     monkeypatch.setenv(LITELLM_ONLY_ENV, "1")
     assert make_client("openai/stub", api_base=base).direct is None
 
@@ -150,7 +177,7 @@ def test_the_direct_path_is_chosen_exactly_when_before(monkeypatch):
 
 def test_the_built_in_table_and_its_defaults():
     table = ProviderTable()
-    assert [p.name for p in table] == ["local", "recorded", "openai-compatible", "litellm"]
+    assert [p.name for p in table] == ["local", "recorded", "openai-compatible", "openai", "anthropic", "litellm"]
     local = table.for_model("local/smollm2", "http://127.0.0.1:9/v1")
     assert (local.name, local.concurrency, local.needs_litellm, local.uses_api_base) == ("local", 1, True, False)
     assert table.for_model("openai/gpt-4o-mini").concurrency == 16

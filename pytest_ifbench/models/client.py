@@ -1,11 +1,13 @@
-"""Model access: every model and judge call goes through litellm, or the direct path.
+"""Model access: every model and judge call goes through its provider's transport, or litellm.
 
 One :class:`ModelClient` per model string. It owns retries (exponential
 backoff with full jitter, ``Retry-After`` honoured, hard caps on attempts and
 total wait), the response cache and the per-call accounting. Calls to an
 OpenAI-compatible endpoint that litellm would forward unchanged take the
-direct path of :mod:`._openai_compat` (same body, same checks, same errors,
-no litellm import); every other call goes through litellm, imported with its
+direct path of :mod:`.openai_compat`; OpenAI's and Anthropic's models go
+through their SDKs (:mod:`.openai_sdk`, :mod:`.anthropic_sdk`) -- same body,
+same checks, same errors, no litellm import (see :mod:`.providers`); every
+other call goes through litellm, imported with its
 network-at-import behaviour off, in a background thread as soon as the run
 knows it needs it (:func:`prefetch_litellm`) so the ~3 s import overlaps
 collection instead of delaying the first request.
@@ -178,6 +180,12 @@ def _error_message(exc: BaseException) -> str:
     name = _kind(exc)
     message = text.splitlines()[0][:500] if text else name
     return message if name in message else f"{name}: {message}"
+
+
+def _reply_cost(response: Any) -> float | None:
+    """The ``cost`` (USD) a transport's reply carries, if it carries one."""
+    cost = getattr(response, "cost", None)
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -371,7 +379,9 @@ class ModelClient:
                 breaker.answered()
                 latency = time.perf_counter() - start
                 choice, raw, calls, usage = checked_reply(response)
-                cost = None  # the direct path serves only models litellm has no price for
+                # A transport prices its own replies (the SDK providers, at litellm's prices); the direct
+                # path serves only models litellm has no price for, so its replies carry none.
+                cost = _reply_cost(response) if litellm is None else None
                 if litellm is not None:
                     try:
                         cost = float(litellm.completion_cost(completion_response=response))

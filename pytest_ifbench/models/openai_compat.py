@@ -18,24 +18,23 @@ provider's message under the exception name litellm would have raised.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import re
 import weakref
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from .prices import is_priced
 from .provider_api import Provider
 
 #: Set to 1 to send every call through litellm, as before the direct path existed.
 LITELLM_ONLY_ENV = "PYTEST_IFBENCH_LITELLM_ONLY"
 #: Model names litellm rewrites requests for (``max_tokens`` -> ``max_completion_tokens``, dropped params).
-_REWRITTEN = re.compile(r"^(o\d|gpt-5|gpt-4\.5|computer-use)", re.IGNORECASE)
+REWRITTEN = re.compile(r"^(o\d|gpt-5|gpt-4\.5|computer-use)", re.IGNORECASE)
 #: Keyword arguments the direct path sends as they are (litellm passes them unchanged to these servers).
-_BODY_PARAMS = frozenset({"temperature", "max_tokens", "top_p", "seed", "reasoning_effort", "stop", "tools",
+BODY_PARAMS = frozenset({"temperature", "max_tokens", "top_p", "seed", "reasoning_effort", "stop", "tools",
                           "response_format"})
 #: Finish reasons as litellm normalises them (its own map, reduced to what OpenAI-style servers send).
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter",
@@ -49,7 +48,8 @@ _STATUS_NAMES = {400: "BadRequestError", 401: "AuthenticationError", 403: "Permi
 #: Seconds to establish a connection (at most the request timeout): a host that never answers the
 #: connect is a connection failure for the circuit breaker (:mod:`.breaker`), not a slow reply.
 CONNECT_TIMEOUT = 30.0
-_CONTEXT = re.compile(r"context_length_exceeded|maximum context length|context length|too many tokens",
+_CONTEXT = re.compile(r"context_length_exceeded|maximum context length|context length|too many tokens"
+                      r"|prompt is too long",
                       re.IGNORECASE)
 
 
@@ -64,21 +64,6 @@ class ProviderError(Exception):
         self.headers = dict(headers or {})
 
 
-@functools.lru_cache(maxsize=1)
-def _priced_models() -> frozenset[str]:
-    """The names in litellm's bundled price list, read without importing litellm (``None``: unreadable)."""
-    from importlib.util import find_spec
-
-    spec = find_spec("litellm")
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(location) / "model_prices_and_context_window_backup.json"
-        try:
-            return frozenset(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    return frozenset()
-
-
 def direct_route(model: str, api_base: str | None, extra: Mapping[str, Any]) -> bool:
     """Whether ``model`` may skip litellm: see the module docstring for the conditions."""
     if os.environ.get(LITELLM_ONLY_ENV, "").strip() not in ("", "0"):
@@ -86,10 +71,9 @@ def direct_route(model: str, api_base: str | None, extra: Mapping[str, Any]) -> 
     if not api_base or not model.startswith("openai/") or set(extra) - {"api_key"}:
         return False
     name = model.removeprefix("openai/")
-    if not name or _REWRITTEN.match(name) or not _api_key(extra):
+    if not name or REWRITTEN.match(name) or not _api_key(extra):
         return False
-    priced = _priced_models()
-    return not priced.intersection({name, model, name.rsplit("/", 1)[-1]})
+    return not is_priced(model)
 
 
 def self_hosted_key(model: str, api_base: str | None) -> dict[str, Any]:
@@ -147,7 +131,7 @@ class DirectTransport:
         import aiohttp
 
         body: dict[str, Any] = {"messages": list(messages), "model": model.removeprefix("openai/")}
-        body.update(sorted((k, v) for k, v in params.items() if k in _BODY_PARAMS))
+        body.update(sorted((k, v) for k, v in params.items() if k in BODY_PARAMS))
         connect = min(timeout, CONNECT_TIMEOUT)
         try:
             async with self._session().post(self.url, data=json.dumps(body).encode(), headers=self._headers,
@@ -162,7 +146,7 @@ class DirectTransport:
         except aiohttp.ClientError as exc:
             raise ProviderError("APIConnectionError", f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
         if status >= 400:
-            raise _status_error(status, content, headers, reason)
+            raise status_error(status, content, headers, reason)
         return reply_object(content)
 
 
@@ -170,17 +154,24 @@ class DirectTransport:
 PROVIDER = Provider(name="openai-compatible", serves_when=direct_route, transport=_direct_transport,
                     needs_litellm=False)
 
-#: Transports with a session open, so the loop that made the sessions can close them before it stops.
-_OPEN: weakref.WeakSet[DirectTransport] = weakref.WeakSet()
+#: Transports with a session open (this module's and the SDK providers'), so the loop that made the
+#: sessions can close them before it stops.
+_OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def track_open(transport: Any) -> None:
+    """Have :func:`close_sessions` close ``transport`` (an object with ``async aclose()``) on its loop."""
+    _OPEN.add(transport)
 
 
 async def close_sessions() -> None:
-    """Close every direct-path session made on the running loop (the background generator's shutdown)."""
+    """Close every pooled session made on the running loop -- the direct path's and the SDK providers'
+    (the background generator's shutdown)."""
     for transport in list(_OPEN):
         await transport.aclose()
 
 
-def _status_error(status: int, content: bytes, headers: Mapping[str, str], reason: str | None) -> ProviderError:
+def status_error(status: int, content: bytes, headers: Mapping[str, str], reason: str | None) -> ProviderError:
     message = content.decode("utf-8", "replace").strip() or (reason or "")
     try:
         error = json.loads(content).get("error")

@@ -23,7 +23,8 @@ class Transport(Protocol):
     client's ``extra`` and ``api_base``; ignore what you do not use). It returns a reply shaped
     like an OpenAI chat-completions response -- ``choices[0].message.content`` /
     ``.tool_calls``, ``choices[0].finish_reason``, ``usage.prompt_tokens`` -- as attributes:
-    :func:`pytest_ifbench.chat_reply` builds one from the response's JSON mapping. An error
+    :func:`pytest_ifbench.chat_reply` builds one from the response's JSON mapping; a reply may carry
+    ``cost`` (USD, a float), which the client records as the call's cost. An error
     with an int ``status_code`` (and ``headers`` holding ``retry-after``) is retried like an HTTP
     error of that status; an ``OSError`` or ``TimeoutError`` is retried; anything else fails the
     call at once.

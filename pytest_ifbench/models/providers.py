@@ -4,29 +4,53 @@ Which provider serves a model string is decided here and nowhere else. The table
 the providers added through the ``pytest_ifbench_model_providers`` hook (in the order added), then
 the built-ins -- the embedded model (``local/``, :mod:`.local`), recorded responses
 (:mod:`.recorded`), the direct path to OpenAI-compatible servers (:mod:`.openai_compat`, when
-:func:`~.openai_compat.direct_route` allows it) -- and last, for everything else, litellm. The
+:func:`~.openai_compat.direct_route` allows it), OpenAI's and Anthropic's models through their SDKs
+(:mod:`.openai_sdk`, :mod:`.anthropic_sdk`) -- and last, for everything else, litellm. The
 provider found builds the client's transport, answers the availability check before a run calls
 the model, sets the run's concurrency at ``--ifbench-concurrency=0`` (auto), and says whether the
 run should start importing litellm early.
 
-Nothing here imports litellm or aiohttp: a transport imports what it needs when it is called.
+Every way of naming an OpenAI-compatible endpoint reaches the same provider: ``--api-base``, or for
+OpenAI's models (``openai/...``, bare names litellm files under OpenAI) ``OPENAI_BASE_URL`` /
+``OPENAI_API_BASE`` -- the variables litellm reads, in its order -- resolved here (:func:`endpoint`)
+before the table is asked, so a server named by the environment gets the direct path too.
+
+Nothing here imports litellm, aiohttp or a provider SDK: a transport imports what it needs when it is called.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from . import local, openai_compat, recorded
+from . import anthropic_sdk, local, openai_compat, openai_sdk, recorded
 from .breaker import Breakers
 from .cache import ResponseCache
 from .client import ModelClient, RetryPolicy
+from .prices import provider_of
 from .provider_api import Provider
 
 #: The default: litellm serves every model string no other provider takes (its code is in :mod:`.client`).
 LITELLM = Provider(name="litellm", serves_when=lambda model, api_base, extra: True)
 #: The built-in providers before the default, in the order they are asked.
-BUILTIN: tuple[Provider, ...] = (local.PROVIDER, recorded.PROVIDER, openai_compat.PROVIDER)
+BUILTIN: tuple[Provider, ...] = (local.PROVIDER, recorded.PROVIDER, openai_compat.PROVIDER, openai_sdk.PROVIDER,
+                                 anthropic_sdk.PROVIDER)
+#: The environment variables that name OpenAI's endpoint, in the order litellm reads them.
+OPENAI_BASE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_BASE")
+
+
+def endpoint(model: str, api_base: str | None) -> str | None:
+    """The endpoint ``model`` is called at: ``api_base`` (``--api-base``), else for OpenAI's models the
+    first of :data:`OPENAI_BASE_ENV` that is set, else None (the provider's own)."""
+    if api_base:
+        return api_base
+    if model.startswith("openai/") or ("/" not in model and provider_of(model) == "openai"):
+        for name in OPENAI_BASE_ENV:
+            value = os.environ.get(name, "").strip()
+            if value:
+                return value
+    return None
 
 
 class ProviderTable:
@@ -62,7 +86,9 @@ class ProviderTable:
 
     def for_model(self, model: str, api_base: str | None = None,
                   extra: Mapping[str, Any] | None = None) -> Provider:
-        """The provider that serves ``model`` (with the run's ``--api-base``)."""
+        """The provider that serves ``model`` (with the run's ``--api-base``, or the endpoint the
+        environment names: :func:`endpoint`)."""
+        api_base = endpoint(model, api_base)
         if extra is None:
             extra = openai_compat.self_hosted_key(model, api_base)
         return next(p for p in self if p.serves(model, api_base, extra))
@@ -93,12 +119,14 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     """The client for ``model``, built by the provider that serves it.
 
     ``api_base`` is the ``--api-base`` setting (a provider that does not use it, like the embedded
-    model, does not get it); ``extra`` is sent with every call (an ``openai/`` model on a server
-    of one's own gets ``api_key="no-key"`` unless ``OPENAI_API_KEY`` is set); ``providers`` is the
+    model, does not get it; without it an OpenAI model gets ``OPENAI_BASE_URL``/``OPENAI_API_BASE``);
+    ``extra`` is sent with every call (an ``openai/`` model on a server of one's own gets
+    ``api_key="no-key"`` unless ``OPENAI_API_KEY`` is set); ``providers`` is the
     run's table (default: the built-ins only); ``breakers`` the run's circuit breakers (default: the
     client's own, see :mod:`.breaker`).
     """
     table = _BUILTIN_TABLE if providers is None else providers
+    api_base = endpoint(model, api_base)
     sent = openai_compat.self_hosted_key(model, api_base) | dict(extra or {})
     provider = table.for_model(model, api_base, sent)
     base = api_base if provider.uses_api_base else None

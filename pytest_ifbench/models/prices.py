@@ -1,0 +1,107 @@
+"""litellm's price table, read as data: which models are priced, by which provider, at what cost.
+
+The table (``model_prices_and_context_window_backup.json``) ships inside the litellm package. It is
+read here with :mod:`json` from the installed package's folder -- ``litellm`` itself is never
+imported, so the providers that answer without litellm (:mod:`.openai_compat`, :mod:`.openai_sdk`,
+:mod:`.anthropic_sdk`) still report the cost litellm would have reported, and still know which
+provider a bare model name (``gpt-4o-mini``, ``claude-sonnet-4-5``) belongs to.
+
+The cost is litellm's per-token arithmetic for plain chat calls: prompt tokens at the input price
+(those read from the provider's prompt cache at the cache-read price, those written to Anthropic's
+cache at the cache-creation price), completion tokens at the output price, and the
+``_above_200k_tokens`` prices for prompts past 200,000 tokens where the table has them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The file inside the litellm package (the copy litellm itself reads when it runs offline).
+PRICE_FILE = "model_prices_and_context_window_backup.json"
+#: Where the table has separate prices for long prompts, the length past which they apply.
+_LONG_PROMPT = 200_000
+
+
+@functools.lru_cache(maxsize=1)
+def price_table() -> Mapping[str, Mapping[str, Any]]:
+    """The whole table by model name ({} when litellm is not installed or the file is unreadable)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("litellm")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            data = json.loads((Path(location) / PRICE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return {name: entry for name, entry in data.items() if isinstance(entry, dict)}
+    return {}
+
+
+def entry_for(model: str) -> Mapping[str, Any] | None:
+    """The table's entry for ``model`` (``openai/gpt-4o-mini``, ``gpt-4o-mini``), or None."""
+    table = price_table()
+    for name in (model, model.split("/", 1)[-1]):
+        entry = table.get(name)
+        if entry is not None:
+            return entry
+    return None
+
+
+def is_priced(model: str) -> bool:
+    """Whether litellm knows a price for ``model`` under any of its names (with or without its prefixes)."""
+    table = price_table()
+    return any(name in table for name in (model, model.split("/", 1)[-1], model.rsplit("/", 1)[-1]))
+
+
+def provider_of(model: str) -> str | None:
+    """``"openai"``/``"anthropic"``/... for a model string: its prefix, or for a bare chat model name the
+    provider litellm's table gives it (litellm routes ``gpt-4o-mini`` to OpenAI the same way)."""
+    if "/" in model:
+        return model.split("/", 1)[0]
+    entry = price_table().get(model)
+    if entry is None or entry.get("mode", "chat") != "chat":
+        return None
+    provider = entry.get("litellm_provider")
+    return provider if isinstance(provider, str) else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token counts of one reply, as a provider reports them."""
+
+    #: Every prompt token, whatever it cost (OpenAI's ``prompt_tokens``; Anthropic's input + cache tokens).
+    prompt: int = 0
+    completion: int = 0
+    #: Of ``prompt``: read from the provider's prompt cache.
+    cache_read: int = 0
+    #: Of ``prompt``: written to the provider's prompt cache (Anthropic).
+    cache_write: int = 0
+
+
+def cost_of(model: str, usage: Usage) -> float | None:
+    """What ``usage`` of ``model`` cost in USD at litellm's prices, or None if the model is not priced."""
+    entry = entry_for(model)
+    if entry is None:
+        return None
+    long = usage.prompt > _LONG_PROMPT
+
+    def price(name: str, fallback: float | None = None) -> float:
+        value = entry.get(f"{name}_above_200k_tokens") if long else None
+        if not isinstance(value, int | float):
+            value = entry.get(name)
+        if not isinstance(value, int | float):
+            return fallback if fallback is not None else 0.0
+        return float(value)
+
+    prompt_price = price("input_cost_per_token")
+    plain = max(0, usage.prompt - usage.cache_read - usage.cache_write)
+    return (plain * prompt_price
+            + usage.cache_read * price("cache_read_input_token_cost", prompt_price)
+            + usage.cache_write * price("cache_creation_input_token_cost", prompt_price)
+            + usage.completion * price("output_cost_per_token"))
