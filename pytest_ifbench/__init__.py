@@ -7,33 +7,37 @@ private (``_*`` modules and the core's sub-packages, except
 without notice. A benchmark is a :class:`Benchmark` declaration in a module
 published under the ``pytest_ifbench.benchmarks`` entry-point group; other
 hooks are specified in ``pytest_ifbench._hookspecs`` (see docs/architecture.md).
-Names of the judge, model-client and agent helpers are imported on first use
-(``__getattr__``), so ``import pytest_ifbench`` stays cheap.
+Every name but ``__version__`` is imported on first use (``__getattr__``), so
+``import pytest_ifbench`` -- and with it the ``ifbench`` command and every
+benchmark's ``plugin.py`` -- stays cheap.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from ._benchmark import Benchmark, Compat, ReadOptions
-from ._params import Param, ParamError, validate_params
-from ._protocols import PROTOCOLS, Episode, ProtocolRegistry, Runtime, TurnRecord
-from ._registry import Registry, RuffSetting, RuffSpec, Verifier, VerifyContext
-from ._text import code_block, extract_code, first_json_object, strip_reasoning
-from ._types import CheckSpec, GenerationParams, Instance, JudgeOmission, Verdict
-from ._user_cache import user_cache_dir
-from ._verify import CheckOutcome, evaluate
 from ._version import __version__
-from .models.provider_api import Provider
-from .models.providers import chat_reply, make_client
-from .reports import stats
-from .reports.metrics import MetricTable
-from .reports.stats import Estimate
-from .ruff.check import ruff_setting
-from .suite.detect import suite_yaml_or_none
-from .suite.errors import SuiteError
-from .suite.format import set_check_param
-from .suite.jsonl import JsonlError, iter_jsonl
+
+if TYPE_CHECKING:  # what the names below are; each is imported on first use (``__getattr__``)
+    from ._benchmark import Benchmark, Compat, ReadOptions
+    from ._params import Param, ParamError, validate_params
+    from ._protocols import PROTOCOLS, Episode, ProtocolRegistry, Runtime, TurnRecord
+    from ._registry import Registry, RuffSetting, RuffSpec, Verifier, VerifyContext
+    from ._text import code_block, extract_code, first_json_object, strip_reasoning
+    from ._types import CheckSpec, GenerationParams, Instance, JudgeOmission, Verdict
+    from ._user_cache import user_cache_dir
+    from ._verify import CheckOutcome, evaluate
+    from .models.provider_api import Provider
+    from .models.providers import chat_reply, make_client
+    from .reports import stats
+    from .reports.metrics import MetricTable
+    from .reports.stats import Estimate
+    from .ruff.check import ruff_setting
+    from .suite.detect import suite_yaml_or_none
+    from .suite.errors import SuiteError
+    from .suite.format import set_check_param
+    from .suite.jsonl import JsonlError, iter_jsonl
 
 __all__ = [
     "Benchmark", "CheckOutcome", "CheckSpec", "Compat", "Completion", "Episode", "Estimate", "GenerationParams",
@@ -45,19 +49,48 @@ __all__ = [
     "strip_reasoning", "suite_yaml_or_none", "user_cache_dir", "validate_params",
 ]
 
+#: Where each public name lives (relative to this package). Nothing is imported until a name is
+#: first used, so ``import pytest_ifbench.cli`` (the ``ifbench`` command) or a benchmark's
+#: ``plugin.py`` importing :class:`Benchmark` loads only what it touches, not pytest and asyncio.
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(("Benchmark", "Compat", "ReadOptions"), "._benchmark"),
+    **dict.fromkeys(("Param", "ParamError", "validate_params"), "._params"),
+    **dict.fromkeys(("PROTOCOLS", "Episode", "ProtocolRegistry", "Runtime", "TurnRecord"), "._protocols"),
+    **dict.fromkeys(("Registry", "RuffSetting", "RuffSpec", "Verifier", "VerifyContext"), "._registry"),
+    **dict.fromkeys(("code_block", "extract_code", "first_json_object", "strip_reasoning"), "._text"),
+    **dict.fromkeys(("CheckSpec", "GenerationParams", "Instance", "JudgeOmission", "Verdict"), "._types"),
+    "user_cache_dir": "._user_cache",
+    **dict.fromkeys(("CheckOutcome", "evaluate"), "._verify"),
+    "Provider": ".models.provider_api",
+    **dict.fromkeys(("chat_reply", "make_client"), ".models.providers"),
+    "MetricTable": ".reports.metrics",
+    "Estimate": ".reports.stats",
+    "ruff_setting": ".ruff.check",
+    "suite_yaml_or_none": ".suite.detect",
+    "SuiteError": ".suite.errors",
+    "set_check_param": ".suite.format",
+    **dict.fromkeys(("JsonlError", "iter_jsonl"), ".suite.jsonl"),
+    **dict.fromkeys(("JUDGE_PARAMS", "JudgeError", "ask_with_repair", "call_judge", "reply_entries"),
+                    ".judges.checklist"),
+    **dict.fromkeys(("Completion", "ModelClient"), ".models.client"),
+    "ResponseCache": ".models.cache",
+    "ToolRegistry": ".agents.profiles",
+}
+#: Public names that are modules themselves.
+_MODULES = {"stats": ".reports.stats"}
+
 
 def __getattr__(name: str) -> Any:
-    """The heavier names (judge, model-client and agent helpers), imported on first use."""
-    if name in ("JUDGE_PARAMS", "JudgeError", "ask_with_repair", "call_judge", "reply_entries"):
-        from .judges import checklist as module
-    elif name in ("Completion", "ModelClient"):
-        from .models import client as module
-    elif name == "ResponseCache":
-        from .models import cache as module
-    elif name == "ToolRegistry":
-        from .agents import profiles as module
+    """A public name, imported from its home module on first use (then kept in this module)."""
+    if name in _MODULES:
+        value: Any = import_module(_MODULES[name], __name__)
+    elif name in _HOMES:
+        value = getattr(import_module(_HOMES[name], __name__), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(module, name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -19,10 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .suite.detect import suite_yaml_or_none
-from .suite.errors import SuiteError
-from .suite.format import set_check_param
-
 #: ``"package.module:function"`` (imported when first needed) or the callable itself.
 Ref = str | Callable[..., Any]
 
@@ -211,6 +207,12 @@ class Benchmark:
     def _compat_yaml(self, path: Path, data: Mapping[str, Any] | None, flag: str | None) -> Any:
         """Apply ``options.compat`` / ``--<name>-compat`` to a YAML suite of this benchmark (``data``:
         the reader's, else read here); None when there is nothing to apply (the core loads the file)."""
+        # Imported here, not at the top: the ``ifbench`` command loads every benchmark's declaration
+        # and never reads a suite, so it should not pay for the YAML loader.
+        from .suite.detect import suite_yaml_or_none
+        from .suite.errors import SuiteError
+        from .suite.format import set_check_param
+
         assert self.compat is not None
         taken = data is not None
         if data is None:

@@ -16,7 +16,7 @@ The same goes for a ``conftest.py`` or ``-p`` module (``register_declared``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any
@@ -46,8 +46,9 @@ class BenchmarkLoadWarning(UserWarning):
     """An installed benchmark plugin could not be imported; the others still run."""
 
 
-def register_benchmarks(manager: pluggy.PluginManager) -> list[str]:
-    """Register every installed benchmark plugin that is not blocked; the names registered.
+def register_benchmarks(manager: pluggy.PluginManager, only: Container[str] | None = None) -> list[str]:
+    """Register every installed benchmark plugin that is not blocked (of ``only``, when given); the
+    names registered.
 
     A plugin that fails to import is reported with a :class:`BenchmarkLoadWarning` naming it and
     the error (its suites then fail to collect with "unknown verifier"), so one broken package
@@ -57,7 +58,8 @@ def register_benchmarks(manager: pluggy.PluginManager) -> list[str]:
 
     registered = []
     for point in benchmark_entry_points():
-        if manager.is_blocked(point.name) or manager.has_plugin(point.name):
+        if (only is not None and point.name not in only) or manager.is_blocked(point.name) \
+                or manager.has_plugin(point.name):
             continue
         try:
             plugin = point.load()
@@ -134,14 +136,17 @@ class _CommandPluginManager(pluggy.PluginManager):
         return opts
 
 
-def command_plugin_manager(modules: Iterable[Any] = (), *, blocked: Iterable[str] = ()) -> pluggy.PluginManager:
+def command_plugin_manager(modules: Iterable[Any] = (), *, blocked: Iterable[str] = (),
+                           benchmarks: bool = True) -> pluggy.PluginManager:
     """A plugin manager for the ``ifbench`` command: the hook specs, the installed benchmarks
-    (less ``blocked``), then ``modules`` (e.g. ``--plugin`` modules)."""
+    (less ``blocked``; none when ``benchmarks`` is false: the caller registers those it needs with
+    ``register_benchmarks(manager, only=...)``), then ``modules`` (e.g. ``--plugin`` modules)."""
     manager = _CommandPluginManager("pytest")
     manager.add_hookspecs(_hookspecs)
     for name in blocked:
         manager.set_blocked(name)
-    register_benchmarks(manager)
+    if benchmarks:
+        register_benchmarks(manager)
     for module in modules:
         if not manager.is_registered(module):
             manager.register(module)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pytest
+from pluggy import HookspecMarker
 
 if TYPE_CHECKING:
+    import pytest
+
     from ._protocols import ProtocolRegistry
     from ._registry import Registry
     from .agents.clis import AgentClis
@@ -22,8 +24,12 @@ if TYPE_CHECKING:
     from .reports.metrics import MetricTable
     from .sandbox.backend import SandboxBackend
 
+#: ``pytest.hookspec`` itself (the "pytest" project's marker), without importing pytest: the ``ifbench``
+#: command builds its plugin manager from these specs and never needs pytest for it.
+hookspec = HookspecMarker("pytest")
 
-@pytest.hookspec(historic=True)
+
+@hookspec(historic=True)
 def pytest_ifbench_register_verifiers(registry: Registry) -> None:
     """Add verifiers to ``registry`` (``registry.verifier(id, ...)`` decorator or ``registry.add``).
 
@@ -32,12 +38,12 @@ def pytest_ifbench_register_verifiers(registry: Registry) -> None:
     """
 
 
-@pytest.hookspec(historic=True)
+@hookspec(historic=True)
 def pytest_ifbench_register_protocols(protocols: ProtocolRegistry) -> None:
     """Add protocols: ``protocols["name"] = async def run(instance, runtime) -> Episode``."""
 
 
-@pytest.hookspec(historic=True)
+@hookspec(historic=True)
 def pytest_ifbench_register_tools(tools: ToolRegistry) -> None:
     """Add tools and tool profiles for the built-in agent loop (``runner: loop``).
 
@@ -51,7 +57,7 @@ def pytest_ifbench_register_tools(tools: ToolRegistry) -> None:
     """
 
 
-@pytest.hookspec(historic=True)
+@hookspec(historic=True)
 def pytest_ifbench_agent_clis(clis: AgentClis) -> None:
     """Add real agent CLIs (runners) and the proxy wire formats they speak.
 
@@ -69,7 +75,7 @@ def pytest_ifbench_agent_clis(clis: AgentClis) -> None:
     """
 
 
-@pytest.hookspec(historic=True)
+@hookspec(historic=True)
 def pytest_ifbench_model_providers(providers: ProviderTable) -> None:
     """Add model providers: ``providers.add(Provider(name=..., prefix="myprov/", transport=...))``.
 
@@ -89,7 +95,7 @@ def pytest_ifbench_model_providers(providers: ProviderTable) -> None:
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_ifbench_sandbox_backend(name: str, config: pytest.Config) -> SandboxBackend | None:
     """Return the sandbox backend called ``name`` (``--ifbench-sandbox=NAME``), or None if it is not yours.
 
@@ -100,7 +106,7 @@ def pytest_ifbench_sandbox_backend(name: str, config: pytest.Config) -> SandboxB
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_ifbench_suite_data(path: Any, config: pytest.Config) -> Any:
     """Return suite data (the same mapping a suite YAML file holds) for a file that is
     not a native suite, e.g. an official benchmark file in its own format, or None.
@@ -110,7 +116,7 @@ def pytest_ifbench_suite_data(path: Any, config: pytest.Config) -> Any:
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[Any]) -> bool | None:
     """Report one subtest's worth of outcomes; raise to fail the subtest.
 

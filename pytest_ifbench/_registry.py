@@ -126,11 +126,23 @@ class UnknownVerifier(KeyError):
         return str(self.args[0])
 
 
-class Registry:
-    """Verifiers by id. Registering an id twice is an error unless ``replace``."""
+#: ``loader(verifier_id)`` registers more verifiers -- those that may define ``verifier_id``, or all
+#: when it is None -- and returns whether it loaded anything new (False: nothing left to load).
+Loader = Callable[[str | None], bool]
 
-    def __init__(self) -> None:
+
+class Registry:
+    """Verifiers by id. Registering an id twice is an error unless ``replace``.
+
+    With a ``loader`` the registry fills itself on demand: an id it does not hold yet makes it call
+    ``loader(id)`` until the id is there or the loader has nothing left; listing it (``iter``,
+    ``len``) loads everything first. The ``ifbench verify`` command uses this so that checking
+    ``<name>.*`` cases imports that benchmark's verifiers only, not every installed benchmark's.
+    """
+
+    def __init__(self, *, loader: Loader | None = None) -> None:
         self._verifiers: dict[str, Verifier] = {}
+        self._loader = loader
 
     def add(self, verifier: Verifier, *, replace: bool = False) -> Verifier:
         if not _ID.match(verifier.id):
@@ -191,14 +203,25 @@ class Registry:
         try:
             return self._verifiers[verifier_id]
         except KeyError:
+            if self._load(verifier_id):
+                return self._verifiers[verifier_id]
             raise UnknownVerifier(verifier_id, sorted(self._verifiers)) from None
 
     def __contains__(self, verifier_id: object) -> bool:
-        return verifier_id in self._verifiers
+        return verifier_id in self._verifiers or (isinstance(verifier_id, str) and self._load(verifier_id))
 
     def __iter__(self) -> Iterator[Verifier]:
+        self._load(None)
         return iter(sorted(self._verifiers.values(), key=lambda v: v.id))
 
     def __len__(self) -> int:
+        self._load(None)
         return len(self._verifiers)
+
+    def _load(self, verifier_id: str | None) -> bool:
+        """Ask the loader until ``verifier_id`` is registered (None: until it has loaded everything)."""
+        while self._loader is not None and (verifier_id is None or verifier_id not in self._verifiers):
+            if not self._loader(verifier_id):
+                self._loader = None  # everything is loaded: plain dictionary look-ups from now on
+        return verifier_id is not None and verifier_id in self._verifiers
 

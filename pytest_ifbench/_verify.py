@@ -8,18 +8,21 @@ error outcome for its own check only.
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._registry import Registry, Verifier, VerifyContext
 from ._text import extract_code
 from ._types import CheckSpec, JudgeOmission, Verdict
 from .ruff.batch import RuffBatcher, active_batcher, ruff_checks
 from .ruff.check import RuffError, check_code
-from .sandbox import SandboxUnavailable
+
+if TYPE_CHECKING:
+    from .sandbox import SandboxUnavailable  # noqa: F401 - what _sandbox_unavailable recognises
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +66,14 @@ def _ruff_verdict(violations: list) -> Verdict:
     )
 
 
+def _sandbox_unavailable(exc: Exception) -> bool:
+    """Whether ``exc`` is the sandbox's :class:`SandboxUnavailable`. Checked without importing the
+    sandbox (``ifbench verify`` of text checks never needs it): if it was never imported, nothing
+    can have raised its error."""
+    sandbox = sys.modules.get(f"{__package__}.sandbox")
+    return sandbox is not None and isinstance(exc, sandbox.SandboxUnavailable)
+
+
 def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext, *,
              ruff: RuffBatcher | None = None) -> list[CheckOutcome]:
     """Outcomes for ``checks`` on ``response`` in the checks' order.
@@ -93,10 +104,11 @@ def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext, *,
             assert verifier.func is not None
             verdict = verifier.func(_text_for(verifier, response), check.params, ctx)
             outcomes[check.id] = CheckOutcome(check=check, verdict=verdict, duration=time.perf_counter() - start)
-        except SandboxUnavailable as exc:  # no OS sandbox here: its one-line reason, nothing ran unconfined
-            outcomes[check.id] = CheckOutcome(check=check, verdict=None, duration=time.perf_counter() - start,
-                                              error=str(exc))
         except Exception as exc:  # a broken verifier must not take the other checks down
+            if _sandbox_unavailable(exc):  # no OS sandbox here: its one-line reason, nothing ran unconfined
+                outcomes[check.id] = CheckOutcome(check=check, verdict=None, duration=time.perf_counter() - start,
+                                                  error=str(exc))
+                continue
             outcomes[check.id] = CheckOutcome(
                 check=check, verdict=None, duration=time.perf_counter() - start,
                 error=f"verifier {verifier.id} raised {type(exc).__name__}: {exc}\n"

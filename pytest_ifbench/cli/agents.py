@@ -16,10 +16,19 @@ if TYPE_CHECKING:
     from ..agents.clis import AgentClis
 
 
-def add_parser(commands: Any) -> None:
-    from ..agents.clis import BUILTIN_CLIS
+class _Shipped:
+    """"a, b or c": the shipped CLIs' names, looked up only when a help text is shown (argparse
+    ``%``-formats an argument's help with the action's attributes), so other subcommands never
+    import the agent-CLI declarations."""
 
-    shipped = [cli.name for cli in BUILTIN_CLIS]
+    def __str__(self) -> str:
+        from ..agents.clis import BUILTIN_CLIS
+
+        shipped = [cli.name for cli in BUILTIN_CLIS]
+        return f"{', '.join(shipped[:-1])} or {shipped[-1]}"
+
+
+def add_parser(commands: Any) -> None:
     agents = commands.add_parser(
         "agents", help="install or check the real agent CLIs (ifbench agents install|status)",
         description="Install the pinned agent CLIs that agent runners drive (npm install into one directory: "
@@ -31,9 +40,10 @@ def add_parser(commands: Any) -> None:
     install = actions.add_parser("install", help="npm install the pinned versions (all when no NAME is given), "
                                                  "or NAME@VERSION beside them",
                                  epilog="exit status: npm's (127 when npm is missing).")
-    install.add_argument("names", nargs="*", metavar="NAME",
-                         help=f"{', '.join(shipped[:-1])} or {shipped[-1]}, or a plugin's CLI; "
-                              "NAME@VERSION for another version (e.g. claude_code@2.0.69)")
+    names = install.add_argument("names", nargs="*", metavar="NAME",
+                                 help="%(shipped)s, or a plugin's CLI; "
+                                      "NAME@VERSION for another version (e.g. claude_code@2.0.69)")
+    names.shipped = _Shipped()  # type: ignore[attr-defined]
     status = actions.add_parser("status", help="show each CLI's pinned version and whether it is installed",
                                 epilog="exit status: 0 when every CLI is installed at its pinned version, else 1.")
     for action in (install, status):

@@ -11,6 +11,7 @@ import itertools
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import CaseError, UsageError
@@ -20,9 +21,10 @@ from .plugin_option import add_plugin_option, registry_with_plugins
 if TYPE_CHECKING:
     import asyncio
 
-    from .._registry import Registry
+    from .._registry import Registry, Verifier
     from .._types import Verdict
     from ..models.client import ModelClient
+    from ..ruff.batch import RuffBatcher
 
 _VERIFY_DESCRIPTION = """\
 Verify single texts against one verifier each, without a suite.
@@ -68,11 +70,19 @@ def add_parser(commands: Any) -> None:
 class _Judges:
     """The judge panel, built on the first judged case; one event loop for all judge calls."""
 
-    def __init__(self, models: Sequence[str], api_base: str | None) -> None:
-        self.models = list(models)
+    def __init__(self, models: Sequence[str] | None, api_base: str | None) -> None:
+        self._models = list(models) if models else None  # None: the default, looked up when first judged
         self.api_base = api_base
         self._clients: list[ModelClient] | None = None
         self._runner: asyncio.Runner | None = None
+
+    @property
+    def models(self) -> list[str]:
+        if self._models is None:
+            from ..models.local import DEFAULT_LOCAL_MODEL  # imports asyncio: only when a case is judged
+
+            self._models = [DEFAULT_LOCAL_MODEL]
+        return self._models
 
     def clients(self) -> list[ModelClient]:
         if self._clients is None:
@@ -115,11 +125,21 @@ class _Judges:
             self._runner = None
 
 
-def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[str, Any], Verdict]:
-    """Parse and verify one input line; raise :class:`CaseError` when it cannot be verified."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Case:
+    """One input line, parsed and its params validated: ready to verify."""
+
+    echo: dict[str, Any]
+    verifier: Verifier
+    params: dict[str, Any]
+    task: str
+    response: str
+
+
+def _read_case(line: str, registry: Registry) -> _Case:
+    """Parse and validate one input line; raise :class:`CaseError` when it cannot be verified."""
     from .._params import ParamError
     from .._registry import UnknownVerifier
-    from .._verify import verify_one
 
     case = json_line(line)
     if not isinstance(case, dict):
@@ -136,30 +156,66 @@ def _verify_case(line: str, registry: Registry, judges: _Judges) -> tuple[dict[s
     try:
         verifier = registry.get(case["verifier"])
         params = verifier.validate(case.get("params"))
-    except UnknownVerifier as exc:
-        raise CaseError(str(exc)) from None
+    except (UnknownVerifier, UsageError):  # UsageError: an installed plugin failed as it was loaded
+        raise
     except ParamError as exc:
         where = "params" if exc.field == "params" else f"params.{exc.field}"
         raise CaseError(f"{where}: {exc.message}") from None
     except Exception as exc:  # noqa: BLE001 - a verifier's validator choking on odd values
         raise CaseError(f"params: rejected by {case['verifier']}: {type(exc).__name__}: {str(exc)[:300]}") from None
+    return _Case(echo=echo, verifier=verifier, params=params, task=task, response=case["response"])
+
+
+def _verify_case(case: _Case, registry: Registry, judges: _Judges) -> Verdict:
+    """The verdict of one read case; raise :class:`CaseError` when it cannot be verified."""
+    from .._verify import verify_one
+
     judged = None
-    if verifier.kind == "judge":
-        judged = judges.verdict(registry, verifier.id, params, task, case["response"])
+    if case.verifier.kind == "judge":
+        judged = judges.verdict(registry, case.verifier.id, case.params, case.task, case.response)
     try:
-        return echo, verify_one(registry, verifier.id, params, case["response"], judged=judged)
+        return verify_one(registry, case.verifier.id, case.params, case.response, judged=judged)
     except RuntimeError as exc:  # the verifier raised (message ends with its traceback), or ruff failed
         raise CaseError(str(exc).strip()) from None
     except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
         raise CaseError(f"verifying failed: {type(exc).__name__}: {exc}") from None
 
 
+def _read_chunk(chunk: list[Any], registry: Registry) -> list[_Case | CaseError | None]:
+    """Each line of ``chunk`` read (None for a blank line), every line parsed once."""
+    from .._registry import UnknownVerifier
+
+    read: list[_Case | CaseError | None] = []
+    for line in chunk:
+        try:
+            if isinstance(line, CaseError):
+                raise line
+            read.append(_read_case(text_line(line), registry) if line.strip() else None)
+        except UnknownVerifier as exc:
+            read.append(CaseError(str(exc)))
+        except CaseError as exc:
+            read.append(exc)
+    return read
+
+
+def _ruff_batch(cases: list[_Case | CaseError | None], registry: Registry) -> RuffBatcher:
+    """One :class:`RuffBatcher` holding every ruff-backed case of a chunk: they share ruff processes."""
+    from .._types import CheckSpec
+    from ..ruff.batch import RuffBatcher
+
+    batcher = RuffBatcher(registry)
+    for case in cases:
+        if isinstance(case, _Case) and case.verifier.kind == "ruff":
+            batcher.queue([CheckSpec(id="case", verifier=case.verifier.id, params=case.params)], case.response)
+    return batcher
+
+
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     """Verify every case of ``--in``; 1 when a case errored (``extra`` is always empty here)."""
     from contextlib import ExitStack
 
-    registry = registry_with_plugins(args.plugins)
-    judges = _Judges(args.judge_models or _default_judges(), args.api_base)
+    registry = registry_with_plugins(args.plugins, on_demand=True)  # a benchmark's verifiers when named
+    judges = _Judges(args.judge_models, args.api_base)
     errored = False
     with ExitStack() as stack:
         stack.callback(judges.close)
@@ -175,23 +231,21 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
                 sink = stack.enter_context(open(args.output, "w", encoding="utf-8"))
             except OSError as exc:
                 raise UsageError(f"--out {args.output}: cannot write: {exc.strerror or exc}") from None
-        from ..ruff.batch import batch_verify_cases
-
         number = 0
         # Read ahead a chunk at a time: the ruff-backed cases of a chunk share ruff processes, memory
         # stays bounded and results stream out chunk by chunk.
         lines = bounded_lines(source, f"--in {args.input}")
         while chunk := list(itertools.islice(lines, VERIFY_CHUNK_LINES)):
-            with batch_verify_cases(registry, [line for line in chunk if not isinstance(line, CaseError)]):
-                for line in chunk:
+            cases = _read_chunk(chunk, registry)
+            with _ruff_batch(cases, registry).active():
+                for case in cases:
                     number += 1
-                    if not isinstance(line, CaseError) and not line.strip():
+                    if case is None:
                         continue
                     try:
-                        if isinstance(line, CaseError):
-                            raise line
-                        echo, verdict = _verify_case(text_line(line), registry, judges)
-                        result = _result_line(echo | verdict.to_json())
+                        if isinstance(case, CaseError):
+                            raise case
+                        result = _result_line(case.echo | _verify_case(case, registry, judges).to_json())
                     except CaseError as exc:
                         errored = True
                         result = json.dumps({"passed": None, "error": f"line {number}: {exc}"}, ensure_ascii=False)
@@ -210,10 +264,3 @@ def _result_line(result: dict[str, Any]) -> str:
         return json.dumps(result, ensure_ascii=False, default=str)
     except (ValueError, RecursionError) as exc:
         raise CaseError(f'the result cannot be written as JSON ("id" too deep or too large?): {exc}') from None
-
-
-def _default_judges() -> list[str]:
-    from ..models.local import DEFAULT_LOCAL_MODEL
-
-    return [DEFAULT_LOCAL_MODEL]
-
