@@ -229,3 +229,68 @@ def test_compare_rules():
     # a boolean baseline against a sampled check compares 1.0 with the rate
     mixed = compare("x::y", entries(a=True), entries(a={"passed": True, "rate": 0.6}), 0.25, expected=[])
     assert set(mixed.regressions) == {"a"}
+
+
+#: Ten instances of one check each, for the paired gate: 'lower' passes on a lowercase reply.
+TEN = "ifbench: 1\nbenchmark: ten\ninstances:\n" + "".join(
+    f"  - id: q{i}\n    prompt: q{i}\n    checks: [{{id: lower, verifier: ifbench.case, params: {{mode: lower}}}}]\n"
+    for i in range(10))
+
+
+@pytest.mark.parametrize("xdist", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")])
+def test_paired_gate_fails_on_a_significant_drop_not_on_one_flip(pytester, xdist):
+    write_suite(pytester.path, "suites/ten.yaml", TEN)
+    passing = {f"q{i}": "fine" for i in range(10)}
+    assert _score(pytester, passing, "--ifbench-baseline", "--snapshot-update").ret == 0
+    one_flip = {**passing, "q3": "NOT FINE"}
+
+    # the fixed tolerance fails the run on one flipped verdict out of ten...
+    result = _score(pytester, one_flip, "--ifbench-baseline", *xdist)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*regression: suites/ten.yaml::q3 check 'lower' passed in the baseline, fails now*"])
+
+    # ... the paired test does not: 1 loss, 0 gains is no evidence (exact McNemar p = 1.0)
+    result = _score(pytester, one_flip, "--ifbench-baseline", "--ifbench-baseline-gate=paired", *xdist)
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines([
+        "baseline: 0 regressions, 1 drop, 0 improvements, 0 known failures, 0 new instances (paired test, alpha 0.05)",
+        "paired gate: no significant regression at alpha 0.05",
+        "  ten ISR (10 paired): 100.0% -> 90.0%, -10.0 pts *, p 1.000 (exact McNemar, +0/-1)",
+        "  ten CSR (10 paired): 100.0% -> 90.0%, -10.0 pts *, p 1.000 (sign-flip permutation)",
+        "  drop         suites/ten.yaml::q3 [[]lower[]] passed in the baseline, fails now",
+    ])
+
+    # seven of ten flipped: significant (p = 2/2^7), the run fails although every subtest passed
+    seven = {**passing, **{f"q{i}": "NOT FINE" for i in range(7)}}
+    result = _score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired", *xdist)
+    assert result.ret == 1, result.stdout.str()
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines([
+        "paired gate: significant regression at alpha 0.05, the run fails: ten ISR -70.0 pts * (p 0.016), "
+        "ten CSR -70.0 pts * (p 0.016)",
+        "  ten ISR (10 paired): 100.0% -> 30.0%, -70.0 pts *, p 0.016 (exact McNemar, +0/-7) worse",
+    ])
+    # a stricter level lets it through: the gate reads --ifbench-baseline-alpha
+    result = _score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired",
+                    "--ifbench-baseline-alpha=0.01", *xdist)
+    assert result.ret == 0, result.stdout.str()
+    # updating records the run and never gates
+    result = _score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired", "--snapshot-update")
+    assert result.ret == 0 and "paired gate" not in result.stdout.str()
+
+
+def test_paired_gate_bad_level(pytester):
+    write_suite(pytester.path, "suites/ten.yaml", TEN)
+    result = _score(pytester, {}, "--ifbench-baseline", "--ifbench-baseline-gate=paired", "--ifbench-baseline-alpha=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ifbench-baseline-alpha must be between 0 and 1 (exclusive), got 1.0*"])
+
+
+def test_instance_pair_counts_unreached_checks_as_failed():
+    from pytest_ifbench.reports.baseline_compare import instance_pair
+
+    base = {"checks": {"a": {"passed": True}, "b": {"passed": True, "rate": 0.75}, "gone": {"passed": False}}}
+    now = {"checks": {"a": {"passed": True}, "new": {"passed": False}}}
+    assert instance_pair(base, now, expected=["a", "b", "new"]) == {"base": [True, 0.875], "new": [False, 0.5]}
+    assert instance_pair(base, now, expected=["new"]) == {}

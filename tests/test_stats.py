@@ -99,6 +99,34 @@ def test_sign_test_exact():
     assert math.isclose(stats.sign_test(3, 3), 1.0)
 
 
+def test_sign_flip_test_is_exact_and_holds_its_level():
+    assert stats.sign_flip_test([0.0, 0.0]) == 1.0
+    # pass/fail differences: the exact McNemar test
+    assert math.isclose(stats.sign_flip_test([-1.0] * 7 + [0.0] * 3), stats.sign_test(0, 7))
+    assert math.isclose(stats.sign_flip_test([-1.0] * 5 + [1.0] * 2), stats.sign_test(2, 5))
+    # by enumeration: 2^4 sign patterns of (0.5, 0.25, 0.25, 0.1); |sum| >= 1.1 only for all-same signs
+    assert math.isclose(stats.sign_flip_test([-0.5, -0.25, -0.25, -0.1]), 2 / 16)
+    # the normal approximation past the enumeration's bound agrees with the exact test
+    values = [((i * 37) % 101) / 101 - 0.3 for i in range(40)]
+    exact = stats.sign_flip_test(values[:14])
+    bound, stats._SIGN_FLIP_STATES = stats._SIGN_FLIP_STATES, 10
+    try:
+        assert abs(stats.sign_flip_test(values[:14]) - exact) < 0.02
+    finally:
+        stats._SIGN_FLIP_STATES = bound
+    # why not the bootstrap's own p-value: 7 of 10 units dropping by one gets p < 0.001 there
+    _, bootstrap_p = stats.paired_bootstrap([1.0] * 10, [0.0] * 7 + [1.0] * 3)
+    assert bootstrap_p < 0.001 < 0.0156 < stats.sign_flip_test([-1.0] * 7 + [0.0] * 3)
+    # its size under no change (n = 10 and 40, per-instance shares moving by a quarter): at most 5 %
+    # (+1 point of simulation error)
+    for n in (10, 40):
+        rng = random.Random(11)
+        reps = 400
+        rejected = sum(stats.sign_flip_test([rng.choice((-0.25, 0.0, 0.0, 0.25)) for _ in range(n)]) < 0.05
+                       for _ in range(reps))
+        assert rejected / reps <= 0.06, n
+
+
 def test_a_mean_without_spread_still_has_a_width():
     """Two instances at 100 % CSR do not make the mean exact: the Wilson interval of the share, not [100, 100]."""
     assert stats.mean([1.0, 1.0]).pct() == "100.0% ±0.0 [34.2, 100.0]"

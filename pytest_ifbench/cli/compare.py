@@ -18,8 +18,9 @@ _DESCRIPTION = """\
 Compare two runs of the same suites (two results files, --ifbench-results), paired
 by instance: per benchmark and per category/scaffold/tier/protocol, the change of
 ISR, CSR and score with its 95% interval and a paired test (exact McNemar for
-pass/fail, paired bootstrap with a fixed seed for means); the instances that
-flipped with their failed checks; instances only one run holds, apart. The model
+pass/fail; for means a paired bootstrap interval with a fixed seed and the exact
+sign-flip permutation test); the instances that flipped with their failed checks;
+instances only one run holds, apart. The model
 may differ; runs with another plugin version, judges, generation settings or an
 instance whose checks changed are refused, naming the difference (--force compares
 them anyway)."""

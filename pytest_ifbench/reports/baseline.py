@@ -8,6 +8,10 @@ subtest. Checks with a pass rate (``generation.samples``) or a judge panel
 (``details.mean``) are compared by rate: a regression is
 ``baseline_rate - current_rate > --ifbench-baseline-tolerance``.
 
+With ``--ifbench-baseline-gate=paired`` no single check decides: the drops are
+listed, and the run fails when a benchmark's ISR or CSR dropped significantly
+over the paired instances (:mod:`.baseline_gate`, ``--ifbench-baseline-alpha``).
+
 Storage, updates and unused-snapshot reporting are syrupy's: one JSON snapshot
 per instance, written by :class:`BaselineExtension` (a
 ``JSONSnapshotExtension``) to ``<suite dir>/__baselines__/<suite stem>/<id>.json``
@@ -31,8 +35,9 @@ import pytest
 from syrupy.exceptions import SnapshotDoesNotExist
 
 from .._collect import CheckFailed, InstanceItem, failure_message
-from .baseline_compare import Comparison, compare, payload
+from .baseline_compare import Comparison, compare, instance_pair, payload
 from .baseline_extension import DIRNAME, BaselineExtension, _Stored
+from .baseline_gate import GATES, GateGroup, evaluate, gate_lines, regressions
 
 # ---------------------------------------------------------------------------
 # the plugin
@@ -46,11 +51,16 @@ class BaselineRegression(CheckFailed):
 @dataclass(kw_only=True)
 class _Settings:
     tolerance: float
+    #: "tolerance" (each check against the tolerance) or "paired" (the run-level paired test)
+    gate: str
+    alpha: float
     update: bool
     new_only: bool
     directory: str
     #: controller: every instance's comparison, by node id
     comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: controller: the paired gate's groups, computed once at the end
+    gate_groups: list[GateGroup] | None = None
 
 
 SETTINGS_KEY = pytest.StashKey[_Settings]()
@@ -70,6 +80,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="RATE",
                     help="for checks with a pass rate (samples, judge panels): a drop of more than RATE "
                          "is a regression (default: 0.25)")
+    group.addoption("--ifbench-baseline-gate", dest="ifbench_baseline_gate", choices=GATES, default="tolerance",
+                    help="tolerance (default): a check that regressed beyond the tolerance fails; paired: no "
+                         "single check fails, the run fails when a benchmark's ISR or CSR over the instances "
+                         "dropped significantly (exact McNemar / sign-flip permutation test, --ifbench-baseline-alpha)")
+    group.addoption("--ifbench-baseline-alpha", dest="ifbench_baseline_alpha", type=float, default=0.05,
+                    metavar="A", help="significance level of --ifbench-baseline-gate=paired (default: 0.05)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,6 +97,9 @@ def pytest_configure(config: pytest.Config) -> None:
     tolerance = config.getoption("ifbench_baseline_tolerance")
     if not 0.0 <= tolerance <= 1.0:
         raise pytest.UsageError(f"--ifbench-baseline-tolerance must be between 0 and 1, got {tolerance}")
+    alpha = config.getoption("ifbench_baseline_alpha")
+    if not 0.0 < alpha < 1.0:
+        raise pytest.UsageError(f"--ifbench-baseline-alpha must be between 0 and 1 (exclusive), got {alpha}")
     if directory:
         path = Path(directory)
         BaselineExtension.custom_dir = path if path.is_absolute() else Path(config.invocation_params.dir) / path
@@ -88,7 +107,8 @@ def pytest_configure(config: pytest.Config) -> None:
         BaselineExtension.custom_dir = None
     BaselineExtension.rootdir = Path(config.rootpath)
     settings = config.stash[SETTINGS_KEY] = _Settings(
-        tolerance=tolerance, update=bool(config.option.update_snapshots),
+        tolerance=tolerance, gate=config.getoption("ifbench_baseline_gate"), alpha=alpha,
+        update=bool(config.option.update_snapshots),
         new_only=bool(getattr(config.option, "update_new_snapshots_only", False)),
         directory=directory or f"{DIRNAME}/ beside each suite",
     )
@@ -173,7 +193,11 @@ def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) 
             comparison = Comparison(nodeid=item.nodeid, status="broken", error=str(exc))
             baseline = None
         if baseline is not None:
-            comparison = compare(item.nodeid, baseline, current, settings.tolerance, expected)
+            paired = settings.gate == "paired"
+            comparison = compare(item.nodeid, baseline, current, 0.0 if paired else settings.tolerance, expected)
+            if paired:
+                comparison.defer()
+                comparison.pair = instance_pair(baseline, current, expected)
         if settings.update:
             # Accept the current run: syrupy writes the snapshot when it differs.
             _assert(assertion, current)
@@ -189,6 +213,7 @@ def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) 
         else:
             # No regression: the stored snapshot is used as it is (improvements are not written).
             _assert(assertion, _Stored(stored))
+    comparison.benchmark = item.spec.benchmark  # type: ignore[attr-defined]
     item.stash[COMPARISON_KEY] = comparison
     item.user_properties.append(("ifbench_baseline", comparison.note()))
 
@@ -256,6 +281,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+def _gate_groups(settings: _Settings) -> list[GateGroup]:
+    if settings.gate_groups is None:
+        settings.gate_groups = evaluate(settings.comparisons.values())
+    return settings.gate_groups
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The paired gate fails a run that passed when a benchmark dropped significantly (controller)."""
+    settings = session.config.stash.get(SETTINGS_KEY, None)
+    if settings is None or settings.gate != "paired" or settings.update or hasattr(session.config, "workerinput"):
+        return
+    if regressions(_gate_groups(settings), settings.alpha) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 class _Collector:
     """Gathers the comparisons from the reports (under xdist they arrive from the workers)."""
 
@@ -281,8 +322,12 @@ def overview(config: pytest.Config) -> dict[str, Any] | None:
     return {
         "update": settings.update,
         "tolerance": settings.tolerance,
+        "gate": None if settings.gate != "paired" or settings.update else gate_lines(_gate_groups(settings),
+                                                                                     settings.alpha),
+        "alpha": settings.alpha,
         "directory": settings.directory,
         "regressions": listing("regressions") + listing("unreached"),
+        "drops": listing("drops"),
         "improvements": listing("improvements"),
         "known_failures": listing("known_failures"),
         "new_instances": [c["nodeid"] for c in rows if c["status"] == "new"],
@@ -308,13 +353,15 @@ def overview_lines(data: dict[str, Any], limit: int = 20) -> list[str]:
         return lines
     lines = [
         f"baseline: {_plural(len(data['regressions']), 'regression')}, "
-        f"{_plural(len(data['improvements']), 'improvement')}, "
+        + (f"{_plural(len(data['drops']), 'drop')}, " if data.get("gate") else "")
+        + f"{_plural(len(data['improvements']), 'improvement')}, "
         f"{_plural(len(data['known_failures']), 'known failure')}, "
         f"{_plural(len(data['new_instances']), 'new instance')}"
         + (f", {_plural(len(data['kept']), 'errored instance')} (baseline kept)" if data["kept"] else "")
-        + f" (tolerance {data['tolerance']:g})"
+        + (f" (paired test, alpha {data['alpha']:g})" if data.get("gate") else f" (tolerance {data['tolerance']:g})")
     ]
-    for label, key in (("regression ", "regressions"), ("improvement", "improvements")):
+    lines += data.get("gate") or []
+    for label, key in (("regression ", "regressions"), ("drop       ", "drops"), ("improvement", "improvements")):
         entries = data[key]
         lines += [f"  {label}  {nodeid} [{check}] {how}" for nodeid, check, how in entries[:limit]]
         if len(entries) > limit:

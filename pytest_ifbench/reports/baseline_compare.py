@@ -62,6 +62,19 @@ class Comparison:
     #: "<baseline model> -> <current model>" when the baseline was recorded with another setup
     setup_changed: str | None = None
     error: str | None = None
+    #: The instance's benchmark (the paired gate tests each benchmark apart).
+    benchmark: str | None = None
+    #: With the paired gate: the checks that dropped (regressions and unreached checks at tolerance 0),
+    #: listed but not failed one by one -- the run-level test decides.
+    drops: dict[str, str] = field(default_factory=dict)
+    #: The instance as a pair for the paired gate: {"base": [passed, check share], "new": [...]}.
+    pair: dict[str, list[Any]] = field(default_factory=dict)
+
+    def defer(self) -> None:
+        """Hand the per-check regressions to the paired gate: listed as drops, failing no subtest."""
+        self.drops = {**self.regressions, **self.unreached}
+        self.regressions.clear()
+        self.unreached.clear()
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in ({}, [], None)}
@@ -74,6 +87,7 @@ class Comparison:
                     "broken": f"unreadable baseline: {self.error}"}[self.status]
         parts = []
         for label, names in (("regressions", self.regressions), ("not reached", self.unreached),
+                             ("drops (gated by the paired test)", self.drops),
                              ("improvements", self.improvements), ("known failures", self.known_failures),
                              ("new checks", self.new_checks), ("updated", self.changed)):
             if names:
@@ -110,3 +124,17 @@ def compare(nodeid: str, baseline: dict[str, Any], current: dict[str, Any], tole
         if check_id not in current["checks"] and old is not None and _rate(old) > tolerance + 1e-9:
             result.unreached[check_id] = f"passed in the baseline ({_pct(_rate(old))}), not reached now"
     return result
+
+
+def instance_pair(baseline: dict[str, Any], current: dict[str, Any], expected: list[str]) -> dict[str, list[Any]]:
+    """The instance in the baseline and now, over the suite's scored checks the baseline holds: whether all
+    passed and the mean pass rate (a check not reached now counts as failed). Empty when none is shared."""
+    old = baseline.get("checks") or {}
+    now = current["checks"]
+    ids = [check_id for check_id in expected if check_id in old]
+    if not ids:
+        return {}
+    base = [_rate(old[check_id]) for check_id in ids]
+    new = [_rate(now[check_id]) if check_id in now else 0.0 for check_id in ids]
+    return {"base": [all(bool(old[c].get("passed")) for c in ids), round(sum(base) / len(ids), 6)],
+            "new": [all(c in now and bool(now[c]["passed"]) for c in ids), round(sum(new) / len(ids), 6)]}

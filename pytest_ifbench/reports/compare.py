@@ -6,8 +6,9 @@ tier, protocol, as the core tables break down), over the instances scored in bot
 
 * ISR -- the per-instance pass/fail: Δ with the paired-t interval, tested with the exact McNemar (sign)
   test on the instances that flipped (:func:`~.stats.sign_test`);
-* CSR and the rubric score -- per-instance means: Δ with the paired bootstrap's interval and p-value
-  (:func:`~.stats.paired_bootstrap`, fixed seed).
+* CSR and the rubric score -- per-instance means: Δ with the paired bootstrap's interval
+  (:func:`~.stats.paired_bootstrap`, fixed seed), tested with the sign-flip permutation test
+  (:func:`~.stats.sign_flip_test`, exact).
 
 Instances that flipped (passed -> failed, failed -> passed) are listed with the checks that failed;
 instances only one run holds, and instances that errored or had no applicable check in either run, are
@@ -197,15 +198,16 @@ def _groups(paired: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) 
 
 def _group(benchmark: str, label: str, pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> Group:
     shares = [(instance_passed_share(a), instance_passed_share(b)) for a, b in pairs]
-    deltas = [_isr([bool(sa[0]) for sa, _ in shares], [bool(sb[0]) for _, sb in shares]),
-              _mean_delta("CSR", [sa[1] for sa, _ in shares], [sb[1] for _, sb in shares])]
+    deltas = [isr_delta([bool(sa[0]) for sa, _ in shares], [bool(sb[0]) for _, sb in shares]),
+              mean_delta("CSR", [sa[1] for sa, _ in shares], [sb[1] for _, sb in shares])]
     scores = [(sa, sb) for a, b in pairs if (sa := rubric_score(a)) is not None and (sb := rubric_score(b)) is not None]
     if scores:
-        deltas.append(_mean_delta("score", [a for a, _ in scores], [b for _, b in scores]))
+        deltas.append(mean_delta("score", [a for a, _ in scores], [b for _, b in scores]))
     return Group(benchmark=benchmark, label=label, pairs=len(pairs), deltas=tuple(deltas))
 
 
-def _isr(base: Sequence[bool], new: Sequence[bool]) -> Delta:
+def isr_delta(base: Sequence[bool], new: Sequence[bool]) -> Delta:
+    """The change of a pass/fail share over paired units: paired-t interval, exact McNemar test."""
     gains = sum(1 for a, b in zip(base, new, strict=True) if b and not a)
     losses = sum(1 for a, b in zip(base, new, strict=True) if a and not b)
     diffs = [float(b) - float(a) for a, b in zip(base, new, strict=True)]
@@ -215,9 +217,12 @@ def _isr(base: Sequence[bool], new: Sequence[bool]) -> Delta:
                  p=stats.sign_test(gains, losses), test="exact McNemar", gains=gains, losses=losses)
 
 
-def _mean_delta(metric: str, base: Sequence[float], new: Sequence[float]) -> Delta:
-    change, p = stats.paired_bootstrap(base, new)
-    return Delta(metric=metric, base=_share(base), new=_share(new), change=change, p=p, test="paired bootstrap")
+def mean_delta(metric: str, base: Sequence[float], new: Sequence[float]) -> Delta:
+    """The change of a mean over paired units: the paired bootstrap's interval (fixed seed), tested with the
+    exact sign-flip permutation test (the bootstrap's own p-value is not exact at small n)."""
+    change, _ = stats.paired_bootstrap(base, new)
+    p = stats.sign_flip_test([b - a for a, b in zip(base, new, strict=True)])
+    return Delta(metric=metric, base=_share(base), new=_share(new), change=change, p=p, test="sign-flip permutation")
 
 
 def _share(values: Sequence[float | bool]) -> float:

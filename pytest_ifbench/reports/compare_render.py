@@ -25,8 +25,10 @@ def _verdict(delta: Delta, alpha: float) -> str:
     return "better" if delta.significant(alpha) else ""
 
 
-def _p(p: float) -> str:
+def p_value(p: float) -> str:
+    """A p-value as the reports print it."""
     return "<0.001" if p < 0.001 else f"{p:.3f}"
+
 
 
 def tables(comparison: Comparison) -> list[MetricTable]:
@@ -42,7 +44,7 @@ def tables(comparison: Comparison) -> list[MetricTable]:
                 new = f"{100 * delta.new:.1f}%"
                 flips = f" (+{delta.gains}/-{delta.losses})" if delta.metric == "ISR" else ""
                 rows.append((group.label if index == 0 else "", delta.metric, group.pairs if index == 0 else "",
-                             base, new, change(delta), _p(delta.p), delta.test + flips,
+                             base, new, change(delta), p_value(delta.p), delta.test + flips,
                              _verdict(delta, comparison.alpha)))
         out.append(MetricTable(title=f"{benchmark}: {comparison.new.name} vs {comparison.base.name}",
                                columns=COLUMNS, rows=tuple(rows), notes=(_note(comparison),)))
@@ -52,7 +54,7 @@ def tables(comparison: Comparison) -> list[MetricTable]:
 def _note(comparison: Comparison) -> str:
     return (f"paired by instance; worse/better: p < {comparison.alpha:g} (the gate reads each benchmark's 'all' "
             "rows); ISR (+gains/-losses): " + stats.METHODS["paired-t"] + ", exact McNemar test; CSR, score: "
-            + stats.METHODS["paired-bootstrap"])
+            + stats.METHODS["paired-bootstrap"] + ", exact sign-flip permutation test")
 
 
 def _listing(comparison: Comparison) -> list[tuple[str, list[str]]]:
@@ -89,7 +91,7 @@ def _outcome(comparison: Comparison) -> str:
     drops = comparison.regressions()
     if not drops:
         return f"no significant regression at alpha {comparison.alpha:g}"
-    named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {_p(d.p)})" for g, d in drops)
+    named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {p_value(d.p)})" for g, d in drops)
     return f"significant regression at alpha {comparison.alpha:g}: {named}"
 
 
