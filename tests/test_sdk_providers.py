@@ -1,0 +1,216 @@
+"""OpenAI's and Anthropic's models through their SDKs end every call exactly as litellm does.
+
+The same stub cases go through the SDK route and through litellm (``PYTEST_IFBENCH_LITELLM_ONLY=1``),
+against the real local stub server -- OpenAI chat completions for ``openai/gpt-4o-mini`` (a model
+litellm prices), Anthropic Messages for ``anthropic/claude-sonnet-4-5``: good replies (text,
+reasoning, tool calls, tokens, finish reason, cost), the request each route sends, HTTP errors
+(status, retryability, the provider's message), keys in error messages, and the response cache
+(an entry written through litellm answers the SDK route). Malformed replies are in
+tests/test_reliability_faults.py, parametrized over these routes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from pytest_ifbench._redact import REDACTED
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.models.anthropic_sdk import AnthropicSDKTransport
+from pytest_ifbench.models.cache import ResponseCache
+from pytest_ifbench.models.client import ModelCallError, RetryPolicy
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions
+from pytest_ifbench.models.openai_sdk import OpenAISDKTransport
+from pytest_ifbench.models.providers import make_client
+from pytest_ifbench.testing import Fault, Reply
+from tests._support import FAKE_KEY
+
+QUICK = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, max_total_wait=5, timeout=5)
+ANTHROPIC_KEY = "sk-ant-ifbench-test-0123456789abcdef"
+OPENAI_MODEL = "openai/gpt-4o-mini"
+ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
+CALL = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}
+GOOD = [
+    ("plain", Reply(content="hello there")),
+    ("think", Reply(content="<think>plan</think>Hi")),
+    ("tool-call", Reply(content=None, tool_calls=[CALL])),
+    ("text-and-tool-call", Reply(content="let me look", tool_calls=[CALL])),
+    ("length", Reply(content="cut sh", finish_reason="length")),
+]
+ERRORS = [
+    ("401", Fault(kind="status", status=401, message="bad key")),
+    ("404", Fault(kind="status", status=404, message="no such model")),
+    ("500", Fault(kind="status", status=500, message="backend down")),
+]
+#: A conversation with everything the translation handles: system text, a tool call and its result.
+CONVERSATION = [
+    {"role": "system", "content": "You answer briefly."},
+    {"role": "user", "content": "Look up x."},
+    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "x is 42"},
+    {"role": "user", "content": [{"type": "text", "text": "And now answer."}]},
+]
+TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "Look a thing up.",
+                                           "parameters": {"type": "object", "properties": {"q": {"type": "string"}},
+                                                          "required": ["q"]}}}]
+
+
+@pytest.fixture
+def keys(monkeypatch, stub_env):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return stub_env
+
+
+def _base(server, model: str) -> str:
+    # the Anthropic SDK and litellm's anthropic/ add /v1 themselves
+    return server.url if model.startswith("openai/") else server.url.removesuffix("/v1")
+
+
+def _client(server, monkeypatch, model: str, route: str, **settings: Any):
+    if route == "litellm":
+        monkeypatch.setenv(LITELLM_ONLY_ENV, "1")
+    else:
+        monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
+    client = make_client(model, api_base=_base(server, model), retry=QUICK, **settings)
+    expected = {"litellm": type(None), "sdk": OpenAISDKTransport if model.startswith("openai/")
+                else AnthropicSDKTransport}[route]
+    assert type(client.direct) is expected
+    return client
+
+
+async def _closing(call):
+    try:
+        return await call
+    finally:
+        await close_sessions()
+
+
+def _outcome(server, monkeypatch, model: str, route: str, messages=None, **call) -> Any:
+    client = _client(server, monkeypatch, model, route)
+    try:
+        done = asyncio.run(_closing(client.complete(messages or [{"role": "user", "content": "hi"}],
+                                                    GenerationParams(max_tokens=9), **call)))
+    except ModelCallError as exc:
+        return ("error", exc.status, exc.attempts)
+    return done.to_json() | {"latency": None}
+
+
+@pytest.mark.parametrize("model", [OPENAI_MODEL, ANTHROPIC_MODEL])
+@pytest.mark.parametrize("reply", [r for _, r in GOOD], ids=[c for c, _ in GOOD])
+def test_good_replies_are_read_the_same(keys, monkeypatch, model, reply):
+    keys.add_rule("", reply)
+    sdk, litellm = (_outcome(keys, monkeypatch, model, route) for route in ("sdk", "litellm"))
+    assert litellm["cost"] and sdk["cost"] == pytest.approx(litellm["cost"], rel=1e-9)
+    assert sdk | {"cost": None} == litellm | {"cost": None}
+
+
+@pytest.mark.parametrize("model", [OPENAI_MODEL, ANTHROPIC_MODEL])
+def test_the_request_is_the_one_litellm_sends(keys, monkeypatch, model):
+    """Conversation, tools and generation parameters reach the provider as litellm sends them."""
+    keys.add_rule("", Reply(content="42"))
+    bodies = []
+    for route in ("sdk", "litellm"):
+        client = _client(keys, monkeypatch, model, route)
+        params = GenerationParams(max_tokens=50, temperature=0.5, stop=("END",))
+        asyncio.run(_closing(client.complete(CONVERSATION, params, tools=TOOLS)))
+        bodies.append(_comparable(keys.requests[-1].body))
+    assert bodies[0] == bodies[1]
+
+
+def _comparable(body: dict) -> dict:
+    """A request body in one spelling where the API takes two: Anthropic's ``system`` as a string or as
+    text blocks, its tools with or without ``"type": "custom"``, OpenAI's null content left out or sent."""
+    out = dict(body)
+    if isinstance(out.get("system"), list):
+        out["system"] = "\n".join(block["text"] for block in out["system"])
+    out["messages"] = [{k: v for k, v in m.items() if v is not None} for m in out["messages"]]
+    if body.get("system") is not None or "stop_sequences" in body:  # Anthropic
+        out["tools"] = [{k: v for k, v in t.items() if (k, v) != ("type", "custom")} for t in out.get("tools", ())]
+    return out
+
+
+@pytest.mark.parametrize("model", [OPENAI_MODEL, ANTHROPIC_MODEL])
+@pytest.mark.parametrize("fault", [f for _, f in ERRORS], ids=[c for c, _ in ERRORS])
+def test_http_errors_end_the_same(keys, monkeypatch, model, fault):
+    ends = []
+    for route in ("sdk", "litellm"):
+        keys.reset()
+        keys.inject_faults(fault, fault)
+        client = _client(keys, monkeypatch, model, route)
+        with pytest.raises(ModelCallError) as excinfo:
+            asyncio.run(_closing(client.complete([{"role": "user", "content": "hi"}], GenerationParams(max_tokens=9))))
+        error = excinfo.value
+        assert fault.message in str(error), (route, str(error))
+        ends.append((error.status, error.attempts))
+    assert ends[0] == ends[1]
+
+
+@pytest.mark.parametrize("model", [OPENAI_MODEL, ANTHROPIC_MODEL])
+def test_a_key_echoed_in_an_error_is_redacted(keys, monkeypatch, model):
+    key = FAKE_KEY if model.startswith("openai/") else ANTHROPIC_KEY
+    keys.inject_faults(Fault(kind="status", status=401, message=f"Incorrect API key provided: {key}."))
+    client = _client(keys, monkeypatch, model, "sdk")
+    with pytest.raises(ModelCallError) as excinfo:
+        asyncio.run(_closing(client.complete([{"role": "user", "content": "hi"}], GenerationParams(max_tokens=9))))
+    assert key not in str(excinfo.value) and key[:7] not in str(excinfo.value)
+    assert REDACTED in str(excinfo.value) and "AuthenticationError" in str(excinfo.value)
+    assert excinfo.value.status == 401 and excinfo.value.attempts == 1
+
+
+@pytest.mark.parametrize("model", [OPENAI_MODEL, ANTHROPIC_MODEL])
+def test_a_rate_limit_is_retried_after_its_retry_after(keys, monkeypatch, model):
+    keys.inject_faults(Fault(kind="status", status=429, message="slow down", retry_after=0.2))
+    keys.add_rule("", Reply(content="fine now"))
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    client = _client(keys, monkeypatch, model, "sdk")
+    client.retry = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, max_total_wait=5, timeout=5,
+                               sleep=sleep)
+    done = asyncio.run(_closing(client.complete([{"role": "user", "content": "hi"}], GenerationParams(max_tokens=9))))
+    assert done.text == "fine now" and done.attempts == 2 and waits and waits[0] >= 0.2
+
+
+@pytest.mark.parametrize("model", [OPENAI_MODEL, ANTHROPIC_MODEL])
+def test_a_response_cached_through_litellm_answers_the_sdk_route(keys, monkeypatch, tmp_path, model):
+    """The cache key is the model string and the request, whichever route sends it: a cached run
+    made before the SDK routes existed makes no call now."""
+    keys.add_rule("", Reply(content="cached answer"))
+    messages = [{"role": "user", "content": "hi"}]
+    first = _client(keys, monkeypatch, model, "litellm", cache=ResponseCache(tmp_path))
+    asyncio.run(_closing(first.complete(messages, GenerationParams(max_tokens=9))))
+    again = _client(keys, monkeypatch, model, "sdk", cache=ResponseCache(tmp_path))
+    done = asyncio.run(_closing(again.complete(messages, GenerationParams(max_tokens=9))))
+    assert done.cached and done.text == "cached answer" and keys.calls == 1
+
+
+@pytest.mark.parametrize("model", [ANTHROPIC_MODEL, "anthropic/claude-3-5-haiku-20241022"])
+def test_a_json_schema_reply_format_answers_as_through_litellm(keys, monkeypatch, model):
+    """The judges' ``response_format`` reaches Anthropic as a forced tool with the schema (litellm's way for
+    most models; for those flagged for Anthropic's structured-output beta litellm sends ``output_format``
+    instead), and the reply's text is the JSON either way."""
+    schema = {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "verdicts", "schema": schema}}
+    keys.add_rule("", Reply(content=None, tool_calls=[{"id": "toolu_1", "type": "function", "function": {
+        "name": "json_tool_call", "arguments": json.dumps({"verdict": "yes"})}}]))
+    client = _client(keys, monkeypatch, model, "sdk")
+    done = asyncio.run(_closing(client.complete([{"role": "user", "content": "judge"}],
+                                                GenerationParams(max_tokens=50), response_format=fmt)))
+    assert (json.loads(done.text), done.tool_calls, done.finish_reason) == ({"verdict": "yes"}, (), "stop")
+    body = keys.requests[-1].body
+    assert body["tool_choice"] == {"type": "tool", "name": "json_tool_call"}
+    assert body["tools"] == [{"name": "json_tool_call", "input_schema": schema}]
+    if model.endswith("20241022"):  # litellm sends this model the same forced tool
+        litellm = _client(keys, monkeypatch, model, "litellm")
+        again = asyncio.run(_closing(litellm.complete([{"role": "user", "content": "judge"}],
+                                                      GenerationParams(max_tokens=50), response_format=fmt)))
+        assert again.text == done.text
+        sent = keys.requests[-1].body
+        assert (sent["tool_choice"], sent["tools"]) == (body["tool_choice"], body["tools"])
