@@ -4,7 +4,8 @@
    in, reaches neither the terminal, JUnit XML, Allure results, the results file, the log file nor
    the summary file.
 2. Malformed provider replies: each is a retried, named provider error, and an error of the
-   instance once the retries are spent; a tool-call reply with null content stays valid.
+   instance once the retries are spent, through every route that reads replies without litellm (the
+   direct path, the ``openai`` and ``anthropic`` SDKs); a tool-call reply with null content stays valid.
 3. A killed xdist worker: its instance still gets a record (``error_kind: crashed``), counted
    as an error in the summary.
 """
@@ -20,7 +21,11 @@ import pytest
 
 from pytest_ifbench._redact import REDACTED, redact
 from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.models.anthropic_sdk import AnthropicSDKTransport
 from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, DirectTransport, close_sessions
+from pytest_ifbench.models.openai_sdk import OpenAISDKTransport
+from pytest_ifbench.models.providers import make_client
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY, bulk_suite, demo_suite, stub_args, write_suite
 
@@ -179,21 +184,71 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize(("reply", "named"), [(r, n) for _, r, n in MALFORMED], ids=[c for c, _, _ in MALFORMED])
-def test_malformed_reply_is_retried_then_a_named_error(stub_env, reply, named):
+def _anthropic_body(**fields) -> str:
+    base = {"id": "msg_x", "type": "message", "role": "assistant", "model": "stub",
+            "content": [{"type": "text", "text": "hi there"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1}}
+    return json.dumps({k: v for k, v in (base | fields).items() if v is not ...})
+
+
+#: The same corpus for the Anthropic Messages route: a reply without usable content ends in the same names.
+ANTHROPIC_MALFORMED = [
+    ("empty-content", Reply(raw_body=_anthropic_body(content=[])),
+     "the provider returned null content and no tool calls"),
+    ("null-content", Reply(raw_body=_anthropic_body(content=None)), "the provider returned no choices"),
+    ("no-content-key", Reply(raw_body=_anthropic_body(content=...)), "the provider returned no choices"),
+    ("scripted-null-content", Reply(content=None), "the provider returned null content and no tool calls"),
+    ("number-text", Reply(raw_body=_anthropic_body(content=[{"type": "text", "text": 12345}])),
+     "the provider returned content that is not text"),
+    ("not-json", Reply(raw_body='{"type": "message", "content": ['), "the provider returned a body that is not JSON"),
+    ("html", Reply(raw_body="<html><body>502 Bad Gateway</body></html>"),
+     "the provider returned a body that is not JSON"),
+    ("empty-body", Reply(raw_body=""), "the provider returned a body that is not JSON"),
+]
+#: (route, case, reply, named error): the OpenAI corpus through the direct path and the ``openai`` SDK,
+#: the Anthropic corpus through the ``anthropic`` SDK.
+ROUTED_MALFORMED = [(route, case, reply, named) for route in ("direct", "openai-sdk")
+                    for case, reply, named in MALFORMED]
+ROUTED_MALFORMED += [("anthropic-sdk", case, reply, named) for case, reply, named in ANTHROPIC_MALFORMED]
+_ROUTED_IDS = [f"{route}-{case}" for route, case, _, _ in ROUTED_MALFORMED]
+
+
+def _complete_on(route: str, server, monkeypatch: pytest.MonkeyPatch):
+    """One call through ``route`` (the client type asserted, so a route cannot silently fall back)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-ifbench-test-0123456789abcdef")
+    monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
+    if route == "direct":
+        client, kind = ModelClient(model="openai/stub", api_base=server.url, retry=FAST), DirectTransport
+    elif route == "openai-sdk":
+        client, kind = make_client("openai/gpt-4o-mini", api_base=server.url, retry=FAST), OpenAISDKTransport
+    else:
+        client = make_client("anthropic/claude-sonnet-4-5", api_base=server.url.removesuffix("/v1"), retry=FAST)
+        kind = AnthropicSDKTransport
+    assert type(client.direct) is kind
+
+    async def call():
+        try:
+            return await client.complete([{"role": "user", "content": "hello"}], GenerationParams(max_tokens=20))
+        finally:
+            await close_sessions()
+    return asyncio.run(call())
+
+
+@pytest.mark.parametrize(("route", "case", "reply", "named"), ROUTED_MALFORMED, ids=_ROUTED_IDS)
+def test_malformed_reply_is_retried_then_a_named_error(stub_env, monkeypatch, route, case, reply, named):
     stub_env.add_rule("", reply)
     with pytest.raises(ModelCallError) as excinfo:
-        _complete(stub_env)
+        _complete_on(route, stub_env, monkeypatch)
     assert named in str(excinfo.value)
     assert excinfo.value.attempts == FAST.max_attempts and stub_env.calls == FAST.max_attempts
     assert "IndexError" not in str(excinfo.value) and "Traceback" not in str(excinfo.value)
 
 
-@pytest.mark.parametrize(("reply", "named"), [(r, n) for _, r, n in MALFORMED], ids=[c for c, _, _ in MALFORMED])
-def test_malformed_reply_once_then_a_good_one(stub_env, reply, named):
+@pytest.mark.parametrize(("route", "case", "reply", "named"), ROUTED_MALFORMED, ids=_ROUTED_IDS)
+def test_malformed_reply_once_then_a_good_one(stub_env, monkeypatch, route, case, reply, named):
     stub_env.add_rule("", reply, times=1)
     stub_env.add_rule("", Reply(content="fine now"))
-    result = _complete(stub_env)
+    result = _complete_on(route, stub_env, monkeypatch)
     assert result.text == "fine now" and result.attempts == 2
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .prices import Usage
-from .replies import MalformedReply
+from .replies import NOT_TEXT, MalformedReply
 
 #: litellm's ``max_tokens`` for an Anthropic call that sets none.
 DEFAULT_MAX_TOKENS = 4096
@@ -152,7 +152,9 @@ def reply_data(data: Any) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     for block in data["content"]:
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
+        if kind == "text":
+            if not isinstance(block.get("text"), str):
+                raise MalformedReply(f"{NOT_TEXT} (a text block of type {type(block.get('text')).__name__})")
             texts.append(block["text"])
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             thinking.append(block["thinking"])

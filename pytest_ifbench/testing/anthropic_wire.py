@@ -21,6 +21,9 @@ this order:
   ``arguments`` (a scripted call whose arguments are not a JSON object is a
   bad reply: the server answers 500).
 
+A ``Reply.raw_body`` is sent as is, instead of the message (as in the OpenAI
+format): an Anthropic-shaped body no provider should send.
+
 ``stop_reason`` comes from ``Reply.finish_reason``: OpenAI names are mapped
 (``stop`` -> ``end_turn``, ``tool_calls`` -> ``tool_use``, ``length`` ->
 ``max_tokens``), Anthropic names pass through.
@@ -130,6 +133,8 @@ class AnthropicWire:
                            stream=body.get("stream") is True)
 
     def chat_response(self, request: ChatRequest, reply: Reply, seq: int) -> Payload:
+        if reply.raw_body is not None:  # a reply no provider should send: as is, unframed
+            return Payload(reply.raw_body.encode())
         blocks = reply_blocks(reply, seq)
         message = {
             "id": f"msg_stub_{seq}", "type": "message", "role": "assistant",

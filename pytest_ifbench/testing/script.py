@@ -39,8 +39,8 @@ class Reply:
       non-empty and ``"stop"`` otherwise.
     * ``raw_body``, when set, is the whole HTTP 200 body, sent as is instead of
       the completion the other fields make: a reply no provider should send
-      (``'{"choices": []}'``, a body without ``usage``, ``"<html>"``). The
-      OpenAI format honours it; streamed or not, it is sent unframed.
+      (``'{"choices": []}'``, a body without ``usage``, ``"<html>"``). Both
+      formats honour it; streamed or not, it is sent unframed.
     """
 
     content: str | None = None
