@@ -1,0 +1,318 @@
+"""Model-written code on the chosen backend (``--ifbench-sandbox``): the same verdicts on docker as on
+bubblewrap, the pooled runs leave nothing behind for the next job, the report channel stays write-only,
+no fallback, and what only a cgroup caps (shared memory held by many processes, page cache)."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_ifbench.sandbox import (
+    SandboxLimits,
+    SandboxUnavailable,
+    make_backend,
+    run_assert_tests,
+    run_python,
+    run_stdio_tests,
+    use_backend,
+)
+from pytest_ifbench.sandbox._code_runs import close_all, pool_for
+from pytest_ifbench.sandbox.backend import RunDirs, SandboxRun
+from tests.sandbox.backend_fixtures import docker_host  # noqa: F401 -- fixture
+
+DOUBLES = [{"input": "2", "output": "4"}, {"input": "5", "output": "10"}]
+LIMITS = SandboxLimits(timeout=6.0, cpu_seconds=1, memory_mb=256, disk_mb=8, file_size_mb=4, max_output_bytes=20_000)
+
+#: (name, how it runs, code, tests or cases): behaviours whose verdicts must not depend on the backend.
+CORPUS: list[tuple[str, str, str, list]] = [
+    ("passes", "asserts", "def add(a, b):\n    return a + b\n", ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]),
+    ("wrong", "asserts", "def add(a, b):\n    return a - b\n", ["assert add(1, 2) == 3", "assert add(2, 0) == 2"]),
+    ("raises", "asserts", "def add(a, b):\n    raise ValueError('no')\n", ["assert add(1, 2) == 3"]),
+    ("does not load", "asserts", "def add(a, b) return a\n", ["assert add(1, 2) == 3"]),
+    ("exits while loading", "asserts", "raise SystemExit(4)\n", ["assert True"]),
+    ("loops in one test", "asserts", "def spin():\n    while True:\n        pass\n",
+     ["assert spin() is None", "assert 1 + 1 == 2"]),
+    ("sleeps in one test", "asserts", "import time\n", ["time.sleep(60)", "assert True"]),
+    ("allocates too much", "asserts", "def big():\n    return bytearray(1 << 30)\n", ["assert len(big()) > 0"]),
+    ("os._exit in a test", "asserts", "import os\n", ["os._exit(0)", "assert True"]),
+    ("unittest-style", "asserts", "def f(x):\n    return x * 2\n",
+     ["import io, unittest\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(f(2), 4)\n"
+      "r = unittest.TextTestRunner(stream=io.StringIO()).run(unittest.defaultTestLoader.loadTestsFromTestCase(T))\n"
+      "assert r.wasSuccessful()\n"]),
+    ("writes files", "asserts",
+     "import os\ndef keep():\n    open('a.txt', 'w').write('x')\n    open('/tmp/b.txt', 'w').write('y')\n"
+     "    return sorted(os.listdir('.'))\n", ["assert keep() == ['a.txt']"]),
+    ("writes outside", "asserts", "def w():\n    open('/etc/ifbench-x', 'w')\n", ["w()"]),
+    ("forks", "asserts", "import os\ndef f():\n    return os.fork()\n", ["f()"]),
+    ("network", "asserts", "import socket\ndef f():\n    socket.create_connection(('1.1.1.1', 53), 1)\n", ["f()"]),
+    ("stdio right", "stdio", "print(int(input()) * 2)\n", DOUBLES),
+    ("stdio wrong", "stdio", "print(int(input()) + 2)\n", DOUBLES),
+    ("stdio crashes", "stdio", "print(1 / 0)\n", [{"input": "", "output": "1"}]),
+    ("stdio floods", "stdio", "while True:\n    print('spam' * 100)\n", [{"input": "", "output": "x"}]),
+    ("stdio cpu", "stdio", "while True:\n    pass\n", [{"input": "", "output": "x"}]),
+]
+
+
+def _same_run(message: str) -> str:
+    """A message without what varies from one run to the next (a time slice's length)."""
+    return re.sub(r"\d+\.\d+ s\b", "N s", message)
+
+
+def _verdicts() -> dict[str, tuple]:
+    out = {}
+    for name, how, code, tests in CORPUS:
+        run = (run_assert_tests(code, tests, limits=LIMITS) if how == "asserts"
+               else run_stdio_tests(code, tests, limits=LIMITS))
+        out[name] = (run.passed, run.load_error is None, run.result.limit,
+                     tuple((o.name, o.passed, o.trusted, _same_run(o.message)) for o in run.outcomes))
+    return out
+
+
+class ThroughTheSeam:
+    """bubblewrap reached only through the backend interface (what any backend but the built-in gets)."""
+
+    name = "bubblewrap-through-the-seam"
+
+    def __init__(self) -> None:
+        self.inner = make_backend("bubblewrap")
+
+    def problem(self) -> str | None:
+        return self.inner.problem()
+
+    def open(self, dirs: RunDirs) -> SandboxRun:
+        return self.inner.open(dirs)
+
+
+@pytest.fixture
+def docker(docker_host, monkeypatch) -> Iterator[object]:  # noqa: F811 -- the fixture above
+    monkeypatch.setenv("DOCKER_HOST", docker_host)
+    backend = make_backend("docker")
+    if backend.problem() is not None:
+        pytest.skip(backend.problem())
+    previous = use_backend(backend)
+    try:
+        yield backend
+    finally:
+        close_all()
+        use_backend(previous)
+
+
+@pytest.fixture(scope="module")
+def on_bubblewrap() -> dict[str, tuple]:
+    previous = use_backend(make_backend("bubblewrap"))
+    try:
+        return _verdicts()
+    finally:
+        use_backend(previous)
+
+
+def _differences(left: dict[str, tuple], right: dict[str, tuple]) -> dict[str, tuple]:
+    return {name: (left[name], right[name]) for name in left if left[name] != right[name]}
+
+
+def test_the_corpus_has_passes_and_failures_of_every_kind(on_bubblewrap):
+    """The yardstick: the corpus is not trivially all-fail (so equal verdicts below mean something)."""
+    assert on_bubblewrap["passes"][0] and on_bubblewrap["stdio right"][0]
+    assert {v[2] for v in on_bubblewrap.values()} >= {None, "timeout", "output", "cpu", "memory"}
+    assert not on_bubblewrap["does not load"][1]
+    assert on_bubblewrap["wrong"][3][0][1] is False and on_bubblewrap["wrong"][3][1][1] is True
+
+
+def test_docker_gives_the_verdicts_bubblewrap_gives(on_bubblewrap, docker):
+    assert _differences(on_bubblewrap, _verdicts()) == {}
+
+
+def test_any_backend_through_the_seam_gives_the_same_verdicts(on_bubblewrap):
+    previous = use_backend(ThroughTheSeam())
+    try:
+        assert _differences(on_bubblewrap, _verdicts()) == {}
+    finally:
+        close_all()
+        use_backend(previous)
+
+
+def test_a_pooled_run_leaves_nothing_to_the_next_job(docker):
+    """Files anywhere writable, System V IPC objects, POSIX message queues: the next job of the same
+    container sees none of them (under bubblewrap every job has its own namespaces anyway)."""
+    shared = SandboxLimits(timeout=10.0, cpu_seconds=5, allow_subprocess=True)
+    leave = ("import os\nfor d in ('.', '/tmp', '/dev/shm', '/dev/mqueue'):\n"
+             "    open(os.path.join(d, 'left'), 'w').close() if d != '/dev/mqueue' else None\n"
+             "os.system('ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1')\nprint(os.getuid())\n")
+    look = ("import os\nrows = [len(open(f'/proc/sysvipc/{k}').read().splitlines()) for k in ('shm', 'msg', 'sem')]\n"
+            "print(sorted(os.listdir('.')), os.listdir('/tmp'), os.listdir('/dev/shm'), rows, os.getuid())\n")
+    first = run_python(leave, limits=shared)
+    assert first.ok and first.stdout.count("id:") == 3, first
+    second = run_python(look, limits=shared)
+    assert second.ok, second
+    uid = first.stdout.split()[-1]
+    assert second.stdout == f"['main.py'] [] [] [1, 1, 1] {uid}\n"  # the same run: its uid
+    assert len(pool_for(docker)) == 1  # one container served both jobs
+
+
+def test_concurrent_jobs_get_runs_of_their_own(docker):
+    cases = [{"input": str(i), "output": str(i)} for i in range(4)]
+    code = ("import os, time\nn = input()\nopen(n, 'w').write(n)\ntime.sleep(0.3)\n"
+            "print(n if os.listdir('.') == sorted(['main.py', n]) else 'shared')\n")
+    run = run_stdio_tests(code, cases, limits=LIMITS)
+    assert run.passed, run.summary()
+    assert 1 <= len(pool_for(docker)) <= 4
+
+
+def test_the_report_file_is_write_only_and_losing_it_fails(docker):
+    peek = "def f():\n    return open('/home/agent/.ifbench-report').read()\n"
+    run = run_assert_tests(peek, ["assert f() == ''"], limits=LIMITS)
+    assert not run.passed and "Permission denied" in run.outcomes[0].message, run.summary()
+    unlink = "import os\nos.unlink('/home/agent/.ifbench-report')\nopen('/home/agent/.ifbench-report', 'w')\n"
+    run = run_assert_tests(unlink, ["assert 1 == 1"], limits=LIMITS)
+    assert not run.passed, run.summary()  # the harness's records went to the unlinked file: nothing to pass on
+
+
+def test_the_chosen_backend_unavailable_is_an_error_never_a_fallback(monkeypatch, tmp_path):
+    pytest.importorskip("docker")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    previous = use_backend(make_backend("docker"))
+    try:
+        with pytest.raises(SandboxUnavailable, match="docker"):
+            run_assert_tests("def add(a, b):\n    return a + b\n", ["assert add(1, 2) == 3"], limits=LIMITS)
+        with pytest.raises(SandboxUnavailable, match="docker"):
+            run_python("print(1)", limits=LIMITS)
+    finally:
+        use_backend(previous)
+
+
+# --- what only cgroups can cap --------------------------------------------------------------------
+
+MEMFD = """
+import os, time
+pids = []
+for i in range(8):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.memfd_create(f"hold{i}")
+        chunk = b"x" * (1 << 20)
+        for _ in range(256):
+            os.write(fd, chunk)
+        print("held", i, flush=True)
+        time.sleep(20)
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+"""
+
+PAGE_CACHE = """
+import os
+seen = 0
+for top in ("/usr/lib", "/usr/share", "/usr/bin"):
+    for folder, _, names in os.walk(top):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                with open(path, "rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        seen += len(chunk)
+            except OSError:
+                continue
+            if seen > TARGET:
+                print("read", seen)
+                raise SystemExit(0)
+print("read", seen)
+"""
+
+
+def _shmem() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Shmem:"):
+            return int(line.split()[1]) << 10
+    raise AssertionError("no Shmem in /proc/meminfo")
+
+
+def _memory_files(container_pid: int) -> tuple[Path, Path | None]:
+    """The container's current memory usage file and its peak file (cgroup v1 or v2; peak may be missing)."""
+    lines = Path(f"/proc/{container_pid}/cgroup").read_text().splitlines()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            base = Path(f"/sys/fs/cgroup/memory{path}")
+            return base / "memory.usage_in_bytes", base / "memory.max_usage_in_bytes"
+    path = next(line.split(":", 2)[2] for line in lines if line.startswith("0::"))
+    base = Path(f"/sys/fs/cgroup{path}")
+    return base / "memory.current", (base / "memory.peak" if (base / "memory.peak").exists() else None)
+
+
+class Sampler(threading.Thread):
+    """Samples a reading every 10 ms while a job runs; ``peak`` is the largest seen."""
+
+    def __init__(self, read) -> None:
+        super().__init__(daemon=True)
+        self.read, self.peak, self.stop = read, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.peak = max(self.peak, self.read())
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+
+    def __enter__(self) -> Sampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.join()
+
+
+def _container_pid() -> int:
+    import docker as client
+
+    (container,) = client.from_env().containers.list(filters={"label": "pytest-ifbench.sandbox"})
+    return container.attrs["State"]["Pid"]
+
+
+def test_two_gigabytes_of_memfds_in_eight_processes_stay_within_the_run_memory_cap(docker):
+    """Each process stays far below RLIMIT_AS; only the run's cgroup sees the 2 GB (bubblewrap does not cap it)."""
+    limits = SandboxLimits(timeout=30.0, cpu_seconds=30, memory_mb=512, file_size_mb=512, allow_subprocess=True,
+                           run_memory_mb=512)
+    assert run_python("pass", limits=limits).ok  # the pooled container exists, with the cap
+    usage, _ = _memory_files(_container_pid())
+    baseline = _shmem()
+    with Sampler(_shmem) as host, Sampler(lambda: int(usage.read_text())) as cgroup:
+        res = run_python(MEMFD, limits=limits)
+    assert res.limit == "memory" and not res.ok, res
+    assert res.stdout.count("held") < 8, res.stdout
+    assert 0 < cgroup.peak <= 512 << 20, cgroup.peak
+    assert host.peak - baseline < 768 << 20, (host.peak - baseline) >> 20  # not the 2 GB it tried
+    assert run_python("print('next')", limits=limits).stdout == "next\n"  # the next job runs
+
+
+def test_a_page_cache_heavy_job_stays_within_the_run_memory_cap(docker):
+    """Reading three times the cap in files completes (cache is reclaimed, nothing is killed) within the cap."""
+    cap = 192
+    limits = SandboxLimits(timeout=120.0, cpu_seconds=120, memory_mb=512, run_memory_mb=cap)
+    assert run_python("pass", limits=limits).ok
+    usage, peak_file = _memory_files(_container_pid())
+    with Sampler(lambda: int(usage.read_text())) as cgroup:
+        res = run_python(PAGE_CACHE.replace("TARGET", str(3 * cap << 20)), limits=limits)
+    assert res.ok, res
+    assert int(res.stdout.split()[1]) > 3 * cap << 20, res.stdout
+    assert 0 < cgroup.peak <= cap << 20, cgroup.peak
+    if peak_file is not None and peak_file.exists():
+        assert int(peak_file.read_text()) <= cap << 20
+
+
+def test_the_pools_are_closed_with_their_containers(docker):
+    assert run_python("pass", limits=LIMITS).ok
+    assert _container_pid() > 0
+    close_all()
+    import docker as client
+
+    assert client.from_env().containers.list(all=True, filters={"label": "pytest-ifbench.sandbox"}) == []
