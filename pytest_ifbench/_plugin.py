@@ -22,7 +22,8 @@ _ast_guard.install()  # before any thread of ours starts; see the module for the
 #: Reporting plugins shipped with the core; each owns its options (``-p no:ifbench_<name>`` disables one).
 _REPORTERS = {"ifbench_baseline": "reports.baseline", "ifbench_allure": "reports.allure",
               "ifbench_summary_file": "reports.summary_file",
-              "ifbench_shard": "scale.shard", "ifbench_shared_cache": "scale.shared"}
+              "ifbench_shard": "scale.shard", "ifbench_shared_cache": "scale.shared",
+              "ifbench_live_status": "reports.live_status"}
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

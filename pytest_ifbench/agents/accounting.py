@@ -14,7 +14,8 @@ was in flight (concurrent calls overlap, so it is a union of intervals, never mo
 clock); ``tool_seconds`` the time between a reply that asked for tools and the CLI's next request,
 when no call was in flight -- the agent's tool calls plus the CLI's own handling of them.
 
-Progress: after each call :meth:`Meter.record` sends one line (:func:`step_line`) to ``progress``.
+Progress: after each call :meth:`Meter.record` sends one line (:func:`step_line`) to ``progress`` and
+counts the step on :data:`~.progress.BOARD` (the live status line).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from ..models.client import Completion
 from .options import AgentOptions
+from .progress import BOARD
 
 __all__ = ["LIMIT_REASONS", "Meter", "Usage", "step_line", "tool_names"]
 
@@ -160,6 +162,7 @@ class Meter:
             if completion is None:
                 return
             self._completions.append(completion)
+            BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost)
             self._prompt += completion.prompt_tokens
             self._completion += completion.completion_tokens
             self._cost += completion.cost or 0.0

@@ -56,6 +56,7 @@ from .._types import GenerationParams
 from ..models.client import Completion, ModelCallError, ModelClient
 from .options import BUILT_IN_RUNNER, AgentOptions
 from .profiles import Profile
+from .progress import BOARD
 from .tools import ToolContext, ToolResult, command_line, truncate_middle
 from .trajectory import Trajectory, TrajectoryBuilder
 from .workspace import Workspace
@@ -234,6 +235,7 @@ async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]]
     builder = TrajectoryBuilder(id=trajectory_id or (trajectory_path.stem if trajectory_path else "loop"),
                                 meta=meta, tools=specs, path=trajectory_path, autosave=False)
     _replay(builder, history)
+    BOARD.begin()
     try:
         while not run.stop_reason:
             reason = run.limit_hit()
@@ -251,6 +253,7 @@ async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]]
         run.stop_reason = run.stop_reason or "harness_error"
         raise
     finally:
+        BOARD.end()
         builder.meta.update(stop_reason=run.stop_reason, steps=run.steps, completion_tokens=run.tokens,
                             cost=run.cost, model_seconds=round(run.model_seconds, 4),
                             tool_seconds=round(run.tool_seconds, 4))
@@ -282,6 +285,7 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
         model_time = time.perf_counter() - began
         run.model_seconds += model_time
     run.completions.append(completion)
+    BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost)
     run.tokens += completion.completion_tokens
     run.cost += completion.cost or 0.0
     calls = _calls(completion, run.steps)

@@ -72,16 +72,13 @@ from ..models.client import Completion, ModelClient
 from ..sandbox._forward import PREAMBLE_CLI, PREAMBLE_REFUSED
 from . import proxy_bounds as _bounds
 from .accounting import Meter, tool_names
+from .progress import BOARD
 from .proxy_bounds import LIMIT_KIND, MAX_BODY_BYTES, NOT_CLI, Bounded, Rejected, SandboxEnder, read_body, redact_bytes
 from .proxy_loop import LoopThread
 from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
 from .wire.anthropic_messages import error_body
 
-__all__ = ["LIMIT_KIND", "MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI",
-           "LoopThread", "RecordingProxy", "Submit"]
-
-MAX_CONNECTIONS, MAX_DEPTH, MAX_RECORDED_REFUSALS = (_bounds.MAX_CONNECTIONS, _bounds.MAX_DEPTH,
-                                                  _bounds.MAX_RECORDED_REFUSALS)
+__all__ = ["LIMIT_KIND", "MAX_BODY_BYTES", "NOT_CLI", "LoopThread", "RecordingProxy", "Submit"]
 
 #: Runs a model-call coroutine somewhere and returns a future for its result.
 Submit = Callable[[Coroutine[Any, Any, Completion]], "concurrent.futures.Future[Completion]"]
@@ -136,6 +133,7 @@ class RecordingProxy:
         #: Counts and caps the calls (None: neither); past a limit, the sandbox's processes are ended.
         self.meter = meter
         self._ender = SandboxEnder()
+        self._on_board = False
         self._answered: dict[int, tuple[Completion, dict[str, Any]]] = {}
         self._slots = threading.BoundedSemaphore(_bounds.MAX_CONNECTIONS)
         self.failures: list[str] = []
@@ -151,6 +149,9 @@ class RecordingProxy:
     def start(self) -> Self:
         """Open the log (appending) and start listening; returns self."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.meter is not None and not self._on_board:  # a metered proxy is one agent run (live status)
+            self._on_board = True
+            BOARD.begin()
         self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by stop()
         if self._given_submit is None:
             self._loop = LoopThread()
@@ -206,6 +207,9 @@ class RecordingProxy:
             if self._log is not None:
                 self._log.close()
                 self._log = None
+        if self._on_board:
+            self._on_board = False
+            BOARD.end()
 
     def __enter__(self) -> Self:
         return self.start()

@@ -16,7 +16,8 @@ import pytest
 
 from pytest_ifbench.agents import proxy as proxy_module
 from pytest_ifbench.agents.normalize import load_raw, normalize
-from pytest_ifbench.agents.proxy import MAX_CONNECTIONS, MAX_RECORDED_REFUSALS, RecordingProxy
+from pytest_ifbench.agents.proxy import RecordingProxy
+from pytest_ifbench.agents.proxy_bounds import MAX_CONNECTIONS, MAX_RECORDED_REFUSALS
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from pytest_ifbench.verifiers.trajectory import no_relay_abuse

@@ -1,0 +1,358 @@
+"""One live status line for long runs: instances done and running, agent steps, tokens, cost, elapsed, the rest.
+
+::
+
+    ifbench: 12/40 instances done, 2 agent runs going, 183 steps, 2,104,332 tokens, $3.1250, 41m07s, ~1h36m left
+
+What it counts. Instances are the collected ifbench items and those finished; agent runs, steps (model
+calls of the built-in loop and of real CLIs behind the proxy), their prompt + completion tokens and
+cost come from :data:`pytest_ifbench.agents.progress.BOARD`, which the loop and the proxy's meter fill
+step by step. The rest is estimated from the pace so far (elapsed / done x instances left).
+
+Where it shows (``--ifbench-live-status``):
+
+- ``auto`` (default): on a terminal, the line sits after pytest's own output on the current line and is
+  redrawn every second; before pytest writes anything (a test's dot, a warning, the summary) it is
+  erased, so pytest's output stays exactly as it would be. When the output is not a terminal, or live
+  logging (``--log-cli-level``) already prints every step: a plain line every
+  ``--ifbench-live-status-every`` seconds (default 60; 0: none). Either way one plain final line.
+- ``tty`` / ``plain`` force either form; ``off`` shows nothing.
+
+Under ``-n`` the steps happen in the workers. xdist has no public channel for a worker to tell the
+controller something in the middle of a test (its report channel carries test reports, which come only
+when an item ends -- and an agent run's steps happen long before, in the background generation loop),
+so each worker writes its cumulative snapshot (``{total, done, running, runs, steps, tokens, cost}``,
+JSON) to a file of its own in a directory the controller hands it (``pytest_configure_node``), at most
+twice a second and only when something changed, replacing it atomically; the controller reads the
+directory once a second and adds the snapshots up. Cumulative snapshots cannot lose an event (a missed
+poll only delays it), the cost is one small file write per half second per worker, and nothing depends
+on xdist internals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..agents.progress import BOARD
+
+MODES = ("auto", "tty", "plain", "off")
+#: The xdist worker input naming the directory of snapshots.
+DIRECTORY_KEY = "ifbench_live_dir"
+_VIEW_NAME = "ifbench_live_status_view"
+_WRITER_NAME = "ifbench_live_status_writer"
+_COUNTS = ("done", "running", "runs", "steps", "tokens")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ifbench")
+    group.addoption("--ifbench-live-status", dest="ifbench_live_status", choices=MODES, default="auto",
+                    help="a live status line (instances, agent steps, tokens, cost, time left): auto (on a "
+                         "terminal: one line redrawn in place; otherwise plain lines), tty, plain or off")
+    group.addoption("--ifbench-live-status-every", dest="ifbench_live_status_every", type=float, default=60.0,
+                    metavar="SECONDS", help="how often a plain status line is printed (default: 60; 0: only "
+                                            "the final one)")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def status_line(snapshot: Mapping[str, Any], elapsed: float) -> str:
+    """The line for a (summed) snapshot ``elapsed`` seconds into the run."""
+    total, done = int(snapshot.get("total") or 0), int(snapshot.get("done") or 0)
+    running, steps = int(snapshot.get("running") or 0), int(snapshot.get("steps") or 0)
+    parts = [f"ifbench: {done}/{total} instances done"]
+    if snapshot.get("runs"):
+        parts.append(f"{running} agent run{'s' if running != 1 else ''} going")
+        parts.append(f"{steps:,} step{'s' if steps != 1 else ''}")
+    parts.append(f"{int(snapshot.get('tokens') or 0):,} tokens")
+    cost = float(snapshot.get("cost") or 0.0)
+    parts.append(f"${cost:.4f}" if cost else "$0")
+    parts.append(_duration(elapsed))
+    if 0 < done < total:
+        parts.append(f"~{_duration(elapsed / done * (total - done))} left")
+    return ", ".join(parts)
+
+
+def add_up(snapshots: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Worker snapshots as one: ``total`` the largest (every worker collects every item), the rest summed."""
+    out: dict[str, Any] = {"total": max((int(s.get("total") or 0) for s in snapshots), default=0),
+                           "cost": sum(float(s.get("cost") or 0.0) for s in snapshots)}
+    for key in _COUNTS:
+        out[key] = sum(int(s.get(key) or 0) for s in snapshots)
+    return out
+
+
+class _Items:
+    """This process's ifbench items: how many were collected and how many have finished."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.done = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"total": len(self.ids), "done": self.done, **BOARD.snapshot()}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from .._collect import InstanceItem
+
+        self.ids = {item.nodeid for item in session.items if isinstance(item, InstanceItem)}
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        if nodeid in self.ids:
+            self.done += 1
+
+
+class _Writer(_Items):
+    """An xdist worker's side: its snapshot, written to ``<directory>/<worker id>.json`` when it changes."""
+
+    def __init__(self, directory: Path, worker: str) -> None:
+        super().__init__()
+        self.path = directory / f"{worker}.json"
+        self._stop = threading.Event()
+        self._last: dict[str, Any] | None = None
+        self._thread = threading.Thread(target=self._run, name="ifbench-live-status", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.write()
+
+    def write(self) -> None:
+        snapshot = self.snapshot()
+        if snapshot == self._last:
+            return
+        temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            temporary.write_text(json.dumps(snapshot), encoding="utf-8")
+            os.replace(temporary, self.path)
+            self._last = snapshot
+
+    def pytest_sessionfinish(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.write()
+
+
+class _View(_Items):
+    """The controller's (or a lone process's) side: gathers the snapshots and shows the line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__()
+        self.config = config
+        self.mode = "off"  # decided when the run starts (the terminal reporter is there by then)
+        self.every = float(config.getoption("ifbench_live_status_every") or 0.0)
+        self.directory: Path | None = None
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._drawn = 0
+        self._began = time.monotonic()
+        self._last_plain = self._began
+        self.lines_printed = 0
+        #: Whether an item has started (the line is shown from then on).
+        self.items_started = False
+
+    # -- where the numbers come from ------------------------------------------------------------------
+    def gather(self) -> dict[str, Any]:
+        if self.directory is None:
+            return self.snapshot()
+        snapshots = []
+        for path in sorted(self.directory.glob("*.json")):
+            with contextlib.suppress(OSError, ValueError):
+                snapshots.append(json.loads(path.read_text(encoding="utf-8")))
+        return add_up(snapshots)
+
+    def line(self) -> str | None:
+        """The status now; None while there is nothing to tell (no ifbench item, no agent run)."""
+        snapshot = self.gather()
+        if not snapshot["total"] and not snapshot["runs"]:
+            return None
+        return status_line(snapshot, time.monotonic() - self._began)
+
+    # -- drawing --------------------------------------------------------------------------------------
+    @property
+    def _tw(self) -> Any:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        return None if reporter is None else reporter._tw
+
+    def _draw(self) -> None:
+        """TTY: the line after whatever pytest left on the current line (cut to fit), cursor after it."""
+        tw = self._tw
+        if tw is None or self._drawn:
+            return
+        room = tw.fullwidth - tw.width_of_current_line - 3
+        line = self.line()
+        if room < 24 or line is None:
+            return
+        text = ("  " + line)[:room]
+        tw._file.write(text)
+        tw._file.flush()
+        self._drawn = len(text)
+
+    def _erase(self) -> None:
+        """TTY: back to where pytest left the cursor, the line's rest cleared."""
+        if not self._drawn:
+            return
+        tw = self._tw
+        tw._file.write(f"\x1b[{self._drawn}D\x1b[K")
+        tw._file.flush()
+        self._drawn = 0
+
+    def _plain(self) -> None:
+        tw, line = self._tw, self.line()
+        if tw is None or line is None:
+            return
+        if tw.width_of_current_line:
+            tw.line()
+        tw.line(line)
+        self.lines_printed += 1
+
+    @contextlib.contextmanager
+    def _screen(self) -> Iterator[None]:
+        """The real terminal, even while a test's output is captured (as live logging does it)."""
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            yield
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2 if self.mode == "tty" else 1.0):
+            if not self.items_started:  # xdist's own lines (workers, items) come before the first item
+                continue
+            with self._lock, self._screen():
+                if self.mode == "tty":
+                    self._erase()
+                    self._draw()
+                elif self.every > 0 and time.monotonic() - self._last_plain >= self.every:
+                    self._last_plain = time.monotonic()
+                    self._plain()
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """No status on screen while pytest writes (held on the main thread around its writing hooks)."""
+        with self._lock:
+            self._erase()
+            yield
+
+    def start(self) -> None:
+        self.mode = _mode(self.config) if self._tw is not None else "off"
+        self._began = self._last_plain = time.monotonic()
+        if self.mode == "off":
+            return
+        self._thread = threading.Thread(target=self._run, name="ifbench-live-status", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+        with self._lock, self._screen():
+            self._erase()
+
+    # -- hooks ----------------------------------------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist, on the controller: hand each worker the directory its snapshots go to."""
+        if self.directory is None:
+            self.directory = Path(tempfile.mkdtemp(prefix="ifbench-live-"))
+        node.workerinput[DIRECTORY_KEY] = str(self.directory)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self) -> Iterator[None]:
+        self.start()
+        try:
+            yield
+        finally:
+            self.stop()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        snapshot = self.gather()
+        if self.mode != "off" and snapshot["total"]:  # a session without ifbench items shows nothing
+            terminalreporter.write_line(status_line(snapshot, time.monotonic() - self._began))
+
+    def pytest_unconfigure(self) -> None:
+        self._stop.set()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _quiet_around(name: str) -> Any:
+    """A main-thread hook wrapper that keeps the status off the screen while the hook writes."""
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def wrapper(self: _View, *args: Any, **kwargs: Any) -> Iterator[None]:
+        with self.quiet():
+            yield
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+#: The hooks in which pytest's terminal reporter (and xdist's) writes during the run.
+WRITING_HOOKS = ("pytest_runtest_logstart", "pytest_runtest_logreport", "pytest_runtest_logfinish",
+                 "pytest_collectreport", "pytest_internalerror",
+                 "pytest_keyboard_interrupt", "pytest_sessionfinish")
+for _hook in WRITING_HOOKS:
+    if _hook in ("pytest_runtest_logstart", "pytest_runtest_logfinish"):  # below: they count too
+        continue
+    setattr(_View, _hook, _quiet_around(_hook))
+_XDIST_HOOKS = ("pytest_testnodedown", "pytest_testnodeready", "pytest_xdist_node_collection_finished")
+for _hook in _XDIST_HOOKS:
+    setattr(_View, _hook, pytest.hookimpl(optionalhook=True)(_quiet_around(_hook)))
+
+
+def _logstart(self: _View) -> Iterator[None]:
+    with self.quiet():
+        self.items_started = True
+        yield
+
+
+_View.pytest_runtest_logstart = pytest.hookimpl(hookwrapper=True, tryfirst=True)(_logstart)  # type: ignore[method-assign]
+
+
+def _logfinish(self: _View, nodeid: str) -> Iterator[None]:
+    with self.quiet():
+        if nodeid in self.ids:
+            self.done += 1
+        yield
+
+
+_View.pytest_runtest_logfinish = pytest.hookimpl(hookwrapper=True, tryfirst=True)(_logfinish)  # type: ignore[method-assign]
+
+
+def _mode(config: pytest.Config) -> str:
+    mode = config.getoption("ifbench_live_status") or "auto"
+    if mode != "auto":
+        return mode
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    tty = reporter is not None and getattr(reporter, "isatty", False) and hasattr(reporter._tw, "_file")
+    live_logging = config.getoption("log_cli_level", None) is not None or config.getini("log_cli")
+    return "tty" if tty and not live_logging else "plain"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    BOARD.reset()
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None:
+        if worker_input.get(DIRECTORY_KEY):
+            writer = _Writer(Path(worker_input[DIRECTORY_KEY]), str(worker_input.get("workerid") or os.getpid()))
+            config.pluginmanager.register(writer, _WRITER_NAME)
+        return
+    if (config.getoption("ifbench_live_status") or "auto") != "off":
+        config.pluginmanager.register(_View(config), _VIEW_NAME)

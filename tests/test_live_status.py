@@ -1,0 +1,123 @@
+"""The live status line: counts what the run did (in one process and under ``-n 2``), draws in place on a
+terminal without changing pytest's own output, and prints plain lines otherwise."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pytest_ifbench.reports.live_status import add_up, status_line
+from pytest_ifbench.testing import Reply
+from tests._support import stub_args, write_suite
+
+SUITE = """
+ifbench: 1
+benchmark: livestatus
+defaults:
+  protocol: agent
+  protocol_options: {runner: loop, max_steps: 2, max_seconds: 60}
+instances:
+  - id: write-a
+    prompt: Create a.txt.
+    checks:
+      - {id: wrote, verifier: ifbench.tool_called, params: {tool: write_file}}
+  - id: write-b
+    prompt: Create b.txt.
+    checks:
+      - {id: wrote, verifier: ifbench.tool_called, params: {tool: write_file}}
+  - id: write-c
+    prompt: Create c.txt.
+    checks:
+      - {id: wrote, verifier: ifbench.tool_called, params: {tool: write_file}}
+"""
+
+
+def endless(body: dict) -> Reply:
+    """Always one more write (the run ends at max_steps), each reply taking a little while."""
+    return Reply(tool_calls=[{"function": {"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}}],
+                 latency=0.4)
+
+
+def final_line(out: str) -> str:
+    lines = [line for line in out.splitlines() if line.startswith("ifbench: ")]
+    assert lines, out[-3000:]
+    return lines[-1]
+
+
+def test_the_line_says_what_was_done_and_estimates_the_rest():
+    snapshot = add_up([{"total": 40, "done": 3, "running": 1, "runs": 4, "steps": 30, "tokens": 1200, "cost": 0.5},
+                       {"total": 40, "done": 5, "running": 1, "runs": 6, "steps": 27, "tokens": 800, "cost": 0.25}])
+    assert snapshot == {"total": 40, "done": 8, "running": 2, "runs": 10, "steps": 57, "tokens": 2000, "cost": 0.75}
+    assert status_line(snapshot, 125) == ("ifbench: 8/40 instances done, 2 agent runs going, 57 steps, "
+                                          "2,000 tokens, $0.7500, 2m05s, ~8m20s left")
+    # No agent run: no agent counts; nothing done yet: no estimate.
+    assert status_line({"total": 2}, 3661) == "ifbench: 0/2 instances done, 0 tokens, $0, 1h01m"
+
+
+def _records(pytester) -> list[dict]:
+    return json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+
+
+def test_plain_lines_under_xdist_count_every_workers_steps(pytester, stub_env):
+    stub_env.default = endless
+    write_suite(pytester.path, "suites/live.yaml", SUITE)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2",
+                                           "--ifbench-live-status-every=0.5")  # not a TTY: auto gives plain lines
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]
+    records = _records(pytester)
+    tokens = sum(r["tokens"]["prompt"] + r["tokens"]["completion"] for r in records)
+    # The final line adds up both workers: 3 instances, 2 steps each, every token of the records.
+    assert final_line(out).startswith(
+        f"ifbench: 3/3 instances done, 0 agent runs going, 6 steps, {tokens:,} tokens, $0, ")
+    assert stub_env.calls == 6
+    # Lines came while the run went on (the run takes >= 2 x 0.4 s per instance), with a partial count.
+    during = [line for line in out.splitlines() if line.startswith("ifbench: ")][:-1]
+    assert during, out[-3000:]
+    assert "\x1b[" not in out  # plain lines only: no cursor movement in a log
+
+
+def _as_seen(out: str) -> str:
+    """What a terminal shows for ``out``: each ``ESC[nD ESC[K`` takes back the n characters before it."""
+    screen: list[str] = []
+    for piece in re.split(r"(\x1b\[\d+D\x1b\[K)", out):
+        match = re.fullmatch(r"\x1b\[(\d+)D\x1b\[K", piece)
+        if match:
+            del screen[len(screen) - int(match.group(1)):]
+        else:
+            screen.extend(piece)
+    return "".join(screen)
+
+
+def _pytest_lines(out: str) -> list[str]:
+    """pytest's lines, times blanked (two runs never take the same time)."""
+    return [re.sub(r"\d+\.\d+ ?s\b", "T", line).strip("= ") for line in out.splitlines()
+            if not line.startswith(("ifbench: ", "platform ", "rootdir", "plugins", "cachedir", "created:"))]
+
+
+def test_on_a_terminal_the_line_is_drawn_in_place_and_leaves_pytests_output_as_it_was(pytester, stub_env):
+    stub_env.default = endless
+    write_suite(pytester.path, "suites/live.yaml", SUITE)
+    drawn = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", "--ifbench-live-status=tty",
+                                          "--ifbench-no-cache")
+    raw = drawn.stdout.str()
+    assert drawn.ret == 0, raw[-3000:]
+    assert re.search(r"  ifbench: \d/3 instances done, \d agent runs? going, \d+ steps?", raw), raw[-3000:]
+    assert "\x1b[" in raw
+    seen = _as_seen(raw)
+    assert final_line(seen).startswith("ifbench: 3/3 instances done, 0 agent runs going, 6 steps, ")
+    plain = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", "--ifbench-live-status=off",
+                                          "--ifbench-no-cache")
+    assert "ifbench: " not in plain.stdout.str()
+    assert _pytest_lines(seen) == _pytest_lines(plain.stdout.str())  # the status left nothing behind
+
+
+def test_one_process_counts_too(pytester, stub_env):
+    stub_env.default = endless
+    write_suite(pytester.path, "suites/live.yaml", SUITE)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-live-status=plain",
+                                           "--ifbench-live-status-every=0")
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]
+    lines = [line for line in out.splitlines() if line.startswith("ifbench: ")]
+    assert len(lines) == 1 and lines[0].startswith("ifbench: 3/3 instances done, 0 agent runs going, 6 steps, ")
