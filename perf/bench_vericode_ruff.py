@@ -24,7 +24,9 @@ Measured three times over:
    after a warm-up, as in a long run); every verdict of every mode must equal
    the paper-style verdict (exit status 1 otherwise);
 2. **ifbench verify** on R x K JSONL lines (one check per line), end to end
-   in a subprocess; the outputs of the modes must be identical;
+   in a subprocess (all at once and the floor: the command exactly as its
+   console script runs it; per check: this script as the child, which
+   patches the plugin first); the outputs of the modes must be identical;
 3. **suite**: ``pytest`` on a suite of R instances (each reply recorded in
    the suite, K checks each), end to end in a subprocess; the check verdicts
    in ``ifbench-results.json`` must be identical.
@@ -124,8 +126,15 @@ def write_inputs(folder: Path, responses: list[str], sets: list[list[tuple[str, 
     return paths
 
 
+#: ``ifbench`` exactly as its console script runs it (the unpatched ``ifbench verify`` rows).
+CONSOLE_SCRIPT = "import sys; from pytest_ifbench.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
 def run_child(mode: str, tool: str, args: list[str], cwd: Path) -> tuple[float, int]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", mode, tool, "--", *args]
+    if tool == "verify" and mode in ("all-at-once", "floor"):  # nothing to patch: the real command
+        command = [sys.executable, "-c", CONSOLE_SCRIPT, "verify", *args]
+    else:  # this script as the child, to switch the plugin to ``mode`` first
+        command = [sys.executable, str(Path(__file__).resolve()), "--child", mode, tool, "--", *args]
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - start

@@ -17,15 +17,17 @@ The same goes for a ``conftest.py`` or ``-p`` module (``register_declared``).
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable
-from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from . import _hookspecs
 from ._benchmark import Benchmark
 from ._registry import Registry
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 #: The entry-point group a benchmark package publishes its plugin module under.
 ENTRY_POINT_GROUP = "pytest_ifbench.benchmarks"
@@ -36,6 +38,8 @@ Generator = Callable[[list[str]], int]
 
 def benchmark_entry_points() -> list[EntryPoint]:
     """The installed benchmark plugins, by name (a name published twice keeps the first)."""
+    from importlib.metadata import entry_points  # ~10 ms: only when a benchmark is looked up
+
     seen: dict[str, EntryPoint] = {}
     for point in entry_points(group=ENTRY_POINT_GROUP):
         seen.setdefault(point.name, point)

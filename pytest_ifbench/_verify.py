@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ._registry import Registry, Verifier, VerifyContext
 from ._text import extract_code
 from ._types import CheckSpec, JudgeOmission, Verdict
-from .ruff.batch import RuffBatcher, active_batcher, ruff_checks
-from .ruff.check import RuffError, check_code
 
 if TYPE_CHECKING:
+    from .ruff.batch import RuffBatcher
     from .sandbox import SandboxUnavailable  # noqa: F401 - what _sandbox_unavailable recognises
 
 
@@ -83,7 +82,11 @@ def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext, *,
     their own ruff process otherwise.
     """
     outcomes: dict[str, CheckOutcome] = {}
-    in_ruff = ruff_checks(checks, ctx.registry)
+    in_ruff: list = []
+    if any(ctx.registry.get(check.verifier).kind == "ruff" for check in checks):
+        from .ruff.batch import ruff_checks  # ruff's modules load with the first ruff-backed check
+
+        in_ruff = ruff_checks(checks, ctx.registry)
     ruff_ids = {check.id for check, _ in in_ruff}
     for check in checks:
         if check.id in ruff_ids:
@@ -115,6 +118,9 @@ def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext, *,
                       + "".join(traceback.format_exception(exc)[-3:]),
             )
     if in_ruff:
+        from .ruff.batch import active_batcher
+        from .ruff.check import RuffError, check_code
+
         start = time.perf_counter()
         code = extract_code(response)
         rcs = [rc for _, rc in in_ruff]

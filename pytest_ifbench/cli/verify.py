@@ -11,6 +11,7 @@ import itertools
 import json
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from .._registry import Registry, Verifier
     from .._types import Verdict
     from ..models.client import ModelClient
-    from ..ruff.batch import RuffBatcher
 
 _VERIFY_DESCRIPTION = """\
 Verify single texts against one verifier each, without a suite.
@@ -198,16 +198,19 @@ def _read_chunk(chunk: list[Any], registry: Registry) -> list[_Case | CaseError 
     return read
 
 
-def _ruff_batch(cases: list[_Case | CaseError | None], registry: Registry) -> RuffBatcher:
-    """One :class:`RuffBatcher` holding every ruff-backed case of a chunk: they share ruff processes."""
+def _ruff_batch(cases: list[_Case | CaseError | None], registry: Registry) -> AbstractContextManager[Any]:
+    """A context in which the ruff-backed cases of a chunk share ruff processes (an active
+    :class:`RuffBatcher` holding them all); a chunk without any does not even import ruff's modules."""
+    ruff_cases = [case for case in cases if isinstance(case, _Case) and case.verifier.kind == "ruff"]
+    if not ruff_cases:
+        return nullcontext()
     from .._types import CheckSpec
     from ..ruff.batch import RuffBatcher
 
     batcher = RuffBatcher(registry)
-    for case in cases:
-        if isinstance(case, _Case) and case.verifier.kind == "ruff":
-            batcher.queue([CheckSpec(id="case", verifier=case.verifier.id, params=case.params)], case.response)
-    return batcher
+    for case in ruff_cases:
+        batcher.queue([CheckSpec(id="case", verifier=case.verifier.id, params=case.params)], case.response)
+    return batcher.active()
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
@@ -237,7 +240,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         lines = bounded_lines(source, f"--in {args.input}")
         while chunk := list(itertools.islice(lines, VERIFY_CHUNK_LINES)):
             cases = _read_chunk(chunk, registry)
-            with _ruff_batch(cases, registry).active():
+            with _ruff_batch(cases, registry):
                 for case in cases:
                     number += 1
                     if case is None:
