@@ -11,9 +11,14 @@
 * **10-command sequence**: ten small commands of an agent-like session in one
   workspace (write, read, list, ``git init``/``add``/``commit``...), timed as a
   whole; reported per sequence and per command.
-* **`run_python`**: ``pytest_ifbench.sandbox.run_python("pass")`` -- the
-  Python sandbox: the same bubblewrap chain (tmpfs work dir and ``/tmp``, no
-  host directory) around interpreter + bootstrap + harness.
+* **`run_python`**: ``pytest_ifbench.sandbox.run_python("pass")`` -- a code run
+  on the chosen backend: bubblewrap started directly (tmpfs work dir and
+  ``/tmp``, no host directory), or a job in one of the backend's pooled runs
+  (docker: a ``docker exec`` in a container kept for the next job, directories
+  emptied in between) -- around interpreter + bootstrap + harness.
+* **first code run**: the same after closing the pools (``_code_runs.close_all``):
+  on docker the pooled run's container is created and started first; on
+  bubblewrap there is no pool and it equals the line above.
 * **`run_assert_tests`, 10 asserts**: one sandbox loading a small function and
   running ten ``assert f(x) == literal`` tests, each decided by the parent --
   the per-reply cost of a VeriCode/ManyIH unit-test check.
@@ -33,8 +38,8 @@ Usage (from the repository root)::
     python perf/bench_sandbox.py --repeat 50 --json sandbox.json
     DOCKER_HOST=unix:///path/docker.sock python perf/bench_sandbox.py --backend docker
 
-``--backend`` chooses the agent workspaces' sandbox backend (default bubblewrap); the
-``run_python``/``run_assert_tests`` figures are bubblewrap's whatever it is.
+``--backend`` chooses the sandbox backend (default bubblewrap) of both the agent workspaces and
+the code runs (``run_python``/``run_assert_tests``), as ``--ifbench-sandbox`` does under pytest.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from _common import source_revision
 
 from pytest_ifbench.agents.workspace import Limits, Workspace
 from pytest_ifbench.sandbox import make_backend, run_assert_tests, run_python, use_backend
+from pytest_ifbench.sandbox._code_runs import close_all
 
 SEQUENCE = (
     "echo 'print(1)' > main.py",
@@ -92,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--backend", default="bubblewrap", help="agent sandbox backend (default bubblewrap)")
     args = parser.parse_args(argv)
-    use_backend(make_backend(args.backend))
-    problem = make_backend(args.backend).problem()
+    backend = make_backend(args.backend)
+    use_backend(backend)
+    problem = backend.problem()
     if problem is not None:
         print(f"sandbox unavailable: {problem}", file=sys.stderr)
         return 2
@@ -121,7 +128,18 @@ def main(argv: list[str] | None = None) -> int:
                 check(ws.run(command, limits=limits))
 
     figures["10-command sequence (incl. create/close)"] = measure(sequence, max(3, args.repeat // 4))
-    figures["run_python('pass')"] = measure(lambda: run_python("pass"), args.repeat)
+    def python_ok() -> None:
+        result = run_python("pass")
+        if not result.ok:
+            raise SystemExit(f"run_python failed: {result}")
+
+    figures["run_python('pass')"] = measure(python_ok, args.repeat)
+
+    def first_code_run() -> None:
+        close_all()
+        python_ok()
+
+    figures["first code run (pool opened)"] = measure(first_code_run, max(3, args.repeat // 4))
     tests = [f"assert f({i}) == {i + 1}" for i in range(10)]
     figures["run_assert_tests (10 asserts)"] = measure(
         lambda: run_assert_tests("def f(x):\n    return x + 1\n", tests).passed or sys.exit("asserts failed"),
@@ -145,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                   "loadavg": os.getloadavg(), "euid": os.geteuid(), "backend": args.backend, **source_revision(),
                   "figures": figures}
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    close_all()
     return 0
 
 
