@@ -6,7 +6,7 @@ other backend is reached only through its public interface (:mod:`.backend`): th
 harness job into one :meth:`SandboxRun.run <.backend.SandboxRun.run>` command.
 
 Reuse.  Opening a run is the expensive part on a container engine (a container start), a command is
-cheap (an exec), and VeriCode verifies hundreds of programs.  So each backend keeps a small pool of
+cheap (an exec), and a code benchmark verifies hundreds of programs.  So each backend keeps a small pool of
 open runs (:class:`CodeRuns`), one job per run at a time, as many runs as jobs ever ran at once in this
 process (the stdio front end runs up to four).  Between two jobs the run's three directories are
 emptied in place: the next job finds nothing of the last one, and the backend has already
