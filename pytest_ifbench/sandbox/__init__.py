@@ -77,7 +77,10 @@ built-ins -- ``bubblewrap`` (the default, the layer above with persistent host
 directories instead of tmpfs) and ``docker`` (one container per run, cgroup
 limits).  ``pytest_ifbench.agents.workspace.Workspace`` uses only the seam.
 The model-written-code front ends above (:func:`run_python` and the test
-runners) run on bubblewrap whatever the agent backend.
+runners) follow the same choice: on the built-in bubblewrap they start it
+directly as described above; on any other backend :mod:`._code_runs` runs the
+same harness job through the seam (pooled runs, the job and the report as
+files), with the same verdicts.
 """
 
 from __future__ import annotations
