@@ -10,6 +10,7 @@ cases go through the stub server, since they need samples and failing calls.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
@@ -56,12 +57,13 @@ CHARLIE = """
 DELTA = CHARLIE.replace("charlie", "delta")
 
 
-def _score(pytester, replies: dict[str, str], *extra: str, where: tuple[str, ...] = ("suites",)):
+def _score(pytester, replies: dict[str, str], *extra: str, where: tuple[str, ...] = ("suites",),
+           subprocess: bool = False):
     """Run the suites on pre-recorded ``replies`` (instance id -> text)."""
     lines = [json.dumps({"id": key, "response": text}) for key, text in replies.items()]
     (pytester.path / "replies.jsonl").write_text("\n".join(lines) + "\n")
-    return pytester.runpytest(*where, "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
-                              "--ifbench-summary=", *extra)
+    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    return run(*where, "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl", "--ifbench-summary=", *extra)
 
 
 def _stored(directory) -> dict[str, dict]:
@@ -239,18 +241,20 @@ TEN = "ifbench: 1\nbenchmark: ten\ninstances:\n" + "".join(
 
 @pytest.mark.parametrize("xdist", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")])
 def test_paired_gate_fails_on_a_significant_drop_not_on_one_flip(pytester, xdist):
+    # In subprocesses: in-process runs after a failed one sometimes lost their whole output to the outer capture.
+    score = partial(_score, subprocess=True)
     write_suite(pytester.path, "suites/ten.yaml", TEN)
     passing = {f"q{i}": "fine" for i in range(10)}
-    assert _score(pytester, passing, "--ifbench-baseline", "--snapshot-update").ret == 0
+    assert score(pytester, passing, "--ifbench-baseline", "--snapshot-update").ret == 0
     one_flip = {**passing, "q3": "NOT FINE"}
 
     # the fixed tolerance fails the run on one flipped verdict out of ten...
-    result = _score(pytester, one_flip, "--ifbench-baseline", *xdist)
+    result = score(pytester, one_flip, "--ifbench-baseline", *xdist)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*regression: suites/ten.yaml::q3 check 'lower' passed in the baseline, fails now*"])
 
     # ... the paired test does not: 1 loss, 0 gains is no evidence (exact McNemar p = 1.0)
-    result = _score(pytester, one_flip, "--ifbench-baseline", "--ifbench-baseline-gate=paired", *xdist)
+    result = score(pytester, one_flip, "--ifbench-baseline", "--ifbench-baseline-gate=paired", *xdist)
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines([
@@ -263,7 +267,7 @@ def test_paired_gate_fails_on_a_significant_drop_not_on_one_flip(pytester, xdist
 
     # seven of ten flipped: significant (p = 2/2^7), the run fails although every subtest passed
     seven = {**passing, **{f"q{i}": "NOT FINE" for i in range(7)}}
-    result = _score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired", *xdist)
+    result = score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired", *xdist)
     assert result.ret == 1, result.stdout.str()
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines([
@@ -272,17 +276,18 @@ def test_paired_gate_fails_on_a_significant_drop_not_on_one_flip(pytester, xdist
         "  ten ISR (10 paired): 100.0% -> 30.0%, -70.0 pts *, p 0.016 (exact McNemar, +0/-7) worse",
     ])
     # a stricter level lets it through: the gate reads --ifbench-baseline-alpha
-    result = _score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired",
+    result = score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired",
                     "--ifbench-baseline-alpha=0.01", *xdist)
     assert result.ret == 0, result.stdout.str()
     # updating records the run and never gates
-    result = _score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired", "--snapshot-update")
+    result = score(pytester, seven, "--ifbench-baseline", "--ifbench-baseline-gate=paired", "--snapshot-update")
     assert result.ret == 0 and "paired gate" not in result.stdout.str()
 
 
 def test_paired_gate_bad_level(pytester):
     write_suite(pytester.path, "suites/ten.yaml", TEN)
-    result = _score(pytester, {}, "--ifbench-baseline", "--ifbench-baseline-gate=paired", "--ifbench-baseline-alpha=1")
+    result = _score(pytester, {}, "--ifbench-baseline", "--ifbench-baseline-gate=paired", "--ifbench-baseline-alpha=1",
+                    subprocess=True)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ifbench-baseline-alpha must be between 0 and 1 (exclusive), got 1.0*"])
 
