@@ -24,11 +24,13 @@ Built-in profiles (:data:`BUILTIN_PROFILES`):
   tool documentation gives them; ``read_file`` lines numbered ``1 | text``. (Kilo 1.0 and later,
   ``kilo run``, is a different code base with other tool names.)
 * ``droid``: Factory Droid's tool names (``Read``, ``LS``, ``Execute``, ``Create``, ``Edit``,
-  ``Glob``, ``Grep``, ``TodoWrite``, ``WebSearch``, ``FetchUrl``). Droid is closed source and
-  its schemas are not published: the names are from its documentation; the parameters are an
-  assumption -- Claude Code's for the tools Droid documents as equivalents (``Read``, ``Edit``,
-  ``Glob``, ``Grep``, ``TodoWrite``), ``{command, timeout (seconds)}`` for ``Execute``,
-  ``{file_path, content}`` for ``Create``, ``{directory_path}`` for ``LS``. No finish tool.
+  ``Glob``, ``Grep``, ``TodoWrite``, ``WebSearch``, ``FetchUrl``). Droid is closed source; the
+  parameters of ``Edit`` (``file_path, old_str, new_str, change_all``), ``Glob`` (``patterns`` a list,
+  ``folder``, ``excludePatterns``), ``LS`` (``directory_path, ignorePatterns``), ``Create``
+  (``file_path, content``) and ``Execute`` (``command, timeout``) are those Droid 0.215.0 sends
+  (recorded from the proxy's ``tools`` of a real run); ``Read`` and ``Grep`` keep Claude Code's. Real
+  Droid 0.215.0 offers ``WebSearch`` and ``FetchUrl`` as deferred tools (loaded with ``ToolSearch``)
+  and has no ``TodoWrite`` (kept here for the authors' older Droid; docs/octobench.md). No finish tool.
 
 Descriptions are our own words, not the vendors' prompts.
 
@@ -39,6 +41,7 @@ parties add more through the ``pytest_ifbench_register_tools`` hook (``add_tool`
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
@@ -332,9 +335,29 @@ KILO = Profile(name="kilo", description="Kilo Code's tool names and parameters",
 ))
 
 
-# --- Droid (parameters assumed, see the module docstring) -----------------------------------------
+# --- Droid (names and parameters as Droid 0.215.0 sends them, see the module docstring) -----------
 
-DROID = Profile(name="droid", description="Factory Droid's tool names (parameters assumed)",
+
+async def _droid_glob(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+    """Droid's ``Glob``: the files matching any of ``patterns`` under ``folder``, less ``excludePatterns``."""
+    patterns = args.get("patterns")
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not isinstance(patterns, list) or not patterns:
+        return ToolResult(content="patterns must be a non-empty list of globs", is_error=True)
+    found: dict[str, None] = {}
+    for pattern in patterns:
+        result = await LIST_FILES.run({"path": args.get("folder"), "pattern": str(pattern)}, ctx)
+        if result.is_error:
+            return result
+        found.update(dict.fromkeys(line for line in result.content.splitlines()
+                                   if line.strip() and not line.startswith("no files match")))
+    excluded = [str(p).lstrip("!") for p in args.get("excludePatterns") or ()]
+    kept = [path for path in found if not any(fnmatch.fnmatch(path, p) for p in excluded)]
+    return ToolResult(content="\n".join(kept) if kept else "No files matched.")
+
+
+DROID = Profile(name="droid", description="Factory Droid's tool names and (mostly) parameters",
                 system_prompt=_prompt("an autonomous software development agent"),
                 instruction_files=("AGENTS.md",), tools=(
     alias(READ_FILE, name="Read", description="Read a file; lines come numbered.", parameters=CC_READ.parameters,
@@ -348,8 +371,18 @@ DROID = Profile(name="droid", description="Factory Droid's tool names (parameter
     alias(WRITE_FILE, name="Create", description="Create a file (or overwrite it) with the given content.",
           parameters=_obj({"file_path": _str("Path of the file."), "content": _str("The content.")},
                           "file_path", "content"), rename={"file_path": "path"}),
-    replace(CC_EDIT, description="Replace exact text in a file."),
-    replace(CC_GLOB, description="Find files by glob pattern."),
+    alias(EDIT_FILE, name="Edit", description="Replace exact text in a file (old_str must be unique unless "
+          "change_all is set); use Create for new files.",
+          parameters=_obj({"file_path": _str("Path of the file to change."),
+                           "old_str": _str("The exact text to replace."), "new_str": _str("The replacement."),
+                           "change_all": _bool("Replace every occurrence (default false).")},
+                          "file_path", "old_str", "new_str"),
+          rename={"file_path": "path", "old_str": "old", "new_str": "new", "change_all": "replace_all"}),
+    capability("Glob", "Find files by glob patterns (any of them matches; excludePatterns filter out).",
+               _obj({"patterns": {"type": "array", "items": {"type": "string"}, "description": "Globs, e.g. **/*.c."},
+                     "folder": _str("Directory to search in (default: the workspace)."),
+                     "excludePatterns": {"type": "array", "items": {"type": "string"}}}, "patterns"),
+               _droid_glob),
     replace(CC_GREP, description="Search file contents with a regular expression."),
     CC_TODO,
     capability("WebSearch", "Search the web.", _obj({"query": _str("The query.")}, "query"), _offline("WebSearch")),

@@ -283,7 +283,7 @@ class _View(_Items):
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         snapshot = self.gather()
-        if self.mode != "off" and snapshot["total"]:  # a session without ifbench items shows nothing
+        if self.mode != "off" and self.items_started and snapshot["total"]:  # else nothing ran: nothing shown
             terminalreporter.write_line(status_line(snapshot, time.monotonic() - self._began))
 
     def pytest_unconfigure(self) -> None:
