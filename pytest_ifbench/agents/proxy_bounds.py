@@ -115,18 +115,32 @@ def _nspids(pid: int | str) -> list[str]:
 
 
 def not_the_relay(connection: socket.socket) -> str | None:
-    """None when the peer of a Unix ``connection`` is a sandbox's relay (pid 2 of a PID namespace one
-    below ours), else who it is."""
+    """None when the peer of a Unix ``connection`` is a sandbox's relay, else who it is.  The relay is
+    pid 2 of a PID namespace one below ours (bubblewrap), or a process of uid 0 whose parent is pid 1 of
+    such a namespace (the docker backend: the relay is root of the container, its first process after
+    the supervisor; the sandbox's commands never run as root)."""
     try:
-        pid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                       struct.calcsize("3i")))[0]
+        pid, uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                struct.calcsize("3i")))
     except OSError as exc:
         return f"a connection whose peer cannot be told ({exc})"
     ours, theirs = _nspids("self"), _nspids(pid)
-    if ours and len(theirs) == len(ours) + 1 and theirs[-1] == "2":
+    if ours and len(theirs) == len(ours) + 1 and (
+            theirs[-1] == "2" or (uid == 0 and _parent_is_init(pid, len(theirs)))):
         return None
     inside = f"pid {theirs[-1]} in the sandbox" if len(theirs) > len(ours) else f"pid {pid}"
     return f"a direct connection to the proxy's socket from {inside}, not through the relay"
+
+
+def _parent_is_init(pid: int, depth: int) -> bool:
+    """Whether ``pid``'s parent is pid 1 of its PID namespace (``depth`` levels deep, as ``pid`` is)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            parent = next((int(line.split()[1]) for line in fh if line.startswith("PPid:")), 0)
+    except (OSError, ValueError):
+        return False
+    parents = _nspids(parent) if parent else []
+    return len(parents) == depth and parents[-1] == "1"
 
 
 def sandbox_init(connection: socket.socket) -> int | None:

@@ -45,6 +45,12 @@ sandbox's pid 2, which is this relay for as long as the sandbox lives.  The
 relay makes itself non-dumpable first, so no process of the sandbox (all run
 as the same user, without capabilities) can ptrace it or read its memory.
 No secret is involved, so none can leak into the agent's environment.
+
+On the docker backend (``--as UID:GID``) the relay cannot be pid 2 (the container runtime's threads
+take the first pids), so it runs as root of its container instead, the first child of the container's
+pid 1, and starts the command as ``UID:GID``: the proxy accepts a uid-0 peer whose parent is the
+namespace's pid 1, which no sandboxed command can be.  It then keeps only the capabilities that let it
+read the command's fd tables (another uid): CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE.
 """
 
 import os
@@ -307,10 +313,49 @@ def _exit_status(returncode):
     return 128 - returncode if returncode < 0 else returncode
 
 
+def _start_as(ids):
+    """A ``preexec_fn`` that makes the command the unprivileged ``(uid, gid)`` (no supplementary groups)."""
+    uid, gid = ids
+
+    def become():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    return become
+
+
+#: CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE: what lets the relay, root of its container, list and read
+#: the fd tables of the command's processes (another uid) to trace each connection.
+_KEPT_CAPABILITIES = (1 << 2) | (1 << 19)
+
+
+def _drop_capabilities():
+    """capset(2): the relay keeps only :data:`_KEPT_CAPABILITIES` (``--as`` needed SETUID/SETGID once)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        keep = _KEPT_CAPABILITIES
+        data = (ctypes.c_uint32 * 6)(keep, keep, 0, 0, 0, 0)  # effective, permitted, inheritable (low words)
+        return libc.capset(header, data) == 0
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
 def main(argv):
-    """``argv`` = [this file, PORT, SOCKET, "--", COMMAND, ARGS...]; never returns."""
+    """``argv`` = [this file, [--as UID:GID], PORT, SOCKET, "--", COMMAND, ARGS...]; never returns.
+
+    ``--as``: the relay runs as root of a container (the docker backend) and starts the command as
+    ``UID:GID``, then drops every capability but those it needs to trace connections to the command's
+    processes (:data:`_KEPT_CAPABILITIES`)."""
+    ids = None
+    if len(argv) > 2 and argv[1] == "--as":
+        uid, _, gid = argv[2].partition(":")
+        ids = (int(uid), int(gid))
+        argv = argv[:1] + argv[3:]
     if len(argv) < 5 or argv[3] != "--":
-        print("usage: forward.py PORT SOCKET -- COMMAND [ARGS...]", file=sys.stderr)
+        print("usage: forward.py [--as UID:GID] PORT SOCKET -- COMMAND [ARGS...]", file=sys.stderr)
         os._exit(2)
     port, target, command = int(argv[1]), argv[2], argv[4:]
     if not _undumpable():
@@ -323,10 +368,14 @@ def main(argv):
     listener.setblocking(False)
     relay = Relay(listener, target)
     try:
-        child = subprocess.Popen(command)
-    except OSError as exc:
-        print(f"{command[0]}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        child = subprocess.Popen(command, preexec_fn=None if ids is None else _start_as(ids))
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"{command[0]}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr, flush=True)
         os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+    if ids is not None and not _drop_capabilities():
+        child.kill()
+        print("ifbench relay: cannot drop its capabilities", file=sys.stderr, flush=True)
+        os._exit(2)
     relay.owner = (child.pid, installation(command[0]))
     pidfd = None
     try:

@@ -398,8 +398,6 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
 
 
 def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
-    if ws.backend.name == "docker":
-        pytest.skip("the docker backend does not carry the proxy route yet (run(route=...) says so)")
     sock = tmp_path / "proxy.sock"
     server = _UnixHTTPServer(str(sock), _Echo)
     server.seen, server.preambles = [], []  # type: ignore[attr-defined]
@@ -436,13 +434,6 @@ def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
     res = ws.run("(exec 3<>/dev/tcp/127.0.0.1/8377) && echo CONNECTED", limits=QUICK)  # no route: gone
     assert "CONNECTED" not in res.stdout
     still_works(ws)
-
-
-def test_docker_refuses_the_route_in_one_line(ws, tmp_path):
-    if ws.backend.name != "docker":
-        pytest.skip("bubblewrap carries the route (the test above)")
-    with pytest.raises(SandboxUnavailable, match="does not carry the proxy route"):
-        ws.run("true", route=ProxyRoute(socket=tmp_path / "none.sock", port=8377), limits=QUICK)
 
 
 # --- what only cgroups can cap --------------------------------------------------------------------

@@ -24,20 +24,24 @@ runs under :mod:`._docker_exec` (rlimits as with bubblewrap, a subreaper that en
 tree, the timeout and output caps).  ``extra_ro`` paths are bind mounts: a command naming a path the
 container does not have yet gets a new container with it (the files live on the host, nothing is lost).
 
-Not yet: the proxy route for real agent CLIs (``run(route=...)`` raises :class:`SandboxUnavailable`).
+A command given the proxy route (a real agent CLI) runs in a container of its own behind the relay,
+with the same mounts and limits (:mod:`._docker_route`).  With a named image (``DockerBackend(image)``,
+a suite's ``sandbox: {backend: docker, image: NAME}``) the containers start from that local image as it
+is -- its own ``/usr``, toolchain and all, nothing of the host's bound over it; it must hold ``python3``
+(3.8+) for the supervisor, and whatever the run's commands need (``node`` for a real CLI).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .._namespaces import tree_usage
@@ -50,10 +54,10 @@ from ..backend import (
     ProxyRoute,
     RunDirs,
     SandboxUnavailable,
-    classify,
     sandbox_python,
 )
 from ._docker_image import LABEL, ensure_image, reap_leftovers
+from ._docker_supervise import no_python, oom_kills, outcome, split_status, supervise
 from ._quota import TmpfsQuota
 
 __all__ = ["DockerBackend", "DockerRun"]
@@ -61,15 +65,16 @@ __all__ = ["DockerBackend", "DockerRun"]
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_docker_exec.py")
 _SUPERVISOR_MOUNT = "/run/ifbench/exec.py"
 _CONTROL_MOUNT = "/run/ifbench/ctl"
-_MARK = b"\0IFBENCH-EXEC "
 
 
 class DockerBackend:
-    """The ``docker`` backend (see the module doc)."""
+    """The ``docker`` backend (see the module doc); ``image``: a local image every container of its runs
+    starts from as it is (None: the default image)."""
 
     name = "docker"
 
-    def __init__(self) -> None:
+    def __init__(self, image: str | None = None) -> None:
+        self.image = image
         self._client: Any = None
         self._problem: list[str | None] = []
         self._lock = threading.Lock()
@@ -98,7 +103,19 @@ class DockerBackend:
             reap_leftovers(client)
         except Exception as exc:  # noqa: BLE001
             return f"the Docker Engine at {where} cannot list containers: {exc}"
+        if self.image is not None:
+            try:
+                client.images.get(self.image)
+            except docker.errors.ImageNotFound:
+                return (f"docker image {self.image!r} is not on the Docker Engine at {where}: build, load or pull "
+                        "it there first (the backend never pulls)")
+            except Exception as exc:  # noqa: BLE001 -- a malformed name, an engine error: the one line
+                return f"docker image {self.image!r} cannot be used on the Docker Engine at {where}: {exc}"
         return None
+
+    def with_image(self, image: str) -> DockerBackend:
+        """The same backend starting every run's containers from the local image ``image`` as it is."""
+        return DockerBackend(image)
 
     def client(self) -> Any:
         problem = self.problem()
@@ -107,10 +124,10 @@ class DockerBackend:
         return self._client
 
     def open(self, dirs: RunDirs) -> DockerRun:
-        return DockerRun(self.client(), dirs)
+        return DockerRun(self.client(), dirs, self.image)
 
     def __repr__(self) -> str:
-        return "DockerBackend()"
+        return f"DockerBackend({self.image!r})" if self.image else "DockerBackend()"
 
 
 def _python() -> tuple[str, tuple[str, ...]]:
@@ -122,9 +139,11 @@ def _python() -> tuple[str, tuple[str, ...]]:
 class DockerRun:
     """One run's container (see the module doc)."""
 
-    def __init__(self, client: Any, dirs: RunDirs) -> None:
+    def __init__(self, client: Any, dirs: RunDirs, image: str | None = None) -> None:
         self.client = client
         self.dirs = dirs
+        #: The named image the containers start from as it is (None: the default image, see the module doc).
+        self.image = image
         self.control = dirs.root / ".control"
         self._container: Any = None
         self._mounted: tuple[str, ...] = ()
@@ -132,15 +151,15 @@ class DockerRun:
         self._cond = threading.Condition()
         self._running = 0
         self._closed = False
-        self._python, needs = _python()
-        self._base_extra = needs
+        self.python, needs = ("python3", ()) if image is not None else _python()
+        self.base_extra = needs
         self._quota = TmpfsQuota(dirs.root, Limits().max_workspace_mb << 20)
         self.control.mkdir(mode=0o700)
 
     # --- the container -------------------------------------------------------------------------------
 
     def _ensure(self, extra: Sequence[str], limits: Limits) -> Any:
-        need = tuple(dict.fromkeys([*self._mounted, *self._base_extra, *extra]))
+        need = tuple(dict.fromkeys([*self._mounted, *self.base_extra, *extra]))
         cgroup = (limits.run_memory_mb, limits.max_processes, limits.cpus)
         with self._cond:
             if self._container is not None and set(need) <= set(self._mounted):
@@ -157,28 +176,38 @@ class DockerRun:
             return self._container
 
     def _create(self, extra: Sequence[str], cgroup: tuple[int, int, float | None]) -> Any:
+        container = self.client.containers.create(self.image_tag(), ["/usr/bin/tail", "-f", "/dev/null"],
+                                                  **self.spec(extra, cgroup))
+        container.start()
+        return container
+
+    def image_tag(self) -> str:
+        """The image the run's containers start from: the named one, else the default (imported if needed)."""
+        return self.image if self.image is not None else ensure_image(self.client)
+
+    def spec(self, extra: Sequence[str], cgroup: tuple[int, int, float | None],
+             more: Sequence[Any] = ()) -> dict[str, Any]:
+        """The keyword arguments of ``containers.create`` every container of the run shares (see the
+        module doc); ``more``: further mounts."""
         from docker.types import Mount
 
         dirs = self.dirs
-        mounts = [Mount(f"/{name}", f"/{name}", type="bind", read_only=True) for name in SYSTEM_DIRS
-                  if os.path.isdir(f"/{name}") and not os.path.islink(f"/{name}")]
+        mounts = [] if self.image is not None else [
+            Mount(f"/{name}", f"/{name}", type="bind", read_only=True) for name in SYSTEM_DIRS
+            if os.path.isdir(f"/{name}") and not os.path.islink(f"/{name}")]
         mounts += [Mount(MOUNT, str(dirs.workspace), type="bind"), Mount(HOME, str(dirs.home), type="bind"),
                    Mount("/tmp", str(dirs.tmp), type="bind"),
                    Mount(_CONTROL_MOUNT, str(self.control), type="bind", read_only=True),
-                   Mount(_SUPERVISOR_MOUNT, SUPERVISOR, type="bind", read_only=True)]
+                   Mount(_SUPERVISOR_MOUNT, SUPERVISOR, type="bind", read_only=True), *more]
         for path in extra:
             _check_extra(path)
             mounts.append(Mount(path, path, type="bind", read_only=True))
         memory, pids, cpus = cgroup
-        container = self.client.containers.create(
-            ensure_image(self.client), ["/usr/bin/tail", "-f", "/dev/null"], read_only=True, network_mode="none",
-            mounts=mounts, working_dir=MOUNT, hostname="sandbox",
-            mem_limit=memory << 20, memswap_limit=memory << 20, pids_limit=pids + 8,
-            nano_cpus=int(cpus * 1e9) if cpus else 0, cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "KILL"],
-            security_opt=["no-new-privileges"], labels={LABEL: f"{socket.gethostname()}:{os.getpid()}"},
-            environment={}, shm_size=64 << 20)
-        container.start()
-        return container
+        return dict(read_only=True, network_mode="none", mounts=mounts, working_dir=MOUNT, hostname="sandbox",
+                    mem_limit=memory << 20, memswap_limit=memory << 20, pids_limit=pids + 8,
+                    nano_cpus=int(cpus * 1e9) if cpus else 0, cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "KILL"],
+                    security_opt=["no-new-privileges"], labels={LABEL: f"{socket.gethostname()}:{os.getpid()}"},
+                    environment={}, shm_size=64 << 20)
 
     def _update(self, cgroup: tuple[int, int, float | None]) -> None:
         memory, pids, cpus = cgroup
@@ -200,14 +229,17 @@ class DockerRun:
             route: ProxyRoute | None, extra_ro: Sequence[str], disk_budget: int | None) -> CommandResult:
         if self._closed:
             raise RuntimeError("the docker run is closed")
-        if route is not None:
-            raise SandboxUnavailable("the docker backend does not carry the proxy route for real agent CLIs yet: "
-                                     "use --ifbench-sandbox=bubblewrap for them")
         for key, value in env.items():
             if not key or "=" in key or "\0" in key or "\0" in value:
                 raise ValueError(f"invalid environment variable {key!r}")
         self._quota.resize(limits.max_workspace_mb << 20)
-        container = self._ensure([str(p) for p in extra_ro], limits)
+        extra = [str(p) for p in extra_ro]
+        if route is not None:
+            from ._docker_route import run_routed
+
+            return run_routed(self, argv, limits=limits, env=dict(env), stdin=stdin, route=route, extra=extra,
+                              disk_budget=disk_budget)
+        container = self._ensure(extra, limits)
         try:
             return self._exec(container, argv, limits, dict(env), stdin, disk_budget)
         finally:
@@ -215,74 +247,56 @@ class DockerRun:
                 self._running -= 1
                 self._cond.notify_all()
 
-    def _exec(self, container: Any, argv: tuple[str, ...], limits: Limits, env: dict[str, str],
-              stdin: str | None, disk_budget: int | None) -> CommandResult:
+    def request(self, argv: Sequence[str], limits: Limits, env: Mapping[str, str], stdin: str | None,
+                ids: tuple[int, int] | None = None) -> tuple[list[str], list[Path]]:
+        """Write the supervisor's request (and the command's stdin) into the control directory: (the
+        supervisor's argv inside the container, the host files to remove afterwards).  ``ids``: the
+        uid/gid to start ``argv`` as (default: the run's)."""
         name = uuid.uuid4().hex
-        stdin_path = None
+        files = [self.control / f"{name}.json"]
         if stdin:
-            stdin_path = self.control / f"{name}.in"
-            stdin_path.write_bytes(stdin.encode("utf-8", "surrogatepass"))
+            files.append(self.control / f"{name}.in")
+            files[1].write_bytes(stdin.encode("utf-8", "surrogatepass"))
         cpu = limits.cpu_limit()
         memory = limits.memory_mb << 20
-        request = {"argv": list(argv), "env": {**env, "PWD": MOUNT}, "uid": self.dirs.uid, "gid": self.dirs.gid,
+        uid, gid = ids or (self.dirs.uid, self.dirs.gid)
+        request = {"argv": list(argv), "env": {**env, "PWD": MOUNT}, "uid": uid, "gid": gid,
                    "cwd": MOUNT, "timeout": limits.timeout, "max_output_bytes": limits.max_output_bytes,
-                   "stdin": f"{_CONTROL_MOUNT}/{name}.in" if stdin_path else None,
+                   "stdin": f"{_CONTROL_MOUNT}/{name}.in" if stdin else None,
                    "rlimits": [["RLIMIT_CPU", cpu, cpu + 2], ["RLIMIT_AS", memory, memory],
                                ["RLIMIT_NPROC", limits.max_processes, limits.max_processes],
                                ["RLIMIT_FSIZE", limits.max_file_mb << 20, limits.max_file_mb << 20],
                                ["RLIMIT_NOFILE", 4096, 4096], ["RLIMIT_CORE", 0, 0]]}
-        (self.control / f"{name}.json").write_text(json.dumps(request))
-        oom_before = _oom_kills(container)
+        files[0].write_text(json.dumps(request))
+        return [self.python, "-I", "-S", "-B", _SUPERVISOR_MOUNT, f"{_CONTROL_MOUNT}/{name}.json"], files
+
+    def _exec(self, container: Any, argv: tuple[str, ...], limits: Limits, env: dict[str, str],
+              stdin: str | None, disk_budget: int | None) -> CommandResult:
+        supervisor, files = self.request(argv, limits, env, stdin)
+        oom_before = oom_kills(container)
         start = time.monotonic()
         try:
             api = self.client.api
-            exec_id = api.exec_create(container.id, [self._python, "-I", "-S", "-B", _SUPERVISOR_MOUNT,
-                                                     f"{_CONTROL_MOUNT}/{name}.json"],
-                                      stdin=True, user="0", workdir="/", environment={})["Id"]
-            sock = api.exec_start(exec_id, socket=True)
-            raw = getattr(sock, "_sock", sock)
-            watch = _DiskWatch(self.dirs.roots(), disk_budget, limits.max_workspace_entries, raw)
-            watch.start()
-            try:
-                out, err, backstop = _collect(raw, start + limits.timeout + 10.0)
-            finally:
-                watch.stop()
-                raw.close()
+            exec_id = api.exec_create(container.id, supervisor, stdin=True, user="0", workdir="/",
+                                      environment={})["Id"]
+            out, err, backstop, disk = supervise(api.exec_start(exec_id, socket=True), self.dirs, limits,
+                                                 disk_budget, start)
             if backstop:
                 self._remove_container()  # the supervisor did not end in time: the whole container goes
         finally:
-            for suffix in (".json", ".in"):
-                (self.control / f"{name}{suffix}").unlink(missing_ok=True)
-        status: dict[str, Any] = {}
-        at = err.rfind(_MARK)
-        if at >= 0:
-            try:
-                status = json.loads(err[at + len(_MARK):])
-            except ValueError:
-                status = {}
-            err = err[:at]
-        oom = _oom_kills(container) > oom_before
+            for path in files:
+                path.unlink(missing_ok=True)
+        status, err = split_status(err)
+        oom = oom_kills(container) > oom_before
         if not status and not backstop:
+            if self.image is not None and api.exec_inspect(exec_id).get("ExitCode") in (126, 127):
+                raise SandboxUnavailable(no_python(self.image, err))
             # The supervisor itself died (the cgroup's OOM killer may pick it): its orphans would
             # outlive the command, so the whole container goes; the next command gets a new one.
             with self._cond:
                 self._remove_container()
-        killed_for = status.get("killed_for") or ("timeout" if backstop or not status else None)
-        if killed_for == "cancel":
-            killed_for = "timeout"
-        if oom and killed_for in (None, "timeout") and not backstop:
-            killed_for = "memory"
-        if watch.killed:
-            killed_for = None
-        returncode = status.get("returncode")
-        if returncode == 128 + 9 and killed_for is None and status.get("cpu", 0) >= cpu - 0.5:
-            returncode = 128 + 24  # the hard CPU limit's SIGKILL after SIGXCPU
-        if status.get("killed_for") or watch.killed or backstop or not status:
-            returncode = None
-        text_err = err.decode("utf-8", "replace")
-        return CommandResult(argv=argv, returncode=returncode, stdout=out.decode("utf-8", "replace"), stderr=text_err,
-                             duration=time.monotonic() - start,
-                             limit=classify(returncode, killed_for, text_err, disk=watch.killed))
+        return outcome(argv, status, out, err, backstop=backstop, disk=disk, oom=oom, cpu=limits.cpu_limit(),
+                       start=start)
 
     def disk_usage(self, max_entries: int) -> int | None:
         return tree_usage(self.dirs.roots(), max_entries=max_entries)
@@ -306,94 +320,3 @@ def _check_extra(path: str) -> None:
         raise ValueError(f"extra_ro path would cover a sandbox directory: {path!r}")
     if not os.path.exists(norm):
         raise FileNotFoundError(f"extra_ro path does not exist: {path!r}")
-
-
-def _collect(raw: socket.socket, deadline: float) -> tuple[bytes, bytes, bool]:
-    """Read the exec's multiplexed stream (8-byte frame headers) until it ends; True when the backstop
-    ``deadline`` passed first (the supervisor is then told to stop, and given 5 s)."""
-    buf = bytearray()
-    streams = {1: bytearray(), 2: bytearray()}
-    cancelled = False
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            if cancelled:
-                return bytes(streams[1]), bytes(streams[2]), True
-            _cancel(raw)
-            cancelled, deadline = True, time.monotonic() + 5.0
-            continue
-        ready, _, _ = select.select([raw], [], [], left)
-        if not ready:
-            continue
-        chunk = raw.recv(1 << 16)
-        if not chunk:
-            return bytes(streams[1]), bytes(streams[2]), cancelled
-        buf += chunk
-        while len(buf) >= 8:
-            size = int.from_bytes(buf[4:8], "big")
-            if len(buf) < 8 + size:
-                break
-            streams.setdefault(buf[0], bytearray()).extend(buf[8:8 + size])
-            del buf[:8 + size]
-
-
-def _cancel(raw: socket.socket) -> None:
-    try:
-        raw.sendall(b"k")
-    except OSError:
-        pass
-
-
-class _DiskWatch(threading.Thread):
-    """While a command runs: the disk walk every 0.5 s or more; over ``budget``, it cancels the command."""
-
-    def __init__(self, roots: Sequence[str], budget: int | None, max_entries: int, raw: socket.socket) -> None:
-        super().__init__(daemon=True)
-        self.roots, self.budget, self.max_entries, self.raw = roots, budget, max_entries, raw
-        self.killed = False
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        if self.budget is None:
-            return
-        interval = 0.5
-        while not self.done.wait(interval):
-            began = time.monotonic()
-            usage = tree_usage(self.roots, max_entries=self.max_entries)
-            if usage is None or usage > self.budget:
-                self.killed = True
-                _cancel(self.raw)
-                return
-            interval = max(0.5, 20 * (time.monotonic() - began))
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(5)
-
-
-def _oom_kills(container: Any) -> int:
-    """How many processes the container's memory cgroup has OOM-killed (cgroup v1 or v2), 0 if unknown."""
-    try:
-        container.reload()
-        pid = container.attrs["State"]["Pid"]
-        with open(f"/proc/{pid}/cgroup") as fh:
-            lines = fh.read().splitlines()
-    except Exception:  # noqa: BLE001
-        return 0
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            candidates = [f"/sys/fs/cgroup/memory{path}/memory.oom_control"]
-            break
-    else:
-        candidates = [f"/sys/fs/cgroup{path}/memory.events" for line in lines if line.startswith("0::")
-                      for path in [line.split(":", 2)[2]]]
-    for name in candidates:
-        try:
-            with open(name) as fh:
-                for line in fh:
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1])
-        except OSError:
-            continue
-    return 0

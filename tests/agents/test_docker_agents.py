@@ -1,0 +1,132 @@
+"""Real agent CLIs on the docker backend (``--ifbench-sandbox=docker``): the proxy route, the relay's
+integrity guarantees, and the same verdicts as under bubblewrap.
+
+A private ``dockerd`` is started for the module (``tests/sandbox/dockerd.py``; skipped with its reason
+when Debian's ``docker.io``, root or the ``docker`` client is missing).  Claude Code runs against the
+scripted stub model exactly as in ``test_relay_integrity.py`` and ``test_cli_runners.py``; the attack
+tests of ``test_relay_integrity.py`` run here unchanged, on docker.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ifbench.sandbox import make_backend, use_backend
+from pytest_ifbench.testing import Reply
+from tests._support import stub_args
+from tests.agents import test_relay_integrity as relay
+from tests.sandbox.dockerd import dockerd_problem, private_dockerd
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def docker_host():
+    problem = dockerd_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    with private_dockerd() as host:
+        yield host
+
+
+@pytest.fixture
+def on_docker(docker_host, monkeypatch):
+    """The process's sandbox backend is docker for the test (as ``--ifbench-sandbox=docker`` makes it)."""
+    monkeypatch.setenv("DOCKER_HOST", docker_host)
+    backend = make_backend("docker")
+    problem = backend.problem()
+    if problem is not None:
+        pytest.skip(problem)
+    previous = use_backend(backend)
+    yield backend
+    use_backend(previous)
+
+
+# --- the relay's guarantees, on docker ----------------------------------------------------------------
+
+
+def test_a_clean_run_has_no_refused_request(agents, on_docker, stub_env, tmp_path):
+    relay.test_a_clean_run_has_no_refused_request(agents, stub_env, tmp_path)
+
+
+def test_a_forged_conversation_through_the_relay_is_refused_and_recorded(agents, on_docker, stub_env, tmp_path):
+    """Both ways a tool command may try: the relay's port (refused by the relay, which traces the
+    connection to curl) and the bind-mounted socket itself (refused by the proxy: not the relay)."""
+    relay.test_a_forged_conversation_through_the_relay_is_refused_and_recorded(agents, stub_env, tmp_path)
+
+
+def test_a_curl_loop_cannot_make_model_calls(agents, on_docker, stub_env, tmp_path):
+    relay.test_a_curl_loop_cannot_make_model_calls(agents, stub_env, tmp_path)
+
+
+def test_kill_minus_one_is_the_agents_failure_not_an_error(agents, on_docker, stub_env, tmp_path):
+    relay.test_kill_minus_one_is_the_agents_failure_not_an_error(agents, stub_env, tmp_path)
+
+
+def test_filling_the_disk_is_the_agents_failure_not_an_error(agents, on_docker, stub_env, tmp_path):
+    relay.test_filling_the_disk_is_the_agents_failure_not_an_error(agents, stub_env, tmp_path)
+
+
+# --- the same verdicts as bubblewrap ------------------------------------------------------------------
+
+#: The OctoBench quick instance that answers a question about the code, and the agent smoke suite.
+OCTO_QUICK = "inv-quick-line-total"
+
+
+def scripted(body: dict[str, Any]) -> Reply:
+    """The stub: judges pass every check; Claude Code reads invoice/core.py for the OctoBench question and
+    writes hello.txt for the rest, then answers in one sentence."""
+    if body.get("response_format"):
+        schema = body["response_format"]["json_schema"]["schema"]
+        ids = schema["properties"]["checks"]["items"]["properties"]["id"]["enum"]
+        return Reply(content=json.dumps({"checks": [{"id": i, "reasoning": "ok", "result": "success"} for i in ids]}))
+    text = json.dumps(body.get("messages") or [])
+    if not body.get("tools") or any(m.get("role") == "tool" for m in (body.get("messages") or [])[-2:]):
+        return Reply(content="line_total returns the quantity times the unit price in cents." if "core.py" in text
+                     else "I wrote hello.txt with hello in it.")
+    if "core.py" in text:
+        return Reply(tool_calls=[{"function": {"name": "Read",
+                                               "arguments": {"file_path": "/workspace/invoice/core.py"}}}])
+    return Reply(tool_calls=[{"function": {"name": "Write", "arguments": {
+        "file_path": "/workspace/hello.txt", "content": "hello\n"}}}])
+
+
+def _copy_suites(where: Path) -> None:
+    (where / "octobench" / "environments").mkdir(parents=True)
+    shutil.copy(REPO / "suites" / "octobench" / "python_cli.yaml", where / "octobench")
+    shutil.copytree(REPO / "suites" / "octobench" / "environments" / "py-invoice",
+                    where / "octobench" / "environments" / "py-invoice", symlinks=True)
+    shutil.copy(REPO / "suites" / "agent_smoke.yaml", where)
+    shutil.copytree(REPO / "suites" / "environments", where / "environments", symlinks=True)
+    (where / "conftest.py").write_text('collect_ignore_glob = ["environments/*", "octobench/environments/*"]\n')
+
+
+def _verdicts(pytester: pytest.Pytester, stub, backend: str) -> dict[str, Any]:
+    result = pytester.runpytest_subprocess(
+        "suites", *stub_args(stub), "--ifbench-timeout=120", "--ifbench-agent-runner=claude_code",
+        f"--ifbench-sandbox={backend}", "-k", f"{OCTO_QUICK} or agent_smoke", "-p", "no:randomly")
+    records = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    assert {r["instance"] for r in records} == {OCTO_QUICK, "write-greeting", "read-notes"}, result.stdout.str()
+    return {r["instance"]: (r["status"], r["agent"]["runner"], r.get("error"),
+                            sorted((c["check"], c["passed"]) for c in r["checks"])) for r in records}
+
+
+def test_octobench_quick_and_the_smoke_suite_give_bubblewraps_verdicts(agents, docker_host, pytester, stub_env,
+                                                                       monkeypatch):
+    """Claude Code on one OctoBench quick instance and the agent smoke suite: every instance's status
+    and every check's verdict on docker are bubblewrap's."""
+    monkeypatch.setenv("DOCKER_HOST", docker_host)
+    stub_env.default = scripted
+    _copy_suites(pytester.path / "suites")
+    on_bubblewrap = _verdicts(pytester, stub_env, "bubblewrap")
+    on_docker = _verdicts(pytester, stub_env, "docker")
+    assert on_docker == on_bubblewrap
+    status, runner, error, checks = on_docker[OCTO_QUICK]
+    assert runner == "claude_code" and error is None and status == "passed" and len(checks) >= 4
+    assert all(passed for _, passed in checks) and ("uq-read-core", True) in checks
+    assert dict(on_docker["write-greeting"][3])["says-hello"] is True
