@@ -24,17 +24,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..sandbox import documents as readers_module
 from ..sandbox.backend import sandbox_python
 from .tools import Tool, ToolContext, ToolResult, describe, generic
 
 __all__ = ["DOCUMENT_SUFFIXES", "READ_DOCUMENT", "document_site", "reads_documents", "run_read_document"]
 
 RUNNER = Path(__file__).resolve().with_name("_document_runner.py")
+#: The shared document readers the runner loads (by path) inside the sandbox.
+READERS = Path(readers_module.__file__).resolve()
 #: Distributions of the ``documents`` extra; their dependencies are found from their metadata.
 DOCUMENT_DISTRIBUTIONS = ("pypdf", "python-docx", "openpyxl", "python-pptx", "Pillow")
 #: Suffixes :func:`reads_documents` sends to the document reader.
-DOCUMENT_SUFFIXES = frozenset({".pdf", ".docx", ".xlsx", ".xlsm", ".pptx", ".png", ".jpg", ".jpeg", ".gif",
-                               ".webp", ".bmp", ".tif", ".tiff"})
+DOCUMENT_SUFFIXES = readers_module.DOCUMENT_SUFFIXES
 
 
 def _requirement_names(dist: metadata.Distribution) -> list[str]:
@@ -87,10 +89,11 @@ async def run_read_document(args: Mapping[str, Any], ctx: ToolContext) -> ToolRe
     """Run one extraction in the sandbox (see the module doc)."""
     executable, extra = sandbox_python()
     site, binds = document_site()
-    request = {"path": args["path"], "site": list(site), "max_chars": ctx.options.max_output_chars}
+    request = {"path": args["path"], "site": list(site), "max_chars": ctx.options.max_output_chars,
+               "readers": str(READERS)}
     limits = ctx.limits()
     result = await ctx.command([executable, "-I", "-S", "-B", str(RUNNER)], stdin=json.dumps(request),
-                               extra_ro=(*extra, *binds, str(RUNNER)))
+                               extra_ro=(*extra, *binds, str(RUNNER), str(READERS)))
     try:
         out = result.stdout.decode("utf-8", "replace") if isinstance(result.stdout, bytes) else result.stdout
         reply = json.loads(out or "")

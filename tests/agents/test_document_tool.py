@@ -186,8 +186,8 @@ def test_read_document_gives_each_formats_text(stub, ws):
     assert result.stop_reason == "finished"
     assert "The memo names Ada Lovelace." in seen["memo.docx"] and "region\tnorth" in seen["memo.docx"]
     assert "--- sheet Budget ---" in seen["budget.xlsx"] and "rent\t1234" in seen["budget.xlsx"]
-    assert "Launch in March" in seen["deck.pptx"] and "notes: speaker note 77" in seen["deck.pptx"]
-    assert seen["photo.png"].startswith("[image] format PNG, 40x30 pixels, mode RGB")
+    assert "Launch in March" in seen["deck.pptx"] and "[notes] speaker note 77" in seen["deck.pptx"]
+    assert seen["photo.png"].startswith("image PNG 40x30 RGB")
     assert SECRET_LINE in seen["/workspace/report.pdf"]
 
 

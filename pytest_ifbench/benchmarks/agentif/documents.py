@@ -1,11 +1,12 @@
 """Files as the judge reads them: text from PDF, spreadsheets, Word, PowerPoint, HTML, SVG, subtitles,
 plain text and code, and a summary of images (size, format, EXIF).
 
-Every converter uses a maintained library (``pypdf``, ``openpyxl``, ``python-docx``, ``python-pptx``,
-``Pillow``; the ``documents`` extra), caps its output at ``limit`` characters (the cut is marked) and never
-raises on a bad file: it returns ``"cannot read NAME: reason"`` instead, so the judge is told what it could not
-see. :func:`convert` picks the converter by suffix; :func:`image_payload` gives an image as a data URL for a
-vision judge.
+PDF, DOCX, XLSX, PPTX and image files go through the core's one set of document readers
+(:mod:`pytest_ifbench.sandbox.documents`, which the agents' ``read_document`` and the proxy use too: the
+judge reads a document as the agent could); the rest is here. Every converter caps its output at ``limit``
+characters (the cut is marked) and never raises on a bad file: it returns ``"cannot read NAME: reason"``
+instead, so the judge is told what it could not see. :func:`convert` picks the converter by suffix;
+:func:`image_payload` gives an image as a data URL for a vision judge.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import io
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_ifbench.sandbox import documents as readers
+
 DEFAULT_LIMIT = 20_000
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".json", ".py", ".srt", ".vtt", ".js", ".css", ".yaml", ".yml", ".tex",
                            ".xml", ".log", ".ini", ".toml", ".sh", ".ts", ".java", ".c", ".cpp", ".r", ".sql"})
-IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
+IMAGE_SUFFIXES = readers.IMAGE_SUFFIXES
 RENDERED_SUFFIXES = frozenset({".html", ".htm", ".svg"})
 _MAX_BYTES = 50 * 1024 * 1024
 _MAX_PIXELS = 80_000_000
@@ -33,32 +36,6 @@ def cap(text: str, limit: int = DEFAULT_LIMIT) -> str:
     return text[:limit] + f"\n[... {len(text) - limit:,} more characters cut ...]"
 
 
-def _pdf(path: Path) -> str:
-    from pypdf import PdfReader
-
-    reader = PdfReader(str(path))
-    pages = []
-    for number, page in enumerate(reader.pages, start=1):
-        pages.append(f"--- page {number} ---\n{(page.extract_text() or '').strip()}")
-    return "\n".join(pages) if pages else "(a PDF without pages)"
-
-
-def _xlsx(path: Path) -> str:
-    from openpyxl import load_workbook
-
-    book = load_workbook(str(path), read_only=True, data_only=True)
-    try:
-        out = []
-        for sheet in book.worksheets:
-            out.append(f"--- sheet {sheet.title} ---")
-            for row in sheet.iter_rows(values_only=True):
-                if any(cell is not None for cell in row):
-                    out.append("\t".join("" if cell is None else str(cell) for cell in row))
-        return "\n".join(out)
-    finally:
-        book.close()
-
-
 def _csv(path: Path) -> str:
     text = path.read_text(encoding="utf-8-sig", errors="replace")
     try:
@@ -66,36 +43,6 @@ def _csv(path: Path) -> str:
     except csv.Error:
         dialect = csv.excel
     return "\n".join("\t".join(row) for row in csv.reader(io.StringIO(text), dialect))
-
-
-def _docx(path: Path) -> str:
-    import docx
-
-    document = docx.Document(str(path))
-    out = [p.text for p in document.paragraphs if p.text.strip()]
-    for number, table in enumerate(document.tables, start=1):
-        out.append(f"--- table {number} ---")
-        out.extend("\t".join(cell.text for cell in row.cells) for row in table.rows)
-    return "\n".join(out)
-
-
-def _pptx(path: Path) -> str:
-    from pptx import Presentation
-
-    deck = Presentation(str(path))
-    out = []
-    for number, slide in enumerate(deck.slides, start=1):
-        out.append(f"--- slide {number} ---")
-        for shape in slide.shapes:
-            if shape.has_text_frame and shape.text_frame.text.strip():
-                out.append(shape.text_frame.text)
-            if getattr(shape, "has_table", False) and shape.has_table:
-                out.extend("\t".join(cell.text for cell in row.cells) for row in shape.table.rows)
-            if shape.shape_type == 13:  # MSO_SHAPE_TYPE.PICTURE
-                out.append(f"[picture: {shape.name}]")
-        if slide.has_notes_slide and slide.notes_slide.notes_text_frame.text.strip():
-            out.append(f"[notes] {slide.notes_slide.notes_text_frame.text}")
-    return "\n".join(out)
 
 
 class _TextOnly(html.parser.HTMLParser):
@@ -150,22 +97,17 @@ def _plain(path: Path) -> str:
 
 def image_summary(path: Path) -> str:
     """Format, size, mode and the EXIF tags worth reading (date, camera, GPS present)."""
-    from PIL import ExifTags, Image
+    return readers.image_text(str(path))
 
-    with Image.open(path) as image:
-        parts = [f"image {image.format} {image.width}x{image.height} {image.mode}"]
-        exif = image.getexif()
-        tags = {ExifTags.TAGS.get(key, str(key)): value for key, value in exif.items()}
-        for name in ("DateTime", "Make", "Model", "Software", "ImageDescription", "Artist"):
-            if name in tags:
-                parts.append(f"{name}: {str(tags[name]).strip()[:200]}")
-        if ExifTags.Base.GPSInfo in exif:
-            parts.append("GPS: present")
-    return "; ".join(parts)
+
+def _shared(path: Path) -> str:
+    """A PDF, DOCX, XLSX or PPTX file through the core's readers (checked first: magic, zip bomb)."""
+    readers.check_document(str(path))
+    return readers.READERS[path.suffix.lower()](str(path))
 
 
 CONVERTERS: dict[str, Callable[[Path], str]] = {
-    ".pdf": _pdf, ".xlsx": _xlsx, ".xlsm": _xlsx, ".csv": _csv, ".tsv": _csv, ".docx": _docx, ".pptx": _pptx,
+    **dict.fromkeys((".pdf", ".xlsx", ".xlsm", ".docx", ".pptx"), _shared), ".csv": _csv, ".tsv": _csv,
     ".html": _markup, ".htm": _markup, ".svg": _markup,
 } | {suffix: _plain for suffix in TEXT_SUFFIXES} | {suffix: image_summary for suffix in IMAGE_SUFFIXES}
 
