@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .errors import NotASuite, SuiteError, _a, _type_name
-from .safe_yaml import LIMITS, YamlLimitError, load_yaml
+from .safe_yaml import YamlLimitError, load_yaml, read_limited
 
 #: ``ifbench:`` as a top-level key of a block mapping: at the start of a line (after a
 #: UTF-8 byte-order mark on the first), plain or quoted.
@@ -60,7 +60,7 @@ def _yaml_bytes(path: Path) -> bytes | None:
         return None
     try:
         with path.open("rb") as handle:
-            return handle.read(LIMITS.max_bytes + 1)
+            return read_limited(handle)
     except OSError:
         return None
 
@@ -105,7 +105,7 @@ def read_suite_yaml(path: Path, shown: Path | str | None = None) -> dict[str, An
     shown = shown or path
     try:
         with path.open("rb") as handle:
-            raw = handle.read(LIMITS.max_bytes + 1)
+            raw = read_limited(handle)
     except OSError as exc:
         raise SuiteError(shown, f"cannot read: {exc}") from None
     return _suite_mapping(raw, shown)

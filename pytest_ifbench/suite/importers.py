@@ -23,7 +23,7 @@ import pytest
 
 from .._composition import BenchmarkLoadWarning
 from .format import SuiteError
-from .safe_yaml import LIMITS, within_limits
+from .safe_yaml import read_limited, within_limits
 
 
 class SuiteImportWarning(BenchmarkLoadWarning):
@@ -58,7 +58,7 @@ def _safe_to_offer(path: Path) -> bool:
         return True
     try:
         with path.open("rb") as handle:
-            within_limits(handle.read(LIMITS.max_bytes + 1))
+            within_limits(read_limited(handle))
     except Exception:  # noqa: BLE001 - unreadable, not YAML or over a limit: the core's loader says which
         return False
     return True

@@ -14,8 +14,9 @@ merge key is resolved; only a document within :data:`LIMITS` is then loaded.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import yaml
 from yaml.events import (
@@ -34,12 +35,20 @@ from . import yaml_cache as _yaml_cache
 class YamlLimits:
     """How big a document may be; see docs/suite-format.md ("Limits")."""
 
-    #: Bytes of the file itself.
-    max_bytes: int = 16 * 1024 * 1024
+    #: Bytes of the file itself (a 50,000-instance suite is about 24 MB).
+    max_bytes: int = 256 * 1024 * 1024
     #: Collections open at once (a real suite nests about 10 deep).
     max_depth: int = 100
-    #: Nodes plus scalar characters once every alias and merge key is expanded.
+    #: Nodes plus scalar characters once every alias and merge key is expanded: at least this many...
     max_expanded: int = 20_000_000
+    #: ...and up to this many per byte of the file. Without aliases a document expands to less than
+    #: two per byte (``[1,1,...]``: two bytes and two units per item), so a big suite is never refused
+    #: for its size alone, while an alias bomb -- a few bytes standing for millions of nodes -- still is.
+    expanded_per_byte: int = 2
+
+    def expansion_limit(self, size: int) -> int:
+        """The most nodes plus scalar characters a document of ``size`` bytes may expand to."""
+        return max(self.max_expanded, self.expanded_per_byte * size)
 
 
 LIMITS = YamlLimits()
@@ -49,7 +58,55 @@ class YamlLimitError(ValueError):
     """The document is over one of the :class:`YamlLimits`, or an alias refers to itself."""
 
 
-def check_shape(data: bytes | str, limits: YamlLimits = LIMITS) -> None:
+class _Oversized(bytes):
+    """The head of a file over the size limit (enough to tell a suite by), with the file's real size."""
+
+    file_size: int
+
+
+#: Bytes of an oversized file read anyway, so that collection can still tell it is a suite and refuse it by name.
+_OVERSIZED_HEAD = 1 << 20
+
+
+def read_limited(handle: IO[bytes], limits: YamlLimits | None = None) -> bytes:
+    """A file's bytes, never reading (or allocating) much past ``limits.max_bytes``; for a file over the
+    limit, its head, which :func:`load_yaml` and :func:`within_limits` refuse naming the file's real size.
+
+    ``read(max_bytes + 1)`` would allocate the whole limit up front for every file, however small, so the
+    file's size is asked first and anything that is not a regular file is read in chunks."""
+    limits = LIMITS if limits is None else limits
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (OSError, AttributeError, ValueError):  # not a real file
+        size = 0
+    if size > limits.max_bytes:
+        return _oversized(handle.read(_OVERSIZED_HEAD), size)
+    chunks, total = [], 0
+    want = size + 1  # a regular file in one read; the extra byte shows whether it grew
+    while total <= limits.max_bytes:
+        chunk = handle.read(min(want, limits.max_bytes + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 20
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return _oversized(data[:_OVERSIZED_HEAD], total) if total > limits.max_bytes else data
+
+
+def _oversized(head: bytes, size: int) -> _Oversized:
+    out = _Oversized(head)
+    out.file_size = size
+    return out
+
+
+def _check_size(data: bytes | str, limits: YamlLimits) -> None:
+    size = getattr(data, "file_size", len(data))
+    if size > limits.max_bytes:
+        raise YamlLimitError(f"the file has {size:,} bytes, more than the {limits.max_bytes:,} allowed")
+
+
+def check_shape(data: bytes | str, limits: YamlLimits | None = None) -> None:
     """Raise :class:`YamlLimitError` when ``data`` nests too deep, expands too far or is recursive.
 
     Sizes are summed bottom-up as collections close: an anchored node's size is
@@ -57,9 +114,11 @@ def check_shape(data: bytes | str, limits: YamlLimits = LIMITS) -> None:
     at the first level that crosses the limit, long before anything is built.
     Syntax errors propagate as :class:`yaml.YAMLError`.
     """
+    limits = LIMITS if limits is None else limits
     stack: list[list[Any]] = []  # [anchor, expanded size] of each open collection
     sizes: dict[str, int] = {}
     total = 0
+    most = limits.expansion_limit(len(data))
 
     def add(size: int) -> None:
         nonlocal total
@@ -69,9 +128,9 @@ def check_shape(data: bytes | str, limits: YamlLimits = LIMITS) -> None:
         else:
             total += size
             size = total
-        if size > limits.max_expanded:
+        if size > most:
             raise YamlLimitError(
-                f"the document expands to more than {limits.max_expanded:,} nodes and characters once its "
+                f"the document expands to more than {most:,} nodes and characters once its "
                 "aliases and merge keys (*name, <<) are resolved")
 
     try:
@@ -106,15 +165,15 @@ def check_shape(data: bytes | str, limits: YamlLimits = LIMITS) -> None:
         raise
 
 
-def load_yaml(data: bytes, limits: YamlLimits = LIMITS) -> Any:
+def load_yaml(data: bytes, limits: YamlLimits | None = None) -> Any:
     """The single document in ``data``, loaded with the C safe loader once :func:`check_shape` passed.
 
     Raises :class:`YamlLimitError` (over a limit), :class:`yaml.YAMLError` (not YAML)
     or :class:`ValueError` (a scalar PyYAML cannot convert, e.g. a 5,000-digit int or
     the date 2020-13-45).
     """
-    if len(data) > limits.max_bytes:
-        raise YamlLimitError(f"the file has {len(data):,} bytes, more than the {limits.max_bytes:,} allowed")
+    limits = LIMITS if limits is None else limits
+    _check_size(data, limits)
     cacheable = limits is LIMITS and isinstance(data, bytes)
     if cacheable:
         kept = _yaml_cache.get(data)
@@ -129,7 +188,6 @@ def load_yaml(data: bytes, limits: YamlLimits = LIMITS) -> Any:
 
 def within_limits(data: bytes) -> None:
     """:func:`check_shape` with the default limits, answered at once for bytes loaded before."""
-    if len(data) > LIMITS.max_bytes:
-        raise YamlLimitError(f"the file has {len(data):,} bytes, more than the {LIMITS.max_bytes:,} allowed")
+    _check_size(data, LIMITS)
     if not _yaml_cache.known(data):
         check_shape(data)
