@@ -205,6 +205,10 @@ def test_a_suite_contains_every_program(arena, pytester):
     assert failed == set(names), output[-3000:]
     assert SECRET not in output
     arena.assert_intact(before)
+    if current_backend().name == "docker":  # the workers ran the code in containers and removed them at exit
+        import docker
+
+        assert docker.from_env().containers.list(all=True, filters={"label": "pytest-ifbench.sandbox"}) == []
 
 
 @pytest.mark.slow
