@@ -4,6 +4,7 @@ no fallback, and what only a cgroup caps (shared memory held by many processes, 
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -23,6 +24,7 @@ from pytest_ifbench.sandbox import (
 )
 from pytest_ifbench.sandbox._code_runs import close_all, pool_for
 from pytest_ifbench.sandbox.backend import RunDirs, SandboxRun
+from tests._support import write_suite
 from tests.sandbox.backend_fixtures import docker_host  # noqa: F401 -- fixture
 
 DOUBLES = [{"input": "2", "output": "4"}, {"input": "5", "output": "10"}]
@@ -183,6 +185,28 @@ def test_the_chosen_backend_unavailable_is_an_error_never_a_fallback(monkeypatch
             run_python("print(1)", limits=LIMITS)
     finally:
         use_backend(previous)
+
+
+def test_a_code_suite_with_the_chosen_engine_unreachable_stops_at_start_up(pytester, monkeypatch, tmp_path):
+    """No fallback under pytest either: a unit-test suite with --ifbench-sandbox=docker and no engine runs nothing."""
+    pytest.importorskip("docker")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    write_suite(pytester.path, "suites/code.yaml", """
+        ifbench: 1
+        benchmark: code
+        instances:
+          - id: add
+            prompt: write add
+            checks:
+              - {id: functional, verifier: ifbench.unit_tests, params: {tests: ["assert add(1, 2) == 3"]}}
+        """)
+    (pytester.path / "replies.jsonl").write_text(
+        json.dumps({"id": "add", "response": "def add(a, b):\n    return a + b\n"}) + "\n")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
+                                "--ifbench-summary=", "--ifbench-sandbox=docker")
+    result.stderr.fnmatch_lines(["ERROR: pytest-ifbench: --ifbench-sandbox=docker: no Docker Engine reachable at*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "passed" not in result.stdout.str()
 
 
 # --- what only cgroups can cap --------------------------------------------------------------------
