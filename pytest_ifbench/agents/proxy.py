@@ -44,12 +44,11 @@ the model, is not a call (:attr:`RecordingProxy.calls`), and is recorded as an e
 A successful answer passes through :func:`~pytest_ifbench._redact.redact` on its way back into the sandbox.
 
 Accounting and limits (``meter``, a :class:`~.accounting.Meter`, as the CLI runner passes it): every
-call is admitted by the meter first and counted after; one call's ``max_tokens`` is capped by what is
-left of the run's budget, and waiting for the model ends at the run's deadline. Past a limit the CLI
-gets a non-retryable HTTP 400 naming it (a refusal, neither a call nor a failure), and a second later
-every process of its sandbox is killed (:class:`~.proxy_bounds.SandboxEnder`); the meter keeps the stop
-reason (``max_steps``, ``max_tokens``, ``max_seconds``, ``max_cost``), and the trajectory too: the refusal is
-recorded, kind ``limit`` with ``"limit": <the reason>`` (:func:`~.normalize.normalize` sets ``stop_reason``).
+call is admitted by the meter first and counted after; one call's ``max_tokens`` is capped by what is left of
+the run's budget, and waiting for the model ends at the run's deadline. Past a limit the CLI gets a
+non-retryable HTTP 400 naming it (a refused request of kind ``limit``, ``"limit": <the stop reason>``, which
+:func:`~.normalize.normalize` makes the trajectory's ``stop_reason``), and a second later every process of
+its sandbox is killed (:class:`~.proxy_bounds.SandboxEnder`); the meter keeps the stop reason too.
 """
 
 from __future__ import annotations
@@ -77,6 +76,7 @@ from .proxy_bounds import LIMIT_KIND, MAX_BODY_BYTES, NOT_CLI, Bounded, Rejected
 from .proxy_loop import LoopThread
 from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
 from .wire.anthropic_messages import error_body
+from .wire.documents import Accepts, fit
 
 __all__ = ["LIMIT_KIND", "MAX_BODY_BYTES", "NOT_CLI", "LoopThread", "RecordingProxy", "Submit"]
 
@@ -92,7 +92,8 @@ class RecordingProxy:
     file; its directory must exist). ``tcp``: also listen on a free local port (:attr:`url`), for
     debugging and tests. ``defaults``: the generation
     parameters a request does not set (temperature, top_p, seed); ``max_tokens_cap`` bounds the
-    ``max_tokens`` a CLI asks for. ``relay_only``: serve only the sandbox relay's CLI connections (see
+    ``max_tokens`` a CLI asks for; ``accepts``: which documents and images the target takes as they are
+(:mod:`.wire.documents`: the rest becomes text). ``relay_only``: serve only the sandbox relay's CLI connections (see
     the module doc). Use as a context manager, or :meth:`start` and :meth:`stop`.
     """
 
@@ -100,7 +101,7 @@ class RecordingProxy:
                  socket_path: Path | None = None, tcp: bool = False, submit: Submit | None = None,
                  defaults: GenerationParams = GenerationParams(), max_tokens_cap: int | None = None,
                  wire_formats: Sequence[WireFormat] = (ANTHROPIC_MESSAGES,), relay_only: bool = False,
-                 meter: Meter | None = None) -> None:
+                 meter: Meter | None = None, accepts: Accepts | None = None) -> None:
         if socket_path is None and not tcp:
             raise ValueError("the proxy needs a socket_path, tcp=True or both")
         if not wire_formats:
@@ -113,6 +114,7 @@ class RecordingProxy:
                     raise ValueError(f"wire formats {self._routes[path].name!r} and {wire.name!r} both serve {path}")
                 self._routes[path] = wire
         self.client = client
+        self.accepts = accepts or Accepts.for_model(client.model)
         self.log_path = Path(log_path)
         self.session_id = session_id
         self.socket_path = None if socket_path is None else Path(socket_path)
@@ -260,6 +262,7 @@ class RecordingProxy:
                 self.failures.append(message)
             self.refuse("untranslatable", message, status=400, method="POST", path=wire.paths[0])
             return _no_retry(wire, 400, message)
+        translated = fit(translated, self.accepts)
         notes = translated.notes
         if meter is not None and cap != self.max_tokens_cap:  # one note, not one per remaining budget
             notes = tuple("max_tokens is capped by the run's max_tokens budget left"

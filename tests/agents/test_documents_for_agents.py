@@ -1,15 +1,22 @@
-"""Documents reach the model: a PDF that Claude Code's ``Read`` returns as a ``document`` block is passed
-as its extracted text (it was silently dropped), through the wire format and through the real CLI."""
+"""Documents reach the model in a form it takes: a PDF that Claude Code's ``Read`` returns as a ``document``
+block is passed as a document to a model that reads PDFs (an Anthropic target: checked at the stub's
+Messages endpoint) and as its extracted text otherwise; DOCX, XLSX and PPTX as their text; an image as a
+description for a model without vision; a block nothing can be made of as a line saying so. Through the
+wire format, the proxy and the real CLI."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
+import urllib.request
 
 from pytest_ifbench.agents.cli import run_cli
 from pytest_ifbench.agents.options import AgentOptions
+from pytest_ifbench.agents.proxy import RecordingProxy
 from pytest_ifbench.agents.wire.anthropic_messages import translate_request
+from pytest_ifbench.agents.wire.documents import PASS_NOTE, Accepts, fit
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
@@ -41,18 +48,116 @@ def pdf_block() -> dict:
         "type": "base64", "media_type": "application/pdf", "data": base64.b64encode(tiny_pdf(SECRET_LINE)).decode()}}
 
 
-def test_a_pdf_document_block_reaches_the_model_as_text():
-    body = {"model": "m", "max_tokens": 100, "messages": [
-        {"role": "user", "content": "Summarize report.pdf"},
+def _request(*blocks: dict) -> dict:
+    """A Messages request: a Read of a file whose result holds ``blocks``, then the same blocks again."""
+    return {"model": "m", "max_tokens": 100, "messages": [
+        {"role": "user", "content": "Summarize the file"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
                                            "input": {"file_path": "/workspace/report.pdf"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [pdf_block()]}]},
-        {"role": "user", "content": [pdf_block(), {"type": "text", "text": "and this one"}]}]}
-    translated = translate_request(body)
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": list(blocks)}]},
+        {"role": "user", "content": [*blocks, {"type": "text", "text": "and this one"}]}]}
+
+
+TEXT_ONLY = Accepts(pdf=False, images=False, model="openai/stub")
+
+
+def test_a_pdf_document_block_reaches_a_text_model_as_text():
+    translated = fit(translate_request(_request(pdf_block())), TEXT_ONLY)
     tool = next(m for m in translated.messages if m["role"] == "tool")
-    assert SECRET_LINE in tool["content"]
-    assert SECRET_LINE in json.dumps(translated.messages[-1])
+    assert tool["content"] == "[a document: it follows in the next user message]"
+    after_tool = translated.messages[translated.messages.index(tool) + 1]
+    assert SECRET_LINE in json.dumps(after_tool) and SECRET_LINE in json.dumps(translated.messages[-1])
     assert "document blocks are passed as their extracted text" in translated.notes
+    assert "base64" not in json.dumps(translated.messages)  # nothing of the raw bytes is sent
+
+
+def test_a_pdf_passes_as_a_document_to_a_model_that_reads_pdfs():
+    translated = fit(translate_request(_request(pdf_block())), Accepts(pdf=True, images=True))
+    files = [p for m in translated.messages if isinstance(m["content"], list) for p in m["content"]
+             if p["type"] == "file"]
+    assert len(files) == 2 and files[0]["file"]["file_data"].startswith("data:application/pdf;base64,JVBERi0")
+    assert SECRET_LINE not in json.dumps(translated.messages)  # the model reads the PDF itself
+    assert PASS_NOTE in translated.notes
+
+
+def office_blocks() -> list[dict]:
+    import docx
+    from openpyxl import Workbook
+    from pptx import Presentation
+
+    word = docx.Document()
+    word.add_paragraph(f"Memo: {SECRET_LINE}")
+    book = Workbook()
+    book.active.append(["quarter", "revenue"])
+    book.active.append(["Q3", 4711])
+    deck = Presentation()
+    deck.slides.add_slide(deck.slide_layouts[1]).shapes.title.text = "Launch in March"
+    blocks = []
+    for thing, name, media in (
+            (word, "memo.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+            (book, "sheet.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+            (deck, "deck.pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation")):
+        buffer = io.BytesIO()
+        thing.save(buffer)
+        blocks.append({"type": "document", "title": name, "source": {
+            "type": "base64", "media_type": media, "data": base64.b64encode(buffer.getvalue()).decode()}})
+    return blocks
+
+
+def test_office_documents_reach_the_model_as_text_even_one_that_reads_pdfs():
+    for accepts in (TEXT_ONLY, Accepts(pdf=True, images=True)):
+        sent = json.dumps(fit(translate_request(_request(*office_blocks())), accepts).messages)
+        assert SECRET_LINE in sent and "Q3\\t4711" in sent and "Launch in March" in sent
+        assert "memo.docx" in sent and "base64" not in sent
+
+
+def test_an_image_for_a_model_without_vision_becomes_its_description():
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30)).save(buffer, format="PNG")
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": base64.b64encode(buffer.getvalue()).decode()}}
+    translated = fit(translate_request(_request(image)), TEXT_ONLY)
+    sent = json.dumps(translated.messages)
+    assert "image_url" not in sent and "image PNG 40x30 RGB" in sent and "does not take images" in sent
+    assert any("does not take images" in note for note in translated.notes)
+    kept = fit(translate_request(_request(image)), Accepts(pdf=False, images=True))
+    assert "image_url" in json.dumps(kept.messages)
+
+
+def test_a_block_that_cannot_be_passed_is_a_line_and_a_note_never_dropped():
+    odd = {"type": "search_result", "source": "https://example.com", "title": "x", "content": []}
+    unreadable = {"type": "document", "title": "blob.bin", "source": {
+        "type": "base64", "media_type": "application/octet-stream", "data": base64.b64encode(b"\x00" * 8).decode()}}
+    translated = fit(translate_request(_request(odd, unreadable)), TEXT_ONLY)
+    sent = json.dumps(translated.messages)
+    assert "[a search_result block was here; the ifbench proxy cannot pass it to the model]" in sent
+    assert "cannot be passed to this model: no reader for application/octet-stream" in sent
+    assert any("'search_result' are not passed" in note for note in translated.notes)
+
+
+def test_the_proxy_passes_a_pdf_to_an_anthropic_target_as_a_document_block(stub_env, tmp_path, monkeypatch):
+    """A real litellm call to the stub's Anthropic endpoint: the PDF arrives as a Messages document block."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
+    stub_env.default = Reply(content="It says 4711.")
+    client = ModelClient(model="anthropic/claude-sonnet-4-5", api_base=stub_env.url.removesuffix("/v1"),
+                         retry=RetryPolicy(max_attempts=1, timeout=30))
+    with RecordingProxy(client, log_path=tmp_path / "raw.jsonl", tcp=True) as proxy:
+        assert proxy.accepts.pdf and proxy.accepts.images  # from litellm's model data
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "messages": [
+            {"role": "user", "content": [pdf_block(), {"type": "text", "text": "What does it say?"}]}]}
+        request = urllib.request.Request(f"{proxy.url}/v1/messages", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            assert json.loads(answer.read())["content"][0]["text"] == "It says 4711."
+    sent = stub_env.requests[-1]
+    assert sent.path.endswith("/v1/messages")
+    blocks = sent.body["messages"][0]["content"]
+    document = next(b for b in blocks if b["type"] == "document")
+    assert document["source"]["media_type"] == "application/pdf"
+    assert base64.b64decode(document["source"]["data"]) == tiny_pdf(SECRET_LINE)
+    assert PASS_NOTE in proxy.notes
 
 
 def test_claude_codes_read_of_a_pdf_reaches_the_model(agents, stub_env, tmp_path):

@@ -16,6 +16,7 @@ import pytest
 from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.agents.normalize import load_raw, normalize
 from pytest_ifbench.agents.proxy import LoopThread, RecordingProxy
+from pytest_ifbench.agents.wire.documents import Accepts
 from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Fault, Reply
@@ -35,8 +36,9 @@ def openai_client(server, **kwargs) -> ModelClient:
 
 @pytest.fixture
 def proxy(stub_env, tmp_path):
+    # The stub stands for a model that takes images (and PDFs) as they are: they pass through.
     with RecordingProxy(openai_client(stub_env), log_path=tmp_path / "raw.jsonl", session_id="s1", tcp=True,
-                        socket_path=tmp_path / "proxy.sock") as running:
+                        socket_path=tmp_path / "proxy.sock", accepts=Accepts(pdf=True, images=True)) as running:
         yield running
 
 
@@ -119,7 +121,8 @@ def test_tool_use_and_tool_result_round_trip(proxy, stub_env):
     assert sent["messages"][1:] == [
         {"role": "assistant", "content": "Writing.", "tool_calls": [{"id": use["id"], "type": "function", "function": {
             "name": "Write", "arguments": '{"path": "hello.txt"}'}}]},
-        {"role": "tool", "tool_call_id": use["id"], "content": "File created"},
+        {"role": "tool", "tool_call_id": use["id"],
+         "content": "File created\n\n[an image: it follows in the next user message]"},
         {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
                                      {"type": "text", "text": "thanks"}]},
     ]

@@ -10,10 +10,13 @@ Request (:func:`translate_request`) -> OpenAI chat messages, function tools and
 
 - ``system`` (a string or text blocks) -> one leading system message; a ``system`` message inside
   ``messages`` stays a system message at its place.
-- user blocks: ``text`` and ``image`` (base64 or URL) -> content parts (one text part -> a plain string);
-  each ``tool_result`` -> a ``tool`` message (``tool_call_id``; the text of its blocks, images moved to
-  the user message that follows; ``is_error`` has no OpenAI counterpart and is not carried), placed
-  before the user's other parts because OpenAI wants tool messages right after the calls.
+- user blocks: ``text``, ``image`` (base64 or URL) and ``document`` (an OpenAI ``file`` part,
+  :func:`.documents.file_part`; the proxy then passes it or its text, :func:`.documents.adapt`) -> content
+  parts (one text part -> a plain string); each ``tool_result`` -> a ``tool`` message (``tool_call_id``;
+  the text of its blocks, its images and documents moved to the user message that follows with a line
+  saying so; ``is_error`` has no OpenAI counterpart and is not carried), placed before the user's other
+  parts because OpenAI wants tool messages right after the calls. A block of another type becomes a line
+  saying it was there and is not passed (and a note): nothing is dropped silently.
   ``cache_control`` marks are transport hints and are left out everywhere.
 - assistant blocks: ``text`` -> content, ``tool_use`` -> ``tool_calls`` (``arguments`` a JSON string),
   ``thinking``/``redacted_thinking`` -> dropped (a note says so: reasoning is not replayed to the model).
@@ -40,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._types import GenerationParams
 from ._base import RequestError, Translated
-from .documents import document_text
+from .documents import file_part
 
 if TYPE_CHECKING:
     from ...models.client import Completion
@@ -83,6 +86,12 @@ def _blocks(content: Any, where: str) -> list[Mapping[str, Any]]:
     return [{"type": "text", "text": b} if isinstance(b, str) else b for b in content]
 
 
+def _not_passed(kind: Any, notes: set[str]) -> str:
+    """The line standing for a block the model call cannot carry (never dropped silently), and its note."""
+    notes.add(f"user blocks of type {kind!r} are not passed to the model (a line in the message says so)")
+    return f"[a {kind} block was here; the ifbench proxy cannot pass it to the model]"
+
+
 def _user(blocks: list[Mapping[str, Any]], where: str, notes: set[str]) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
@@ -94,20 +103,24 @@ def _user(blocks: list[Mapping[str, Any]], where: str, notes: set[str]) -> list[
         elif kind == "image":
             parts.append(_image_part(block))
         elif kind == "document":
-            parts.append({"type": "text", "text": document_text(block)})
-            notes.add("document blocks are passed as their extracted text")
+            parts.append(file_part(block))
         elif kind == "tool_result":
             inner = _blocks(block.get("content") or "", f"{where}[{n}]")
-            text = "\n\n".join(str(b.get("text") or "") if b.get("type") == "text" else document_text(b)
-                               for b in inner if b.get("type") in ("text", "document"))
-            if any(b.get("type") == "document" for b in inner):
-                notes.add("document blocks are passed as their extracted text")
-            tools.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id") or ""), "content": text})
-            for image in (b for b in inner if b.get("type") == "image"):
-                parts.append(_image_part(image))
-                notes.add("images in tool results are passed in the next user message")
+            texts = []
+            for item in inner:
+                if item.get("type") == "text":
+                    texts.append(str(item.get("text") or ""))
+                elif item.get("type") in ("image", "document"):
+                    parts.append(_image_part(item) if item.get("type") == "image" else file_part(item))
+                    texts.append(f"[{'an image' if item.get('type') == 'image' else 'a document'}: it follows "
+                                 "in the next user message]")
+                    notes.add(f"{item.get('type')}s in tool results are passed in the next user message")
+                else:
+                    texts.append(_not_passed(item.get("type"), notes))
+            tools.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id") or ""),
+                          "content": "\n\n".join(texts)})
         else:
-            notes.add(f"user blocks of type {kind!r} are not passed to the model")
+            parts.append({"type": "text", "text": _not_passed(kind, notes)})
     if parts and all(p["type"] == "text" for p in parts) and len(parts) == 1:
         return [*tools, {"role": "user", "content": parts[0]["text"]}]
     return [*tools, *([{"role": "user", "content": parts}] if parts else [])]

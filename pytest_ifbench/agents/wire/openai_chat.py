@@ -5,7 +5,8 @@ For agent CLIs that speak Chat Completions (Codex-style CLIs, most open-source o
 
 Request (:meth:`OpenAIChat.translate`): the model call takes OpenAI chat messages already, so messages
 pass through checked and cleaned -- ``system``/``developer`` -> ``system`` (text only); ``user`` text and
-``image_url`` parts (one text part -> a plain string; other parts dropped with a note); ``assistant``
+``image_url`` and ``file`` parts (one text part -> a plain string; the proxy fits images and files to the
+target model, :func:`.documents.adapt`; another part becomes a line saying so, with a note); ``assistant``
 ``content`` and ``tool_calls`` (``arguments`` always a JSON string; ``reasoning_content`` is not sent
 back, with a note, as thinking blocks are not on the Messages side); ``tool`` messages (their text).
 ``function`` tools pass; other tools are dropped with a note. ``max_completion_tokens`` (else
@@ -14,7 +15,7 @@ caller's defaults where absent; any other key is dropped with a note, as for Mes
 
 Record (:meth:`OpenAIChat.record`): the request as a Messages request, so the raw log and its
 trajectories have one shape whatever the dialect -- leading system messages -> ``system``; user parts
--> ``text``/``image`` blocks; assistant ``tool_calls`` -> ``tool_use`` blocks; a run of ``tool``
+-> ``text``/``image``/``document`` blocks; assistant ``tool_calls`` -> ``tool_use`` blocks; a run of ``tool``
 messages and the user message after it -> one user message of ``tool_result`` blocks then its own
 blocks (as Messages clients send them); ``tools`` -> ``{name, description, input_schema}``;
 ``stop`` -> ``stop_sequences``, ``max_completion_tokens`` -> ``max_tokens``.
@@ -82,11 +83,7 @@ def _message(message: Any, where: str, notes: set[str]) -> dict[str, Any]:
     if role == "tool":
         return {"role": "tool", "tool_call_id": str(message.get("tool_call_id") or ""), "content": _text(parts)}
     if role == "user":
-        kept = [{"type": "text", "text": str(p["text"])} if p.get("type") == "text"
-                else {"type": "image_url", "image_url": {"url": str((p.get("image_url") or {}).get("url") or "")}}
-                for p in parts if p.get("type") in ("text", "image_url") and (p.get("type") != "text" or p.get("text"))]
-        notes.update(f"user parts of type {p.get('type')!r} are not passed to the model"
-                     for p in parts if p.get("type") not in ("text", "image_url"))
+        kept = [_user_part(p, notes) for p in parts if p.get("type") != "text" or p.get("text")]
         if len(kept) == 1 and kept[0]["type"] == "text":
             return {"role": "user", "content": kept[0]["text"]}
         return {"role": "user", "content": kept}
@@ -111,6 +108,20 @@ def _max_tokens(body: Mapping[str, Any], defaults: GenerationParams, cap: int | 
     return value
 
 
+def _user_part(part: Mapping[str, Any], notes: set[str]) -> dict[str, Any]:
+    """One user part, cleaned: text, ``image_url`` and ``file`` pass (the proxy fits them to the target,
+    :func:`.documents.adapt`); any other becomes a line saying it is not passed, with a note."""
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": str(part["text"])}
+    if kind == "image_url":
+        return {"type": "image_url", "image_url": {"url": str((part.get("image_url") or {}).get("url") or "")}}
+    if kind == "file":
+        return {"type": "file", "file": dict(part.get("file") or {})}
+    notes.add(f"user parts of type {kind!r} are not passed to the model (a line in the message says so)")
+    return {"type": "text", "text": f"[a {kind} part was here; the ifbench proxy cannot pass it to the model]"}
+
+
 def _blocks(parts: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """OpenAI user parts as Messages blocks (for the record)."""
     blocks: list[dict[str, Any]] = []
@@ -124,6 +135,12 @@ def _blocks(parts: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
             else:
                 blocks.append({"type": "image", "source": {"type": "url", "url": url}})
+        elif part.get("type") == "file":
+            file = part.get("file") or {}
+            url = str(file.get("file_data") or "")
+            media, _, data = url[5:].partition(";base64,")
+            blocks.append({"type": "document", "title": str(file.get("filename") or ""),
+                           "source": {"type": "base64", "media_type": media, "data": data}})
     return blocks
 
 
