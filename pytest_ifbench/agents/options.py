@@ -59,6 +59,10 @@ class AgentOptions:
     memory_mb: int = 2048
     #: Processes at once inside the sandbox.
     max_processes: int = 256
+    #: The sandbox backend the instance's commands run on (a suite's ``sandbox: {backend: ...}``; None:
+    #: the run's, ``--ifbench-sandbox``) and the local image it starts from (``image``; docker).
+    sandbox_backend: str | None = None
+    sandbox_image: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -72,6 +76,26 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 #: Keys of ``protocol_options`` that belong to the core, not to agent runs.
 _CORE_KEYS = {"subtests"}
+#: The suite's ``sandbox`` key (validated by the suite reader, carried here as ``protocol_options.sandbox``):
+#: its fields, and the option each one sets.
+SANDBOX_KEY = "sandbox"
+_SANDBOX_FIELDS = {"backend": "sandbox_backend", "image": "sandbox_image"}
+
+
+def _sandbox(value: Any) -> dict[str, str]:
+    """``sandbox: {backend: NAME, image: NAME}`` as option values (raises :class:`OptionError`)."""
+    if not isinstance(value, Mapping):
+        raise OptionError(SANDBOX_KEY, f"expected a mapping with backend (and image), got {value!r}")
+    unknown = sorted(str(key) for key in value if key not in _SANDBOX_FIELDS)
+    if unknown:
+        raise OptionError(f"{SANDBOX_KEY}.{unknown[0]}", f"unknown field (allowed: {', '.join(_SANDBOX_FIELDS)})")
+    if "backend" not in value:
+        raise OptionError(f"{SANDBOX_KEY}.backend", "a sandbox names its backend (e.g. backend: docker)")
+    for key in _SANDBOX_FIELDS:
+        if key in value and (not isinstance(value[key], str) or not value[key]
+                             or any(c.isspace() or not c.isprintable() for c in value[key]) or len(value[key]) > 256):
+            raise OptionError(f"{SANDBOX_KEY}.{key}", f"expected a name, got {value[key]!r}")
+    return {option: value[key] for key, option in _SANDBOX_FIELDS.items() if key in value}
 
 
 def agent_options(options: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> AgentOptions:
@@ -80,13 +104,16 @@ def agent_options(options: Mapping[str, Any], overrides: Mapping[str, Any] | Non
     Unknown keys and wrong types raise :class:`OptionError`; numbers must be positive
     (``max_cost`` may be 0: no limit).
     """
-    known = {f.name for f in fields(AgentOptions)}
+    known = {f.name for f in fields(AgentOptions)} - set(_SANDBOX_FIELDS.values())
     values: dict[str, Any] = {}
     for key, value in {**options, **{k: v for k, v in (overrides or {}).items() if v is not None}}.items():
         if key in _CORE_KEYS:
             continue
+        if key == SANDBOX_KEY:
+            values.update(_sandbox(value))
+            continue
         if key not in known:
-            raise OptionError(key, f"unknown agent option (known: {', '.join(sorted(known))})")
+            raise OptionError(key, f"unknown agent option (known: {', '.join(sorted(known | {SANDBOX_KEY}))})")
         kinds = _TYPES[key]
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise OptionError(key, f"expected {' or '.join(k.__name__ for k in kinds)}, got {value!r}")

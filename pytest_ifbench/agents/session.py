@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -144,11 +145,12 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
         raise AgentHarnessError("no model configured for the agent run")
     from .workspace import SandboxUnavailable, Workspace
 
+    backend = instance_backend(options)
     try:
         workspace = Workspace.create(instance.environment, parent=settings.workspace_root,
-                                     keep=settings.keep_workspaces)
+                                     keep=settings.keep_workspaces, backend=backend)
     except SandboxUnavailable as exc:
-        raise AgentHarnessError(str(exc)) from None
+        raise AgentHarnessError(str(exc) if backend is None else f"{_named(options)}: {exc}") from None
     path = settings.trajectories_dir / _file_name(instance, sample) if settings.trajectories_dir else None
     async with _slots(settings.slots):
         start = time.perf_counter()
@@ -162,6 +164,53 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
             raise
     run.duration = time.perf_counter() - start
     return run
+
+
+#: (backend name, image) -> (the backend it was made from, the backend): see :func:`instance_backend`.
+_BACKENDS: dict[tuple[str, str | None], tuple[Any, Any]] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def _named(options: AgentOptions) -> str:
+    image = f" (image {options.sandbox_image})" if options.sandbox_image else ""
+    return f"the instance's sandbox backend {options.sandbox_backend}{image}"
+
+
+def instance_backend(options: AgentOptions) -> Any:
+    """The sandbox backend an instance's suite names (``sandbox: {backend, image}``), or None: the run's.
+
+    The suite's choice is honoured whatever ``--ifbench-sandbox`` says (the flag chooses the backend of
+    the instances that name none): the run's own backend object when it is the one named, else one made by
+    name, per image through its ``with_image``; one per process, reused.  A backend that cannot run here
+    is the instance's error with its one-line reason (:class:`AgentHarnessError`) -- never a fallback."""
+    if options.sandbox_backend is None:
+        return None
+    from ..sandbox.backends import current_backend, make_backend
+
+    name, image = options.sandbox_backend, options.sandbox_image
+    with _BACKENDS_LOCK:
+        current = current_backend()
+        base = current if current.name == name else None
+        cached = _BACKENDS.get((name, image))
+        if cached is not None and (base is None or cached[0] is base):
+            backend = cached[1]
+        else:
+            try:
+                base = base or make_backend(name)
+            except KeyError as exc:
+                raise AgentHarnessError(f"{_named(options)}: {exc.args[0]}") from None
+            backend = base
+            if image is not None:
+                with_image = getattr(base, "with_image", None)
+                if with_image is None:
+                    raise AgentHarnessError(f"{_named(options)}: the {name} backend takes no image")
+                backend = with_image(image)
+        problem = backend.problem()
+        if problem is not None:  # not kept: the next instance asks again
+            _BACKENDS.pop((name, image), None)
+            raise AgentHarnessError(f"{_named(options)}: {problem}")
+        _BACKENDS[(name, image)] = (base, backend)
+    return backend
 
 
 _SEMAPHORES: dict[tuple[int, int], asyncio.Semaphore] = {}

@@ -36,11 +36,11 @@ MAX_TIER = 1000
 MAX_PATIENCE = 1000
 MAX_POINTS = 1_000_000
 
-_TOP_KEYS = {"ifbench", "benchmark", "description", "defaults", "instances", "options"}
+_TOP_KEYS = {"ifbench", "benchmark", "description", "defaults", "instances", "options", "sandbox"}
 _INSTANCE_KEYS = {
     "id", "prompt", "system", "messages", "turns", "tools", "checks", "generation", "category",
     "scaffold", "tier", "markers", "protocol", "protocol_options", "response", "metadata", "description",
-    "environment",
+    "environment", "sandbox",
 }
 _CHECK_KEYS = {"id", "verifier", "params", "description", "kind", "points", "turn", "scored", "category", "metadata"}
 _GENERATION_KEYS = {"temperature", "max_tokens", "top_p", "seed", "stop", "samples", "reasoning_effort"}
@@ -216,7 +216,7 @@ def _messages(r: _Reader, raw: Any, field: str) -> tuple[Mapping[str, Any], ...]
 
 
 def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], benchmark: str,
-              path: Path, registry: Registry, root: Path) -> Instance:
+              path: Path, registry: Registry, root: Path, suite_sandbox: Any = None) -> Instance:
     merged = {k: v for k, v in defaults.items() if k not in ("generation", "markers")}
     merged.update(raw)
     gen = _generation(r, defaults.get("generation"), GenerationParams(), "defaults.generation")
@@ -282,6 +282,14 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
         raise r.fail("protocol_options.patience",
                      f"expected an int from 1 to {MAX_PATIENCE}, got {short_repr(options['patience'])}")
     environment = _environment(r, merged.get("environment"), root)
+    where = "sandbox" if "sandbox" in raw else "defaults.sandbox" if "sandbox" in defaults else None
+    if where is not None and protocol != "agent" and where == "sandbox":
+        raise r.fail(where, "only agent instances (protocol: agent) run in a sandbox backend")
+    sandbox = merged["sandbox"] if where is not None else suite_sandbox
+    if sandbox is not None and protocol == "agent":
+        if where is not None:
+            _check_sandbox(r, sandbox, where)
+        options = {**options, "sandbox": dict(sandbox)}
     if protocol == "agent":
         from ..agents.options import OptionError, agent_options
 
@@ -301,6 +309,26 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
         metadata=r.expect(merged.get("metadata", {}), dict, "metadata"),
         description=r.expect(merged.get("description", ""), str, "description"),
     )
+
+
+def _check_sandbox(r: _Reader, value: Any, field: str) -> None:
+    """A ``sandbox`` key (suite, ``defaults`` or instance): ``{backend: NAME, image: NAME}``, carried to an
+    agent run as ``protocol_options.sandbox``.  The backend must be registered and, with an image, take
+    one (its image is checked on the engine when the instance runs)."""
+    from ..agents.options import SANDBOX_KEY, OptionError, agent_options
+    from ..sandbox.backends import backend_names, make_backend
+
+    try:
+        agent_options({SANDBOX_KEY: value})
+    except OptionError as exc:
+        raise r.fail(field + exc.field.removeprefix(SANDBOX_KEY), str(exc)) from None
+    name = value["backend"]
+    if name not in backend_names():
+        raise r.fail(f"{field}.backend",
+                     f"unknown sandbox backend {short_repr(name)} (known: {', '.join(backend_names())})")
+    if "image" in value and not callable(getattr(make_backend(name), "with_image", None)):
+        raise r.fail(f"{field}.image", f"the {name} backend takes no image (it shows the host's own system "
+                                       "directories); use backend: docker")
 
 
 def _environment(r: _Reader, value: Any, root: Path) -> Path | None:
@@ -337,6 +365,8 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         raise r.fail("benchmark", f"expected a name like 'my_bench' ([a-z][a-z0-9_]*), got {short_repr(benchmark)}")
     defaults = r.expect(data.get("defaults", {}), dict, "defaults")
     r.unknown_keys(defaults, _INSTANCE_KEYS - {"id"}, "defaults")
+    if "sandbox" in data:  # suite-wide, below defaults and the instances: checked once, here
+        _check_sandbox(r, data["sandbox"], "sandbox")
     raw_instances = r.expect(data.get("instances"), list, "instances")
     seen: set[str] = set()
     instances = []
@@ -352,7 +382,7 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         seen.add(instance_id)
         ir = _Reader(path, instance_id)
         ir.unknown_keys(raw, _INSTANCE_KEYS, "")
-        instance = _instance(ir, raw, defaults, benchmark, path, registry, root)
+        instance = _instance(ir, raw, defaults, benchmark, path, registry, root, data.get("sandbox"))
         if protocols is not None and instance.protocol not in protocols:
             raise ir.fail("protocol",
                           f"unknown protocol {short_repr(instance.protocol)} (known: {', '.join(sorted(protocols))})")

@@ -53,3 +53,52 @@ def private_dockerd() -> Iterator[str]:
         log.close()
         subprocess.run(["umount", "-R", "-l", f"{root}/data", f"{root}/exec"], capture_output=True, check=False)
         shutil.rmtree(root, ignore_errors=True)
+
+
+#: The marker file only the test image holds (the host has none): a command that reads it ran on the image.
+IMAGE_MARKER = "/etc/ifbench-test-image"
+
+
+def python_image(client, tag: str = "ifbench-test-python:1") -> str:
+    """A small local image (``docker import``, no registry) with the host's ``python3`` and ``bash`` and
+    nothing else of the host but the libraries they load, plus :data:`IMAGE_MARKER`; imported once per
+    engine.  Stands for a user's toolchain image: the docker backend must use it as it is."""
+    import io
+    import sys
+    import tarfile
+
+    try:
+        client.images.get(tag)
+        return tag
+    except Exception:  # noqa: BLE001 -- not there yet
+        pass
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    files = ["/usr/bin/bash", f"/usr/bin/{version}", "/usr/lib64/ld-linux-x86-64.so.2"]
+    files += [os.path.join("/usr/lib/x86_64-linux-gnu", name) for name in os.listdir("/usr/lib/x86_64-linux-gnu")
+              if name.split(".so")[0] in ("libc", "libm", "libz", "libexpat", "libffi", "libtinfo")]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        def link(name: str, target: str) -> None:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+
+        for name, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"),
+                             ("usr/bin/python3", version), ("usr/bin/sh", "bash")):
+            link(name, target)
+        for path in files:
+            tar.add(os.path.realpath(path), arcname=path.lstrip("/"))
+        stdlib = f"/usr/lib/{version}"
+        tar.add(stdlib, arcname=stdlib.lstrip("/"),
+                filter=lambda info: None if "/test/" in info.name + "/" or "-packages" in info.name else info)
+        marker = b"from the named image\n"
+        info = tarfile.TarInfo(IMAGE_MARKER.lstrip("/"))
+        info.size = len(marker)
+        tar.addfile(info, io.BytesIO(marker))
+        for name in ("tmp", "etc/ssl"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
+            tar.addfile(info)
+    repository, _, version_tag = tag.partition(":")
+    client.api.import_image_from_data(buf.getvalue(), repository=repository, tag=version_tag)
+    return tag

@@ -65,6 +65,8 @@ __all__ = ["DockerBackend", "DockerRun"]
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_docker_exec.py")
 _SUPERVISOR_MOUNT = "/run/ifbench/exec.py"
 _CONTROL_MOUNT = "/run/ifbench/ctl"
+#: The idle pid 1 of a named image's long-lived container (it may have no ``tail``; it has python3).
+_IDLE = "import time\nwhile True: time.sleep(3600)"
 
 
 class DockerBackend:
@@ -176,9 +178,15 @@ class DockerRun:
             return self._container
 
     def _create(self, extra: Sequence[str], cgroup: tuple[int, int, float | None]) -> Any:
-        container = self.client.containers.create(self.image_tag(), ["/usr/bin/tail", "-f", "/dev/null"],
-                                                  **self.spec(extra, cgroup))
-        container.start()
+        idle = ["/usr/bin/tail", "-f", "/dev/null"] if self.image is None else [self.python, "-I", "-S", "-c", _IDLE]
+        container = self.client.containers.create(self.image_tag(), idle, **self.spec(extra, cgroup))
+        try:
+            container.start()
+        except Exception as exc:  # noqa: BLE001 -- docker.errors.APIError: the image cannot start it
+            container.remove(force=True)
+            if self.image is not None and "python3" in str(exc):
+                raise SandboxUnavailable(no_python(self.image, str(exc).encode())) from None
+            raise
         return container
 
     def image_tag(self) -> str:
