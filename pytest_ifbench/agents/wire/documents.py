@@ -58,7 +58,10 @@ class Accepts:
     @classmethod
     def for_model(cls, model: str) -> Accepts:
         """From litellm's model data (``supports_pdf_input``, ``supports_vision``); unknown: neither."""
+        from ...models.client import import_litellm
+
         try:
+            import_litellm()  # configured offline first: no price-list download
             from litellm.utils import supports_pdf_input, supports_vision
         except ImportError:
             return cls(pdf=False, images=False, model=model)
