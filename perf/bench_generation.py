@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,6 +50,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from _common import source_revision, tail
+from _generation_references import ANTHROPIC_BASELINE, INSPECT_TASK, LITELLM_BASELINE, OPENAI_BASELINE
 
 from pytest_ifbench.testing import StubServer
 
@@ -61,86 +63,43 @@ NON_DEPENDENCY_PLUGINS = ("hypothesispytest", "benchmark")
 DEFAULT_LEVELS = (16, 64)
 FULL_LEVELS = (1, 8, 16, 32, 64)
 
-#: Reference clients, each run as a subprocess sending the same N requests with an
-#: ``asyncio.Semaphore(concurrency)``, no pytest: ``raw litellm`` goes through
-#: ``litellm.acompletion`` (imported the way the plugin imports it), ``raw OpenAI SDK``
-#: through one ``openai.AsyncOpenAI`` client. Their wall time (interpreter start and
-#: imports included) is what the plugin's wall time is compared with.
-LITELLM_BASELINE = r"""
-import asyncio, json, resource, sys, time
-url, count, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-from pytest_ifbench.models.client import import_litellm
-litellm = import_litellm()
-
-async def main():
-    limiter = asyncio.Semaphore(concurrency)
-
-    async def one(i):
-        async with limiter:
-            call = litellm.acompletion(
-                model="openai/stub", api_base=url, num_retries=0, max_retries=0, timeout=60.0,
-                messages=[{"role": "user", "content": f"Write one short sentence about item number {i}."}],
-                temperature=0.0, max_tokens=32)
-            response = await asyncio.wait_for(call, timeout=65.0)
-            assert response.choices[0].message.content
-
-    start = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(count)))
-    return time.perf_counter() - start
-
-elapsed = asyncio.run(main())
-usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"elapsed_s": elapsed, "cpu_s": usage.ru_utime + usage.ru_stime}))
-"""
-
-OPENAI_BASELINE = r"""
-import asyncio, json, os, resource, sys, time
-url, count, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-import openai
-
-async def main():
-    client = openai.AsyncOpenAI(base_url=url, api_key=os.environ["OPENAI_API_KEY"], max_retries=0, timeout=60.0)
-    limiter = asyncio.Semaphore(concurrency)
-
-    async def one(i):
-        async with limiter:
-            response = await client.chat.completions.create(
-                model="stub", temperature=0.0, max_tokens=32,
-                messages=[{"role": "user", "content": f"Write one short sentence about item number {i}."}])
-            assert response.choices[0].message.content
-
-    start = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(count)))
-    return time.perf_counter() - start
-
-elapsed = asyncio.run(main())
-usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"elapsed_s": elapsed, "cpu_s": usage.ru_utime + usage.ru_stime}))
-"""
-
-#: inspect_ai (not a project dependency): the same N prompts as one eval task with a no-op
-#: scorer, against the stub through its ``openai-api`` provider (chat completions), ``--max-connections`` as the
-#: concurrency. Run with the interpreter given by ``--inspect-python``.
-INSPECT_TASK = r"""
-from inspect_ai import Task, task
-from inspect_ai.dataset import Sample
-from inspect_ai.scorer import includes
-from inspect_ai.solver import generate
-
-COUNT = {count}
+#: name -> the reference client's script (see perf/_generation_references.py)
+REFERENCES = {"raw OpenAI SDK": OPENAI_BASELINE, "raw litellm": LITELLM_BASELINE,
+              "raw Anthropic SDK": ANTHROPIC_BASELINE}
 
 
-@task
-def bench():
-    samples = [Sample(input=f"Write one short sentence about item number {{i}}.", target="reply")
-               for i in range(COUNT)]
-    return Task(dataset=samples, solver=generate(), scorer=includes())
-"""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Row:
+    """One way a user names a model and its endpoint: the plugin's run, and the references it is held to."""
 
-#: name -> (script, whether it can run with the project's interpreter)
-REFERENCES = {"raw OpenAI SDK": OPENAI_BASELINE, "raw litellm": LITELLM_BASELINE}
-#: Goals: the plugin's wall time over the raw OpenAI SDK loop's, by concurrency.
-GOALS = {16: 1.25, 64: 1.5}
+    title: str
+    model: str
+    #: ``--api-base`` given; else the endpoint is named by ``env`` (``{url}``: the stub's ``/v1`` URL).
+    flag: bool = True
+    env: tuple[tuple[str, str], ...] = ()
+    #: The endpoint is the stub's root (the Anthropic SDK and litellm's anthropic/ add ``/v1`` themselves).
+    root: bool = False
+    references: tuple[str, ...] = ()
+    #: The reference the goals compare with, and the goals (wall ratio by concurrency).
+    goal_reference: str | None = None
+    goals: tuple[tuple[int, float], ...] = ()
+
+
+ROWS = {
+    "openai-compatible": Row(title="OpenAI-compatible server (--api-base, direct path)", model="openai/stub",
+                             references=("raw OpenAI SDK", "raw litellm"), goal_reference="raw OpenAI SDK",
+                             goals=((16, 1.25), (64, 1.5))),
+    "env-var": Row(title="the same server named by OPENAI_API_BASE", model="openai/stub", flag=False,
+                   env=(("OPENAI_API_BASE", "{url}"),)),
+    "openai-hosted": Row(title="OpenAI priced model (openai/gpt-4o-mini, openai SDK)", model="openai/gpt-4o-mini",
+                         references=("raw OpenAI SDK",), goal_reference="raw OpenAI SDK",
+                         goals=((16, 1.15), (64, 1.5))),
+    "anthropic-hosted": Row(title="Anthropic (anthropic/claude-sonnet-4-5, anthropic SDK)",
+                            model="anthropic/claude-sonnet-4-5", root=True,
+                            env=(("ANTHROPIC_API_KEY", "sk-ant-fake"),), references=("raw Anthropic SDK",),
+                            goal_reference="raw Anthropic SDK", goals=((16, 1.15), (64, 1.5))),
+}
+DEFAULT_ROWS = tuple(ROWS)
 
 
 def write_suite(path: Path, count: int, *, start: int = 0) -> None:
@@ -170,16 +129,17 @@ def child_env() -> dict[str, str]:
     """Environment for the children: a fake key, no proxies, no stray pytest/OpenAI settings."""
     env = dict(os.environ)
     env["OPENAI_API_KEY"] = "sk-fake"  # any value; the stub ignores it
-    for var in ("OPENAI_API_BASE", "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+    for var in ("OPENAI_API_BASE", "OPENAI_BASE_URL", "ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL",
+                "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                 "http_proxy", "https_proxy", "all_proxy", "PYTEST_ADDOPTS"):
         env.pop(var, None)
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     return env
 
 
-def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float) -> dict:
-    """Run ``python -m pytest ARGS``; wall time, CPU time and peak RSS of the child."""
-    env = child_env()
+def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float, env: dict[str, str] | None = None) -> dict:
+    """Run ``python -m pytest ARGS`` (``env`` added to :func:`child_env`); wall time, CPU time and peak RSS."""
+    env = child_env() | (env or {})
     cmd = [sys.executable, "-m", "pytest", *args]
     with log.open("wb") as out:
         start = time.perf_counter()
@@ -216,22 +176,23 @@ def _wait(proc: subprocess.Popen, timeout: float):
 
 def stub_span(server: StubServer, latency: float) -> tuple[float, int]:
     """(first request received -> last request received + latency, chat requests)."""
-    stamps = [r.received_at for r in server.requests if r.path.endswith("/chat/completions")]
+    stamps = [r.received_at for r in server.requests if r.path.endswith(("/chat/completions", "/v1/messages"))]
     if not stamps:
         return 0.0, 0
     return max(stamps) - min(stamps) + latency, len(stamps)
 
 
 def run_reference(name: str, server: StubServer, work: Path, url: str, count: int, concurrency: int,
-                  latency: float, timeout: float) -> dict | None:
+                  latency: float, timeout: float, *, model: str = "stub", env: dict[str, str] | None = None
+                  ) -> dict | None:
     """One reference client (see ``REFERENCES``) at one level: its wall time and stub-side span."""
     script = work / f"reference_{name.replace(' ', '_').lower()}.py"
     script.write_text(REFERENCES[name], encoding="utf-8")
     server.reset()
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(script), url, str(count), str(concurrency)], cwd=work,
-                              env=child_env(), capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([sys.executable, str(script), url, str(count), str(concurrency), model], cwd=work,
+                              env=child_env() | (env or {}), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         print(f"{name} at concurrency {concurrency} ran past {timeout:.0f}s", file=sys.stderr)
         return None
@@ -286,10 +247,11 @@ def inspect_python(option: str | None) -> tuple[str | None, str | None]:
     return option, None
 
 
-def pytest_args(suite: Path, url: str, concurrency: int, blocked: tuple[str, ...] = ()) -> list[str]:
+def pytest_args(suite: Path, url: str, concurrency: int, blocked: tuple[str, ...] = (),
+                row: Row = ROWS["openai-compatible"]) -> list[str]:
     return [
         str(suite), "-q", "-p", "no:cacheprovider", *(f"-pno:{name}" for name in blocked),
-        "--model=openai/stub", f"--api-base={url}",
+        f"--model={row.model}", *([f"--api-base={url}"] if row.flag else []),
         "--ifbench-no-cache", f"--ifbench-concurrency={concurrency}",
         "--ifbench-results=ifbench-results.json",
         "--ifbench-timeout=60", "--ifbench-max-wait=10",
@@ -312,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                              "e.g. /tmp/inspect-venv/bin/python; without it the inspect_ai column is skipped")
     parser.add_argument("--all-plugins", action="store_true",
                         help="do not block the non-dependency pytest plugins " + ", ".join(NON_DEPENDENCY_PLUGINS))
+    parser.add_argument("--rows", default=",".join(DEFAULT_ROWS),
+                        help="comma-separated rows (default: all): " + ", ".join(ROWS))
     parser.add_argument("--json", dest="json_path", default=None, help="write the results as JSON here")
     parser.add_argument("--timeout", type=float, default=600.0, help="limit per pytest run, s (default: 600)")
     args = parser.parse_args(argv)
@@ -322,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         levels = list(FULL_LEVELS if args.full else DEFAULT_LEVELS)
     if args.instances < 1 or args.repeat < 1 or not levels or min(levels) < 1:
         parser.error("--instances, --repeat and every concurrency level must be >= 1")
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = sorted(set(rows) - set(ROWS))
+    if unknown or not rows:
+        parser.error(f"--rows: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(ROWS)}")
 
     blocked = () if args.all_plugins else NON_DEPENDENCY_PLUGINS
     inspect, inspect_note = inspect_python(args.inspect_python)
@@ -340,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                  "cpus": os.cpu_count(), "loadavg_before": load_before},
         "instances": args.instances, "latency_s": args.latency, "repeat": args.repeat,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "startup": None, "runs": [], "notes": [inspect_note] if inspect_note else [],
+        "rows": list(rows), "startup": {}, "runs": [], "notes": [inspect_note] if inspect_note else [],
     }
     failures = 0
     with tempfile.TemporaryDirectory(prefix="ifbench-bench-gen-") as tmp:
@@ -350,92 +318,32 @@ def main(argv: list[str] | None = None) -> int:
         write_suite(suite, args.instances)
         write_suite(one, 1, start=10**5 - 1)  # a prompt no other run sends
         server = StubServer(latency=args.latency, host="127.0.0.1").start()
+        #: (reference, level) -> its run: a reference shared by two rows (the raw OpenAI SDK) runs once
+        measured: dict[tuple[str, int], dict | None] = {}
         try:
-            url = server.url
-            # -- fixed start-up: the same command on a one-instance suite ---------
-            # (fastest of at least two runs: the first one also warms the file cache)
-            run = None
-            for rep in range(max(2, args.repeat)):
-                server.reset()
-                log = work / f"startup-{rep}.log"
-                attempt = run_pytest(pytest_args(one, url, 1, blocked), cwd=work, log=log, timeout=args.timeout)
-                if attempt["rc"] != 0 or server.calls != 1:
-                    print(f"start-up run failed (rc={attempt['rc']}, stub calls={server.calls}):\n{tail(log)}",
-                          file=sys.stderr)
+            for key in rows:
+                row = ROWS[key]
+                url = server.url.removesuffix("/v1") if row.root else server.url
+                env = {name: value.format(url=server.url) for name, value in row.env}
+                startup = measure_startup(row, server, work, one, url, env, blocked, args)
+                if startup is None:
                     return 1
-                if run is None or attempt["wall_s"] < run["wall_s"]:
-                    run = attempt
-            startup = max(0.0, run["wall_s"] - args.latency)
-            results["startup"] = {"wall_s": round(run["wall_s"], 3), "fixed_startup_s": round(startup, 3),
-                                  "cpu_s": round(run["cpu_s"], 3), "max_rss_mb": round(run["max_rss_mb"], 1)}
-            print(f"fixed start-up (1-instance run, wall {run['wall_s']:.2f}s minus one "
-                  f"{args.latency:g}s call): {startup:.2f}s", file=sys.stderr)
-
-            # -- one run per concurrency level -----------------------------------
-            for level in levels:
-                best = None
-                attempts: list[dict] = []
-                for rep in range(args.repeat):
-                    server.reset()
-                    log = work / f"run-c{level}-{rep}.log"
-                    run = run_pytest(pytest_args(suite, url, level, blocked), cwd=work, log=log, timeout=args.timeout)
-                    span, requests = stub_span(server, args.latency)
-                    run.update(span_s=span, requests=requests, calls=server.calls,
-                               peak=server.peak_concurrency)
-                    ok = run["rc"] == 0 and run["calls"] == args.instances
-                    if not ok:
-                        failures += 1
-                        print(f"concurrency {level}: run failed (rc={run['rc']}, stub calls={run['calls']}, "
-                              f"expected {args.instances}):\n{tail(log)}", file=sys.stderr)
-                    run["ok"] = ok
-                    print(f"concurrency {level:>3} run {rep + 1}: wall {run['wall_s']:.2f}s, "
-                          f"span {span:.2f}s, peak {run['peak']}", file=sys.stderr)
-                    attempts.append({"wall_s": round(run["wall_s"], 3), "generation_span_s": round(span, 3),
-                                     "peak_concurrency": run["peak"], "ok": ok})
-                    # keep the fastest run (wall time, start-up included: what the goals compare)
-                    if best is None or (ok, -run["wall_s"]) > (best["ok"], -best["wall_s"]):
-                        best = run
-                assert best is not None
-                references: dict[str, dict | None] = {}
-                names = [] if args.no_baseline else list(REFERENCES)
-                for name in names + (["inspect_ai"] if inspect else []):
-                    kept = None
-                    for _ in range(args.repeat):  # keep the shortest wall time, as for the plugin
-                        if name == "inspect_ai":
-                            attempt = run_inspect(inspect, server, work, url, args.instances, level,
-                                                  args.latency, args.timeout)
-                        else:
-                            attempt = run_reference(name, server, work, url, args.instances, level,
-                                                    args.latency, args.timeout)
-                        if attempt is not None and (kept is None or attempt["wall_s"] < kept["wall_s"]):
-                            kept = attempt
-                    if kept is None:
-                        failures += 1
-                    else:
-                        print(f"concurrency {level:>3} {name}: wall {kept['wall_s']:.2f}s, span "
-                              f"{kept['generation_span_s']:.2f}s, peak {kept['peak_concurrency']}", file=sys.stderr)
-                    references[name] = kept
-                ideal = args.instances * args.latency / level
-                net = best["wall_s"] - startup
-                results["runs"].append({
-                    "concurrency": level, "ok": best["ok"], "rc": best["rc"],
-                    "wall_s": round(best["wall_s"], 3),
-                    "wall_minus_startup_s": round(net, 3),
-                    "generation_span_s": round(best["span_s"], 3),
-                    "ideal_s": round(ideal, 3),
-                    "ratio": round(best["span_s"] / ideal, 3),
-                    "ratio_end_to_end": round(net / ideal, 3),
-                    "peak_concurrency": best["peak"],
-                    "stub_calls": best["calls"],
-                    "cpu_s": round(best["cpu_s"], 3),
-                    "max_rss_mb": round(best["max_rss_mb"], 1),
-                    "references": references,
-                    "wall_ratios": {name: round(best["wall_s"] / ref["wall_s"], 3)
-                                    for name, ref in references.items() if ref},
-                    "attempts": attempts,
-                    "command": "python -m pytest " + " ".join(a.replace(url, "<stub-url>")
-                                                              for a in best["cmd"][3:]),
-                })
+                results["startup"].setdefault(key, startup)
+                for level in levels:
+                    run, fails = run_level(row, server, work, suite, url, env, level, blocked, args)
+                    failures += fails
+                    references: dict[str, dict | None] = {}
+                    names = [] if args.no_baseline else list(row.references)
+                    if key == "openai-compatible" and inspect:
+                        names.append("inspect_ai")
+                    for name in names:
+                        if (name, level) not in measured:
+                            measured[name, level] = best_reference(name, server, work, url, level, inspect, env,
+                                                                   row, args)
+                            failures += measured[name, level] is None
+                        references[name] = measured[name, level]
+                    results["runs"].append(summarise(key, row, run, startup["fixed_startup_s"], level, references,
+                                                     args, server.url))
         finally:
             server.stop()
     results["host"]["loadavg_after"] = os.getloadavg()
@@ -447,38 +355,129 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failures else 0
 
 
+def measure_startup(row: Row, server: StubServer, work: Path, one: Path, url: str, env: dict[str, str],
+                    blocked: tuple[str, ...], args: argparse.Namespace) -> dict | None:
+    """The row's fixed start-up: its command on a one-instance suite (fastest of at least two runs: the
+    first also warms the file cache), minus the one call's latency."""
+    run = None
+    for rep in range(max(2, args.repeat)):
+        server.reset()
+        log = work / f"startup-{rep}.log"
+        attempt = run_pytest(pytest_args(one, url, 1, blocked, row), cwd=work, log=log, timeout=args.timeout,
+                             env=env)
+        if attempt["rc"] != 0 or server.calls != 1:
+            print(f"{row.title}: start-up run failed (rc={attempt['rc']}, stub calls={server.calls}):\n{tail(log)}",
+                  file=sys.stderr)
+            return None
+        if run is None or attempt["wall_s"] < run["wall_s"]:
+            run = attempt
+    assert run is not None
+    startup = max(0.0, run["wall_s"] - args.latency)
+    print(f"{row.title}: fixed start-up (1-instance run, wall {run['wall_s']:.2f}s minus one "
+          f"{args.latency:g}s call): {startup:.2f}s", file=sys.stderr)
+    return {"wall_s": round(run["wall_s"], 3), "fixed_startup_s": round(startup, 3),
+            "cpu_s": round(run["cpu_s"], 3), "max_rss_mb": round(run["max_rss_mb"], 1)}
+
+
+def run_level(row: Row, server: StubServer, work: Path, suite: Path, url: str, env: dict[str, str], level: int,
+              blocked: tuple[str, ...], args: argparse.Namespace) -> tuple[dict, int]:
+    """The row's runs at one level (``--repeat``): the fastest, with every attempt; and the failures."""
+    best = None
+    failures = 0
+    attempts: list[dict] = []
+    for rep in range(args.repeat):
+        server.reset()
+        log = work / f"run-c{level}-{rep}.log"
+        run = run_pytest(pytest_args(suite, url, level, blocked, row), cwd=work, log=log, timeout=args.timeout,
+                         env=env)
+        span, requests = stub_span(server, args.latency)
+        run.update(span_s=span, requests=requests, calls=server.calls, peak=server.peak_concurrency)
+        ok = run["rc"] == 0 and run["calls"] == args.instances
+        if not ok:
+            failures += 1
+            print(f"{row.title}, concurrency {level}: run failed (rc={run['rc']}, stub calls={run['calls']}, "
+                  f"expected {args.instances}):\n{tail(log)}", file=sys.stderr)
+        run["ok"] = ok
+        print(f"{row.title}, concurrency {level:>3} run {rep + 1}: wall {run['wall_s']:.2f}s, span {span:.2f}s, "
+              f"peak {run['peak']}", file=sys.stderr)
+        attempts.append({"wall_s": round(run["wall_s"], 3), "generation_span_s": round(span, 3),
+                         "peak_concurrency": run["peak"], "ok": ok})
+        # keep the fastest run (wall time, start-up included: what the goals compare)
+        if best is None or (ok, -run["wall_s"]) > (best["ok"], -best["wall_s"]):
+            best = run
+    assert best is not None
+    best["attempts"] = attempts
+    return best, failures
+
+
+def best_reference(name: str, server: StubServer, work: Path, url: str, level: int, inspect: str | None,
+                   env: dict[str, str], row: Row, args: argparse.Namespace) -> dict | None:
+    """The shortest wall time of ``--repeat`` runs of one reference at one level (None: every run failed)."""
+    kept = None
+    for _ in range(args.repeat):
+        if name == "inspect_ai":
+            assert inspect is not None
+            attempt = run_inspect(inspect, server, work, url, args.instances, level, args.latency, args.timeout)
+        else:
+            attempt = run_reference(name, server, work, url, args.instances, level, args.latency, args.timeout,
+                                    model=row.model.split("/", 1)[-1], env=env)
+        if attempt is not None and (kept is None or attempt["wall_s"] < kept["wall_s"]):
+            kept = attempt
+    if kept is not None:
+        print(f"concurrency {level:>3} {name}: wall {kept['wall_s']:.2f}s, span "
+              f"{kept['generation_span_s']:.2f}s, peak {kept['peak_concurrency']}", file=sys.stderr)
+    return kept
+
+
+def summarise(key: str, row: Row, best: dict, startup: float, level: int, references: dict[str, dict | None],
+              args: argparse.Namespace, url: str) -> dict:
+    ideal = args.instances * args.latency / level
+    net = best["wall_s"] - startup
+    return {
+        "row": key, "title": row.title, "concurrency": level, "ok": best["ok"], "rc": best["rc"],
+        "wall_s": round(best["wall_s"], 3),
+        "wall_minus_startup_s": round(net, 3),
+        "generation_span_s": round(best["span_s"], 3),
+        "ideal_s": round(ideal, 3),
+        "ratio": round(best["span_s"] / ideal, 3),
+        "ratio_end_to_end": round(net / ideal, 3),
+        "peak_concurrency": best["peak"],
+        "stub_calls": best["calls"],
+        "cpu_s": round(best["cpu_s"], 3),
+        "max_rss_mb": round(best["max_rss_mb"], 1),
+        "references": references,
+        "wall_ratios": {name: round(best["wall_s"] / ref["wall_s"], 3) for name, ref in references.items() if ref},
+        "goal_reference": row.goal_reference, "goal": dict(row.goals).get(level),
+        "attempts": best["attempts"],
+        "env": sorted(name for name, _ in row.env),
+        "command": "python -m pytest " + " ".join(a.replace(url, "<stub-url>").replace(url.removesuffix("/v1"),
+                                                                                        "<stub-root>")
+                                                  for a in best["cmd"][3:]),
+    }
+
+
 def render_table(results: dict) -> str:
-    st = results["startup"]
-    names = [n for n in [*REFERENCES, "inspect_ai"] if any((r.get("references") or {}).get(n) for r in results["runs"])]
-    out = [
-        (f"### Generation: {results['instances']} instances, stub latency "
-         f"{results['latency_s'] * 1000:.0f} ms, `--ifbench-no-cache`"),
-        "",
-        (f"Fixed start-up (one-instance run minus its one call): **{st['fixed_startup_s']:.2f} s** "
-         f"(wall {st['wall_s']:.2f} s, CPU {st['cpu_s']:.2f} s)."),
-        "",
-        ("| concurrency | ideal N×lat/c (s) | wall (s) | gen span (s) | ratio span/ideal | stub peak | CPU (s) | "
-         + "".join(f"{n} wall (s) | " for n in names)
-         + "".join(f"wall ÷ {n} | " for n in names)).rstrip(" "),
-        "|" + "---:|" * (7 + 2 * len(names)),
-    ]
+    out = [(f"### Generation: {results['instances']} instances, stub latency "
+            f"{results['latency_s'] * 1000:.0f} ms, `--ifbench-no-cache`"), ""]
+    out += ["| row | fixed start-up (s) | concurrency | ideal (s) | wall (s) | gen span (s) | span/ideal | peak "
+            "| CPU (s) | reference wall (s) | wall ÷ reference |", "|---|" + "---:|" * 9 + "---|"]
+    flag_walls = {r["concurrency"]: r["wall_s"] for r in results["runs"] if r["row"] == "openai-compatible"}
     for r in results["runs"]:
-        flag = "" if r["ok"] else " ⚠"
-        refs = r.get("references") or {}
-        walls = "".join(f" {refs[n]['wall_s']:.2f} |" if refs.get(n) else " – |" for n in names)
-        ratios = ""
-        for n in names:
-            value = r["wall_ratios"].get(n)
-            goal = GOALS.get(r["concurrency"]) if n == "raw OpenAI SDK" else None
-            mark = "" if value is None or goal is None else (" ✓" if value <= goal else f" ✗ (goal ≤ {goal})")
-            ratios += f" {value:.2f}{mark} |" if value is not None else " – |"
-        out.append(
-            f"| {r['concurrency']}{flag} | {r['ideal_s']:.2f} | {r['wall_s']:.2f} | {r['generation_span_s']:.2f} "
-            f"| {r['ratio']:.2f} | {r['peak_concurrency']} | {r['cpu_s']:.2f} |{walls}{ratios}"
-        )
+        start = results["startup"][r["row"]]["fixed_startup_s"]
+        refs = {n: ref for n, ref in (r.get("references") or {}).items() if ref}
+        walls = "; ".join(f"{n} {ref['wall_s']:.2f}" for n, ref in refs.items()) or "–"
+        ratios = []
+        for n in refs:
+            value, goal = r["wall_ratios"][n], r["goal"] if n == r["goal_reference"] else None
+            mark = "" if goal is None else (" ✓" if value <= goal else f" ✗ (goal ≤ {goal})")
+            ratios.append(f"{value:.2f}× {n}{mark}")
+        if r["row"] == "env-var" and r["concurrency"] in flag_walls:
+            ratios.append(f"{r['wall_s'] / flag_walls[r['concurrency']]:.2f}× the --api-base row (goal: 1)")
+        out.append(f"| {r['title']}{'' if r['ok'] else ' ⚠'} | {start:.2f} | {r['concurrency']} | {r['ideal_s']:.2f} "
+                   f"| {r['wall_s']:.2f} | {r['generation_span_s']:.2f} | {r['ratio']:.2f} | {r['peak_concurrency']} "
+                   f"| {r['cpu_s']:.2f} | {walls} | {'; '.join(ratios) or '–'} |")
     out += ["", "Wall times include interpreter start-up and imports; a ratio is the plugin's wall time over the "
-            "reference's at the same level (goals vs the raw OpenAI SDK loop: "
-            + ", ".join(f"≤ {g}× at {c}" for c, g in GOALS.items()) + ")."]
+            "reference's at the same level (a reference shared by two rows ran once per level)."]
     out += [f"*{note}*" for note in results.get("notes", [])]
     return "\n".join(out)
 

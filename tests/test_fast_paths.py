@@ -88,3 +88,41 @@ def test_litellm_is_imported_in_the_background_unless_the_cache_may_answer(pytes
     assert _run(pytester, stub_env, "--ifbench-summary=")["litellm"]
     assert not _run(pytester, stub_env, "--ifbench-summary=")["litellm"], "every response is cached"
     assert stub_env.calls == 2
+
+
+#: Every way of naming the endpoint, and the hosted models' SDK routes: (case, model, --api-base or None,
+#: environment). The stub's root serves both formats; the Anthropic SDK adds the /v1 itself.
+ENDPOINTS = [
+    ("api-base-flag", "openai/stub", "{url}", {}),
+    ("OPENAI_API_BASE", "openai/stub", None, {"OPENAI_API_BASE": "{url}"}),
+    ("OPENAI_BASE_URL", "openai/stub", None, {"OPENAI_BASE_URL": "{url}"}),
+    ("openai-sdk-priced-model", "openai/gpt-4o-mini", "{url}", {}),
+    ("openai-sdk-by-env", "openai/gpt-4o-mini", None, {"OPENAI_BASE_URL": "{url}"}),
+    ("anthropic-sdk", "anthropic/claude-sonnet-4-5", "{root}", {"ANTHROPIC_API_KEY": "sk-ant-ifbench-test-0123"}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "api_base", "env"), [e[1:] for e in ENDPOINTS], ids=[e[0] for e in ENDPOINTS])
+def test_every_way_of_naming_the_endpoint_skips_litellm(pytester, stub_env, suite, monkeypatch, model, api_base,
+                                                         env):
+    """``--api-base``, ``OPENAI_API_BASE``/``OPENAI_BASE_URL`` and the hosted providers' SDK routes reach the stub
+    without importing litellm -- neither up front nor for a call -- and a priced model's cost is recorded."""
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_API_BASE", LITELLM_ONLY_ENV):
+        monkeypatch.delenv(name, raising=False)
+    where = {"url": stub_env.url, "root": stub_env.url.removesuffix("/v1")}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(**where))
+    args = [a for a in stub_args(stub_env) if not a.startswith(("--model=", "--api-base="))]
+    args += [f"--model={model}"] + ([f"--api-base={api_base.format(**where)}"] if api_base else [])
+    result = pytester.runpytest_subprocess("suites", *args, "--ifbench-results=results.json")
+    result.assert_outcomes(passed=1, failed=2)
+    assert stub_env.calls == 2, "both instances were answered by the stub"
+    imported = json.loads((pytester.path / "imported.json").read_text())
+    assert not imported["litellm"] and imported["aiohttp"]
+    records = json.loads((pytester.path / "results.json").read_text())["instances"]
+    costs = [r.get("cost") for r in records]
+    if model == "openai/stub":
+        assert not any(costs), "litellm has no price for the stub's model"
+    else:
+        assert all(c and c > 0 for c in costs), costs

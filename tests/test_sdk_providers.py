@@ -214,3 +214,44 @@ def test_a_json_schema_reply_format_answers_as_through_litellm(keys, monkeypatch
         assert again.text == done.text
         sent = keys.requests[-1].body
         assert (sent["tool_choice"], sent["tools"]) == (body["tool_choice"], body["tools"])
+
+
+def test_the_endpoint_a_model_is_called_at(monkeypatch):
+    """``--api-base`` first; for OpenAI's models ``OPENAI_BASE_URL``, then ``OPENAI_API_BASE`` (litellm's
+    order); never for another provider's models."""
+    from pytest_ifbench.models.openai_compat import DirectTransport
+    from pytest_ifbench.models.providers import endpoint
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE", LITELLM_ONLY_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    assert endpoint("openai/stub", None) is None
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:7/v1")
+    assert endpoint("openai/stub", None) == endpoint("gpt-4o-mini", None) == "http://127.0.0.1:7/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
+    assert endpoint("openai/stub", None) == "http://127.0.0.1:8/v1"
+    assert endpoint("openai/stub", "http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1"
+    for other in ("anthropic/claude-sonnet-4-5", "claude-sonnet-4-5", "local/smollm2", "mistral/mistral-large"):
+        assert endpoint(other, None) is None
+    client = make_client("openai/stub")
+    assert isinstance(client.direct, DirectTransport) and client.direct.url == "http://127.0.0.1:8/v1/chat/completions"
+    assert client.api_base == "http://127.0.0.1:8/v1" and client.endpoint == "http://127.0.0.1:8/v1"
+    priced = make_client("openai/gpt-4o-mini")
+    assert isinstance(priced.direct, OpenAISDKTransport) and priced.direct.api_base == "http://127.0.0.1:8/v1"
+
+
+def test_a_connection_refused_reaches_the_circuit_breaker(keys, monkeypatch):
+    """An SDK's connection error keeps the refused connection in its chain: the breaker counts it."""
+    from pytest_ifbench.models.breaker import is_connection_failure
+    from pytest_ifbench.models.sdk_pool import provider_error
+
+    for model in (OPENAI_MODEL, ANTHROPIC_MODEL):
+        monkeypatch.delenv(LITELLM_ONLY_ENV, raising=False)
+        client = make_client(model, api_base="http://127.0.0.1:9/v1", retry=QUICK)
+        transport = client.direct
+        with pytest.raises(Exception) as excinfo:
+            asyncio.run(_closing(transport.acompletion(model=model, messages=[{"role": "user", "content": "hi"}],
+                                                       timeout=5, max_tokens=5)))
+        assert getattr(excinfo.value, "kind", None) == "APIConnectionError", excinfo.value
+        assert "ClientConnectorError: Cannot connect to host" in str(excinfo.value)
+        assert is_connection_failure(excinfo.value) and provider_error(ValueError("x"), 1) is None

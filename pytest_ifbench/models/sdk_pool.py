@@ -110,10 +110,30 @@ def provider_error(exc: BaseException, timeout: float) -> ProviderError | None:
         except Exception:  # a body that was never read
             content = b""
         return status_error(response.status_code, content, response.headers, response.reason_phrase)
+    if not _named(exc, "APIConnectionError"):  # (the SDKs' APITimeoutError is one too)
+        return None
+    # httpx-aiohttp reports a refused connection as httpx's ConnectTimeout, and the SDK then as a timeout:
+    # the aiohttp error underneath says what happened, and is what the direct path reports.
+    cause = _aiohttp_cause(exc)
+    if cause is not None and not _named(cause, "ServerTimeoutError") and not _named(cause, "ConnectionTimeoutError"):
+        return ProviderError("APIConnectionError", f"{type(cause).__name__}: {cause}".rstrip(": "))
+    if cause is not None and _named(cause, "ConnectionTimeoutError"):
+        connect = min(timeout, CONNECT_TIMEOUT)
+        return ProviderError("Timeout", f"connecting timed out after {connect:g}s", status_code=408)
     if _named(exc, "APITimeoutError"):
         return ProviderError("Timeout", f"the request timed out after {timeout:g}s", status_code=408)
-    if _named(exc, "APIConnectionError"):
-        cause = exc.__cause__ or exc.__context__
-        detail = f"{type(cause).__name__}: {cause}".rstrip(": ") if cause is not None else str(exc)
-        return ProviderError("APIConnectionError", detail)
+    inner = exc.__cause__ or exc.__context__
+    detail = f"{type(inner).__name__}: {inner}".rstrip(": ") if inner is not None else str(exc)
+    return ProviderError("APIConnectionError", detail)
+
+
+def _aiohttp_cause(exc: BaseException) -> BaseException | None:
+    """The first aiohttp error in ``exc``'s cause chain, if the SDK's aiohttp transport raised one."""
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 12:
+        if type(cause).__module__.startswith("aiohttp"):
+            return cause
+        seen += 1
+        cause = cause.__cause__ or cause.__context__
     return None
