@@ -138,3 +138,69 @@ def test_paired_bootstrap_is_reproducible_and_zero_for_no_change():
     a = stats.paired_bootstrap([1.0] * 10, [0.0] * 6 + [1.0] * 4)
     assert a == stats.paired_bootstrap([1.0] * 10, [0.0] * 6 + [1.0] * 4)
     assert a[0].value == pytest.approx(-0.6) and a[1] < 0.01 and a[0].high < 0
+
+
+def _run_against(pytester, stub_server, base: str, *extra: str):
+    """The "new" run (capitals for the format prompts) as a pytest run compared with ``base`` at its end; in a
+    subprocess, so the output checked is the run's own."""
+    return pytester.runpytest_subprocess("suites", *stub_args(stub_server, "--model=openai/new-model",
+                                                              f"--baseline-results={base}", *extra))
+
+
+def test_baseline_results_compares_the_run_at_its_end(runs, pytester, stub_server):
+    summary = pytester.path / "summary.md"
+    result = _run_against(pytester, stub_server, runs["base"], "--ifbench-results=again.json",
+                          f"--ifbench-summary={summary}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # its 12 failing instances; no gate asked for
+    result.stdout.fnmatch_lines([
+        "*= ifbench compare =*",
+        f"base: {runs['base']} (model openai/stub, 20 instances); "
+        "new: again.json (model openai/new-model, 20 instances)",
+        "*all * ISR * 20 * 100.0% * 40.0% * -60.0 pts * <0.001 * exact McNemar (+0/-12) * worse",
+        "passed -> failed (12):",
+        "  suites/cmp.yaml::f00  failed: lower, lower-bonus",
+    ])
+    out = result.stdout.str()
+    assert "significant regression at alpha 0.05: cmp ISR -60.0 pts" in out
+    assert "the run fails" not in out
+    # the same comparison as `ifbench compare BASE NEW` on the file this run wrote
+    assert _compare(runs["base"], str(pytester.path / "again.json"), "--fail-on-regression") == 1
+    text = summary.read_text(encoding="utf-8")
+    assert f"compared with {runs['base']} (model openai/stub): significant regression at alpha 0.05" in text
+    assert "cmp ISR (20 paired): 100.0% -> 40.0%, -60.0 pts" in text and "exact McNemar, +0/-12) worse" in text
+    assert "passed -> failed (12): suites/cmp.yaml::f00" in text
+
+
+def test_fail_on_regression_makes_the_exit_status_the_gates(runs, pytester, stub_server):
+    # a significant drop fails the run...
+    result = _run_against(pytester, stub_server, runs["base"], "--ifbench-fail-on-regression")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["--ifbench-fail-on-regression: the run fails (exit 1)"])
+    # ... no change passes it, although 12 instances failed their checks (in both runs; 36 = 12 + their 24 subtests)
+    result = _run_against(pytester, stub_server, runs["new"], "--ifbench-fail-on-regression")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["no significant regression at alpha 0.05", "*= 36 failed, 8 passed in *"])
+    assert _run_against(pytester, stub_server, runs["new"]).ret == pytest.ExitCode.TESTS_FAILED, "only as the gate"
+    # a refused comparison cannot pass the gate
+    result = _run_against(pytester, stub_server, runs["hot"], "--ifbench-fail-on-regression")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        f"compared with {runs['hot']}: refused: * differ in generation settings for cmp: *",
+        "--ifbench-fail-on-regression: the run fails (exit 1)",
+    ])
+
+
+def test_baseline_results_bad_input_stops_before_the_run(pytester, stub_server):
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "cmp.yaml").write_text(_suite(), encoding="utf-8")
+    (pytester.path / "x.json").write_text('{"a": 1}')
+    result = _run_against(pytester, stub_server, "x.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--baseline-results: *x.json: not a pytest-ifbench results file*"])
+    result = _run_against(pytester, stub_server, "missing.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--baseline-results: *missing.json: cannot read*"])
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_server, "--ifbench-fail-on-regression"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ifbench-fail-on-regression needs --baseline-results BASE.json*"])
+    assert not stub_server.requests, "nothing was paid for"

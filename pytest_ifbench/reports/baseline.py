@@ -38,6 +38,9 @@ from .._collect import CheckFailed, InstanceItem, failure_message
 from .baseline_compare import Comparison, compare, instance_pair, payload
 from .baseline_extension import DIRNAME, BaselineExtension, _Stored
 from .baseline_gate import GATES, GateGroup, evaluate, gate_lines, regressions
+from .compare_run import add_options as add_compare_options
+from .compare_run import configure as configure_compare
+from .compare_run import summary_lines as compared_lines
 
 # ---------------------------------------------------------------------------
 # the plugin
@@ -85,10 +88,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "single check fails, the run fails when a benchmark's ISR or CSR over the instances "
                          "dropped significantly (exact McNemar / sign-flip permutation test, --ifbench-baseline-alpha)")
     group.addoption("--ifbench-baseline-alpha", dest="ifbench_baseline_alpha", type=float, default=0.05,
-                    metavar="A", help="significance level of --ifbench-baseline-gate=paired (default: 0.05)")
+                    metavar="A", help="significance level of --ifbench-baseline-gate=paired and of "
+                                      "--baseline-results (default: 0.05)")
+    add_compare_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    alpha = config.getoption("ifbench_baseline_alpha")
+    if not 0.0 < alpha < 1.0:
+        raise pytest.UsageError(f"--ifbench-baseline-alpha must be between 0 and 1 (exclusive), got {alpha}")
+    configure_compare(config)
     directory = config.getoption("ifbench_baseline_dir", None)
     if not (config.getoption("ifbench_baseline", False) or directory):
         return
@@ -97,9 +106,6 @@ def pytest_configure(config: pytest.Config) -> None:
     tolerance = config.getoption("ifbench_baseline_tolerance")
     if not 0.0 <= tolerance <= 1.0:
         raise pytest.UsageError(f"--ifbench-baseline-tolerance must be between 0 and 1, got {tolerance}")
-    alpha = config.getoption("ifbench_baseline_alpha")
-    if not 0.0 < alpha < 1.0:
-        raise pytest.UsageError(f"--ifbench-baseline-alpha must be between 0 and 1 (exclusive), got {alpha}")
     if directory:
         path = Path(directory)
         BaselineExtension.custom_dir = path if path.is_absolute() else Path(config.invocation_params.dir) / path
@@ -310,16 +316,19 @@ class _Collector:
 
 
 def overview(config: pytest.Config) -> dict[str, Any] | None:
-    """Totals and the instances behind them, for the terminal and the summary file (controller)."""
+    """Totals and the instances behind them, for the terminal and the summary file (controller); with
+    ``--baseline-results``, also the comparison with that run (``compared``: lines)."""
     settings = config.stash.get(SETTINGS_KEY, None)
+    compared = compared_lines(config)
     if settings is None or not settings.comparisons:
-        return None
+        return {"compared": compared} if compared else None
     rows = sorted(settings.comparisons.values(), key=lambda c: c["nodeid"])
 
     def listing(key: str) -> list[tuple[str, str, str]]:
         return [(c["nodeid"], check, how) for c in rows for check, how in (c.get(key) or {}).items()]
 
     return {
+        "compared": compared,
         "update": settings.update,
         "tolerance": settings.tolerance,
         "gate": None if settings.gate != "paired" or settings.update else gate_lines(_gate_groups(settings),
@@ -343,7 +352,13 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def overview_lines(data: dict[str, Any], limit: int = 20) -> list[str]:
+def overview_lines(data: dict[str, Any], limit: int = 20, compared: bool = True) -> list[str]:
+    """The overview as lines: the snapshots' (when compared with them), then ``--baseline-results``'s."""
+    lines = _snapshot_lines(data, limit) if "update" in data else []
+    return lines + (data.get("compared") or [] if compared else [])
+
+
+def _snapshot_lines(data: dict[str, Any], limit: int) -> list[str]:
     if data["update"]:
         lines = [f"baseline updated: {_plural(len(data['updated']), 'instance')} written "
                  f"({_plural(len(data['new_instances']), 'new instance')}, "
@@ -381,8 +396,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if hasattr(config, "workerinput"):
         return
     data = overview(config)
-    if data is None:
-        return
+    if data is None or "update" not in data:
+        return  # --baseline-results alone: its own section (compare_run)
     terminalreporter.section("ifbench baseline")
-    for line in overview_lines(data):
+    for line in overview_lines(data, compared=False):
         terminalreporter.write_line(line)

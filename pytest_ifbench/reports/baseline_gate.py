@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compare import Delta, isr_delta, mean_delta
-from .compare_render import change, p_value
+from .compare_render import change, delta_line, p_value
 
 #: The gate's names, as ``--ifbench-baseline-gate`` takes them.
 GATES = ("tolerance", "paired")
@@ -69,12 +69,4 @@ def gate_lines(groups: list[GateGroup], alpha: float) -> list[str]:
         head = f"paired gate: significant regression at alpha {alpha:g}, the run fails: {named}"
     else:
         head = f"paired gate: no significant regression at alpha {alpha:g}"
-    lines = [head]
-    for group in groups:
-        for delta in group.deltas:
-            flips = f", +{delta.gains}/-{delta.losses}" if delta.metric == "ISR" else ""
-            verdict = " worse" if delta.regression(alpha) else " better" if delta.significant(alpha) else ""
-            lines.append(f"  {group.benchmark} {delta.metric} ({group.pairs} paired): {100 * delta.base:.1f}% -> "
-                         f"{100 * delta.new:.1f}%, {change(delta)}, p {p_value(delta.p)} ({delta.test}{flips})"
-                         + verdict)
-    return lines
+    return [head, *("  " + delta_line(g.benchmark, g.pairs, d, alpha) for g in groups for d in g.deltas)]

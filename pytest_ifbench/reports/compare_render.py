@@ -19,6 +19,15 @@ def change(delta: Delta) -> str:
     return f"{100 * c.value:+.1f} pts ±{100 * c.se:.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
 
 
+def delta_line(label: str, pairs: int, delta: Delta, alpha: float) -> str:
+    """One metric's change on one line: ``demo ISR (10 paired): 100.0% -> 30.0%, -70.0 pts ±15.3 [...], p 0.016
+    (exact McNemar, +0/-7) worse`` (the baseline's paired gate, the summary file)."""
+    flips = f", +{delta.gains}/-{delta.losses}" if delta.metric == "ISR" else ""
+    verdict = _verdict(delta, alpha)
+    return (f"{label} {delta.metric} ({pairs} paired): {100 * delta.base:.1f}% -> {100 * delta.new:.1f}%, "
+            f"{change(delta)}, p {p_value(delta.p)} ({delta.test}{flips})" + (f" {verdict}" if verdict else ""))
+
+
 def _verdict(delta: Delta, alpha: float) -> str:
     if delta.regression(alpha):
         return "worse"
@@ -87,7 +96,8 @@ def _headline(comparison: Comparison) -> str:
             f"new: {new.name} (model {new.meta.get('model')}, {len(new.records)} instances)")
 
 
-def _outcome(comparison: Comparison) -> str:
+def outcome_line(comparison: Comparison) -> str:
+    """The verdict: no significant regression, or the drops that are."""
     drops = comparison.regressions()
     if not drops:
         return f"no significant regression at alpha {comparison.alpha:g}"
@@ -101,11 +111,12 @@ def terminal_lines(comparison: Comparison) -> list[str]:
         lines += ["", *render_table(table)]
     for heading, items in _listing(comparison):
         lines += ["", heading + ":", *(f"  {item}" for item in items)]
-    return [*lines, "", _outcome(comparison)]
+    return [*lines, "", outcome_line(comparison)]
 
 
 def markdown(comparison: Comparison) -> str:
-    lines = ["# pytest-ifbench: comparison of two runs", "", _headline(comparison), "", f"**{_outcome(comparison)}**"]
+    lines = ["# pytest-ifbench: comparison of two runs", "", _headline(comparison), "",
+             f"**{outcome_line(comparison)}**"]
     for table in tables(comparison):
         lines += ["", f"## {table.title}", "", "| " + " | ".join(c or " " for c in table.columns) + " |",
                   "|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.columns))) + "|"]
