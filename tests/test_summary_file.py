@@ -83,9 +83,10 @@ def test_markdown_summary_tables_totals_and_plots(pytester, stub_env):
     stub_env.add_rule("uppercase", Reply(content="Hello There"))
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
     pytester.makeconftest(CONFTEST)
-    # stub_args turns the summary off for speed; the default (no option) is what is tested here.
+    # stub_args turns the summary off for speed; the default place (no option) is what is tested here,
+    # with its plots asked for (the default summary draws none: test_default_summary_draws_no_plots).
     args = [a for a in stub_args(stub_env) if a != "--ifbench-summary="]
-    result = pytester.runpytest("suites", *args)
+    result = pytester.runpytest("suites", *args, "--ifbench-plots=yes")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["summary: ifbench-summary.md"])
 
@@ -164,3 +165,76 @@ def test_bad_summary_suffix_is_a_usage_error(pytester):
     result = pytester.runpytest("--ifbench-summary=report.txt", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ifbench-summary: 'report.txt' must end in .md or .html*"])
+
+
+#: A plot plugin that notes what was already on disk when it was called, and counts its calls.
+ORDER_CONFTEST = CONFTEST.split("class Broken")[0].replace("def pytest_ifbench_plots(", "def _plain_plots(") + '''
+import json
+from pathlib import Path
+
+
+def pytest_ifbench_plots(benchmark, records, directory):
+    summary = Path("ifbench-summary.md")
+    seen = {"results": Path("ifbench-results.json").is_file(),
+            "summary": summary.read_text() if summary.is_file() else None}
+    calls = Path("plot-calls.jsonl")
+    with calls.open("a") as out:
+        out.write(json.dumps(seen) + "\\n")
+    return _plain_plots(benchmark, records, directory)
+'''
+
+
+def _recorded_run(pytester: pytest.Pytester, *extra: str) -> str:
+    replies = [{"id": "hello-lower", "response": "hello"}, {"id": "shout", "response": "hello"}]
+    (pytester.path / "replies.jsonl").write_text("\n".join(json.dumps(r) for r in replies) + "\n")
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=replies.jsonl",
+                                "--ifbench-live-status=off", *extra)
+    result.assert_outcomes(passed=1, failed=2)  # shout's failed check counts as a failed subtest too
+    result.stdout.fnmatch_lines(["summary: ifbench-summary.md"])
+    return (pytester.path / "ifbench-summary.md").read_text()
+
+
+def _plot_calls(pytester: pytest.Pytester) -> list[dict]:
+    calls = pytester.path / "plot-calls.jsonl"
+    return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+
+
+def test_default_summary_draws_no_plots_and_reuses_earlier_ones(pytester):
+    """The default summary (beside the results file) calls no plot plugin and links no image, and says
+    how to get them; asked for, they are drawn after the results file and the summary text are written,
+    and the text is rewritten with them; a later default run of the same results links them undrawn."""
+    from pytest_ifbench.reports.summary_writer import NOT_DRAWN
+
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makeconftest(ORDER_CONFTEST)
+    text = _recorded_run(pytester)
+    assert _plot_calls(pytester) == [], "nobody asked for plots: no plugin drew any"
+    assert not (pytester.path / "ifbench-summary").exists()
+    assert _images(text, r"!\[[^\]]*\]\(([^)]+)\)") == []
+    assert NOT_DRAWN in text and "## demo" in text and "### demo: survival" in text
+
+    text = _recorded_run(pytester, "--ifbench-plots=yes")
+    (seen,) = _plot_calls(pytester)
+    assert seen["results"], "the results file is written before any plot is drawn"
+    assert seen["summary"] is not None and "### demo: survival" in seen["summary"], "and the summary's text"
+    assert "survival_curve.png" not in seen["summary"]
+    images = _images(text, r"!\[[^\]]*\]\(([^)]+)\)")
+    assert images == ["ifbench-summary/demo/isr_csr_by_category.png", "ifbench-summary/demo/survival_curve.png"]
+    assert NOT_DRAWN not in text
+    drawn_at = [(pytester.path / image).stat().st_mtime_ns for image in images]
+
+    text = _recorded_run(pytester)  # the default again, same results: the plots are reused, not drawn
+    assert len(_plot_calls(pytester)) == 1
+    assert _images(text, r"!\[[^\]]*\]\(([^)]+)\)") == images and NOT_DRAWN not in text
+    assert [(pytester.path / image).stat().st_mtime_ns for image in images] == drawn_at
+
+    _recorded_run(pytester, "--ifbench-plots=no", "--ifbench-summary=ifbench-summary.md")
+    assert len(_plot_calls(pytester)) == 1, "--ifbench-plots=no wins over a named summary"
+
+
+def test_a_named_summary_draws_its_plots(pytester):
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makeconftest(ORDER_CONFTEST)
+    text = _recorded_run(pytester, "--ifbench-summary=ifbench-summary.md")
+    assert len(_plot_calls(pytester)) == 1
+    assert "ifbench-summary/demo/survival_curve.png" in text

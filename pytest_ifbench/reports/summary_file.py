@@ -14,8 +14,13 @@ every benchmark). Where it goes:
 * ``--ifbench-summary=`` (empty): nowhere.
 
 Plots go to a folder named after the file (``ifbench-summary/<benchmark>/``)
-and are linked relatively. matplotlib is imported only to draw them (Agg,
-without pyplot). See docs/summary.md.
+and are linked relatively. They are drawn only when asked for -- ``--ifbench-plots=yes``,
+or a summary named with ``--ifbench-summary PATH`` -- and then after the results
+file and the summary's text are written: matplotlib costs ~0.8 s, which a run
+whose summary nobody asked for should not wait for at exit. The default summary
+still links the plots an earlier run drew from the same results (nothing is
+drawn or imported for those), and says how to draw the others. matplotlib is
+imported only to draw (Agg, without pyplot). See docs/summary.md.
 
 This module holds the hooks (the option, where the file goes, when it is written)
 and the core plot; the document itself is built by :mod:`.summary_writer`.
@@ -44,6 +49,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ifbench-summary", dest="ifbench_summary", default=None, metavar="PATH",
                     help="write a readable summary with tables and plots to PATH (.md or .html); "
                          "default: beside the results file (ifbench-summary.md); '' to skip")
+    group.addoption("--ifbench-plots", dest="ifbench_plots", default=None, choices=("yes", "no"),
+                    help="draw the summary's plots (matplotlib, ~0.8 s) after the results file and the summary "
+                         "text are written; default: yes with --ifbench-summary PATH, no for the default "
+                         "summary (which still links plots drawn earlier from the same results)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,6 +82,15 @@ def summary_path(config: pytest.Config) -> Path | None:
     return path if path.is_absolute() else Path(config.invocation_params.dir) / path
 
 
+def plots_wanted(config: pytest.Config) -> bool:
+    """Whether this run draws its summary's plots: ``--ifbench-plots``, else whether the summary was
+    asked for by name (``--ifbench-summary PATH``) rather than written by default."""
+    chosen = config.getoption("ifbench_plots", None)
+    if chosen is not None:
+        return chosen == "yes"
+    return bool(config.getoption("ifbench_summary", None))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_sessionfinish(session: pytest.Session):
     # A wrapper: the core's sessionfinish (which writes the results file) has run
@@ -87,7 +105,7 @@ def pytest_sessionfinish(session: pytest.Session):
     path = summary_path(config)
     if records and path is not None:
         try:
-            write_summary(config, records, path)
+            write_summary(config, records, path, draw=plots_wanted(config))
             config.stash[_WRITTEN_KEY] = f"summary: {_display(path, config)}"
         except Exception as exc:  # a report must never turn a run into a crash
             config.stash[_WRITTEN_KEY] = f"summary: not written ({type(exc).__name__}: {exc})"

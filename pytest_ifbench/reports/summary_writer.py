@@ -3,7 +3,9 @@
 :func:`write_summary` builds a :class:`Document` from the run's records and writes it;
 :mod:`.summary_file` holds the hooks that decide whether and where (see its docstring).
 Plots come from every ``pytest_ifbench_plots`` implementation, redrawn only when
-their inputs changed (:func:`render_plots`).
+their inputs changed (:func:`render_plots`), and drawn only when asked for
+(``draw``): the text is written first with the plots that can be reused, then,
+when drawing, written again with the new ones linked.
 """
 
 from __future__ import annotations
@@ -50,9 +52,30 @@ class Document:
     def image(self, alt: str, src: str) -> None:
         self.blocks.append(("image", alt, src))
 
+    def plots(self, slot: PlotSlot) -> None:
+        """A benchmark's plots, filled in later (:func:`render_plots`): its images, then its problems."""
+        self.blocks.append(("plots", slot))
+
+    def plot_slots(self) -> list[PlotSlot]:
+        return [block[1] for block in self.blocks if block[0] == "plots"]
+
+    def _expanded(self) -> list[tuple[Any, ...]]:
+        """The blocks with each plot slot as its image and bullet blocks."""
+        out: list[tuple[Any, ...]] = []
+        for block in self.blocks:
+            if block[0] != "plots":
+                out.append(block)
+                continue
+            slot: PlotSlot = block[1]
+            out += [("image", f"{slot.benchmark}: {image.stem.replace('_', ' ').replace('-', ' ')}",
+                     _relative(image, slot.base)) for image in slot.images]
+            if slot.problems:
+                out.append(("bullets", list(slot.problems)))
+        return out
+
     def markdown(self) -> str:
         out: list[str] = []
-        for block in self.blocks:
+        for block in self._expanded():
             kind = block[0]
             if kind == "heading":
                 out.append(f"{'#' * block[1]} {_md(block[2])}")
@@ -75,7 +98,7 @@ class Document:
     def html(self, title: str) -> str:
         out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
                f"<title>{html.escape(title)}</title>", f"<style>{_CSS}</style></head><body>"]
-        for block in self.blocks:
+        for block in self._expanded():
             kind = block[0]
             if kind == "heading":
                 out.append(f"<h{block[1]}>{html.escape(block[2])}</h{block[1]}>")
@@ -135,19 +158,43 @@ def _inline_html(text: str) -> str:
 # content
 
 
-def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Write the summary of ``records`` to ``path`` (Markdown or HTML by suffix), plots beside it."""
-    html_format = path.suffix.lower() == ".html"
-    plots_dir = path.with_suffix("")
-    doc = build_document(config, records, path.parent, plots_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+#: Said under a benchmark whose plots were not drawn (``draw=False``) and cannot be reused.
+NOT_DRAWN = ("plots not drawn: add --ifbench-plots=yes (or name the summary with --ifbench-summary PATH) "
+             "to draw them")
+
+
+def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], path: Path, *,
+                  draw: bool = True) -> Path:
+    """Write the summary of ``records`` to ``path`` (Markdown or HTML by suffix), plots beside it.
+
+    The text is written first, with the plots an earlier run drew from the same inputs; then, if
+    ``draw`` and some plots are missing, they are drawn (matplotlib) and the text is written again
+    with them linked. Without ``draw`` nothing is drawn and the summary says how to get them.
+    """
+    doc = build_document(config, records, path.parent, path.with_suffix(""))
+    slots = doc.plot_slots()
+    for slot in slots:
+        render_plots(config, slot, draw=False)
+    missing = [slot for slot in slots if slot.undrawn]
+    if not draw:
+        for slot in missing:
+            slot.problems.append(NOT_DRAWN)
+    _write_text(doc, path)
+    if draw and missing:
+        for slot in missing:
+            render_plots(config, slot, draw=True)
+        _write_text(doc, path)
+    return path
+
+
+def _write_text(doc: Document, path: Path) -> None:
     from .._redact import redact
 
-    text = redact(doc.html("pytest-ifbench summary") if html_format else doc.markdown())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = redact(doc.html("pytest-ifbench summary") if path.suffix.lower() == ".html" else doc.markdown())
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
-    return path
 
 
 def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], base: Path,
@@ -194,11 +241,7 @@ def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], 
         failed = failed_checks_table(benchmark, group)
         if failed is not None:
             _metric_table(doc, failed)
-        images, problems = render_plots(config, benchmark, group, plots_dir / _slug(benchmark))
-        for image in images:
-            doc.image(f"{benchmark}: {image.stem.replace('_', ' ').replace('-', ' ')}", _relative(image, base))
-        if problems:
-            doc.bullets(problems)
+        doc.plots(PlotSlot(benchmark=benchmark, records=group, directory=plots_dir / _slug(benchmark), base=base))
 
     from .baseline import overview, overview_lines
 
@@ -358,39 +401,59 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def render_plots(config: pytest.Config, benchmark: str, records: Sequence[Mapping[str, Any]],
-                 directory: Path) -> tuple[list[Path], list[str]]:
-    """Call every ``pytest_ifbench_plots`` implementation; one that fails does not stop the others.
+@dataclass(slots=True, kw_only=True)
+class PlotSlot:
+    """One benchmark's place for plots in the summary, filled by :func:`render_plots`."""
+
+    benchmark: str
+    records: Sequence[Mapping[str, Any]]
+    directory: Path  # where its images go
+    base: Path  # what the summary links them relative to
+    key: str = ""  # plot_inputs_key, computed once
+    images: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    undrawn: int = 0  # plugins whose plots are neither reusable nor drawn
+
+
+def render_plots(config: pytest.Config, slot: PlotSlot, *, draw: bool = True) -> None:
+    """Fill ``slot`` from every ``pytest_ifbench_plots`` implementation; one that fails does not stop
+    the others.
 
     A plugin whose images from an earlier run are still there, drawn from the same inputs
     (:func:`plot_inputs_key`), is not called again: re-scoring unchanged results imports no
-    matplotlib and draws nothing.
+    matplotlib and draws nothing. Without ``draw`` only those are used; the others are counted in
+    ``slot.undrawn`` and nothing is written.
     """
     import json
 
-    directory.mkdir(parents=True, exist_ok=True)
-    kwargs = {"benchmark": benchmark, "records": list(records), "directory": directory}
-    key = plot_inputs_key(benchmark, records)
+    directory = slot.directory
+    if not slot.key:
+        slot.key = plot_inputs_key(slot.benchmark, slot.records)
+    if draw:
+        directory.mkdir(parents=True, exist_ok=True)
+    kwargs = {"benchmark": slot.benchmark, "records": list(slot.records), "directory": directory}
     previous = _read_manifest(directory)
     manifest: dict[str, Any] = {}
-    images: list[Path] = []
-    problems: list[str] = []
+    slot.images, slot.problems, slot.undrawn = [], [], 0
     for impl in config.hook.pytest_ifbench_plots.get_hookimpls():  # registration order: the core first
         if impl.hookwrapper or impl.wrapper:
             continue
         done = previous.get(impl.plugin_name)
-        if isinstance(done, dict) and done.get("key") == key and isinstance(done.get("images"), list) \
+        if isinstance(done, dict) and done.get("key") == slot.key and isinstance(done.get("images"), list) \
                 and all((directory / name).is_file() for name in done["images"]):
             manifest[impl.plugin_name] = done
-            images.extend(directory / name for name in done["images"])
+            slot.images.extend(directory / name for name in done["images"])
+            continue
+        if not draw:
+            slot.undrawn += 1
             continue
         try:
             out = impl.function(**{name: kwargs[name] for name in impl.argnames})
         except ImportError as exc:
-            problems.append(f"plots by {impl.plugin_name} skipped: {exc} (install matplotlib)")
+            slot.problems.append(f"plots by {impl.plugin_name} skipped: {exc} (install matplotlib)")
             continue
         except Exception as exc:
-            problems.append(f"plots by {impl.plugin_name} failed: {type(exc).__name__}: {exc}")
+            slot.problems.append(f"plots by {impl.plugin_name} failed: {type(exc).__name__}: {exc}")
             continue
         drawn: list[Path] = []
         for item in out or ():
@@ -400,12 +463,13 @@ def render_plots(config: pytest.Config, benchmark: str, records: Sequence[Mappin
             if image.is_file():
                 drawn.append(image)
             else:
-                problems.append(f"plots by {impl.plugin_name}: {item} does not exist")
-        images.extend(drawn)
+                slot.problems.append(f"plots by {impl.plugin_name}: {item} does not exist")
+        slot.images.extend(drawn)
         if all(image.parent == directory for image in drawn):  # reusable only if it lives in this folder
-            manifest[impl.plugin_name] = {"key": key, "images": [image.name for image in drawn]}
+            manifest[impl.plugin_name] = {"key": slot.key, "images": [image.name for image in drawn]}
+    if not draw:
+        return
     try:
         (directory / PLOTS_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     except OSError:
         pass  # no reuse next time; the plots themselves are written
-    return images, problems
