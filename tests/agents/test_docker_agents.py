@@ -1,8 +1,9 @@
 """Real agent CLIs on the docker backend (``--ifbench-sandbox=docker``): the proxy route, the relay's
 integrity guarantees, and the same verdicts as under bubblewrap.
 
-A private ``dockerd`` is started for the module (``tests/sandbox/dockerd.py``; skipped with its reason
-when Debian's ``docker.io``, root or the ``docker`` client is missing).  Claude Code runs against the
+A private ``dockerd``, then Podman's API service, is started for the module (``tests/sandbox/dockerd.py``;
+each skipped with its reason when Debian's ``docker.io``/``podman``, root or the ``docker`` client is
+missing).  Claude Code runs against the
 scripted stub model exactly as in ``test_relay_integrity.py`` and ``test_cli_runners.py``; the attack
 tests of ``test_relay_integrity.py`` run here unchanged, on docker.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +22,15 @@ from pytest_ifbench.sandbox import make_backend, use_backend
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args
 from tests.agents import test_relay_integrity as relay
-from tests.sandbox.dockerd import dockerd_problem, private_dockerd
+from tests.sandbox.dockerd import private_engine
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def docker_host():
-    problem = dockerd_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    with private_dockerd() as host:
+@pytest.fixture(scope="module", params=["dockerd", "podman"])
+def docker_host(request):
+    """A private engine: Docker's, then Podman's Docker-compatible API service (each skipped with its reason)."""
+    with private_engine(request.param) as host:
         yield host
 
 
@@ -116,6 +116,18 @@ def _verdicts(pytester: pytest.Pytester, stub, backend: str) -> dict[str, Any]:
                             sorted((c["check"], c["passed"]) for c in r["checks"])) for r in records}
 
 
+def _containers_created(host: str, since: int) -> int:
+    import docker
+
+    client = docker.DockerClient(base_url=host)
+    try:
+        events = client.events(since=since, until=int(time.time()) + 1, decode=True,
+                               filters={"type": "container", "event": "create"})
+        return sum(1 for _ in events)
+    finally:
+        client.close()
+
+
 def test_octobench_quick_and_the_smoke_suite_give_bubblewraps_verdicts(agents, docker_host, pytester, stub_env,
                                                                        monkeypatch):
     """Claude Code on one OctoBench quick instance and the agent smoke suite: every instance's status
@@ -124,8 +136,10 @@ def test_octobench_quick_and_the_smoke_suite_give_bubblewraps_verdicts(agents, d
     stub_env.default = scripted
     _copy_suites(pytester.path / "suites")
     on_bubblewrap = _verdicts(pytester, stub_env, "bubblewrap")
+    since = int(time.time()) - 1
     on_docker = _verdicts(pytester, stub_env, "docker")
     assert on_docker == on_bubblewrap
+    assert _containers_created(docker_host, since) >= 3  # the runs were on the engine: one routed container each
     status, runner, error, checks = on_docker[OCTO_QUICK]
     assert runner == "claude_code" and error is None and status == "passed" and len(checks) >= 4
     assert all(passed for _, passed in checks) and ("uq-read-core", True) in checks

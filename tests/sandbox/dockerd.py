@@ -1,6 +1,8 @@
 """A private Docker Engine for tests: ``dockerd --bridge=none --iptables=false`` with its own data root,
 exec root, pid file and socket under a temporary directory, stopped at the end.  Needs root and
-Debian's ``docker.io``; :func:`dockerd_problem` says why not otherwise (tests skip with it)."""
+Debian's ``docker.io``; :func:`dockerd_problem` says why not otherwise (tests skip with it).  The same
+for Podman's Docker-compatible API service (:func:`private_podman`, Debian's ``podman`` with ``runc``),
+and a small local image with python3 (:func:`python_image`)."""
 
 from __future__ import annotations
 
@@ -55,6 +57,76 @@ def private_dockerd() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def podman_problem() -> str | None:
+    if shutil.which("podman") is None:
+        return "podman is not installed (apt-get install podman)"
+    if shutil.which("runc") is None:
+        return "runc is not installed (apt-get install runc)"
+    if os.geteuid() != 0:
+        return "these tests start podman's API service as root"
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return "the docker client is not installed (pip install 'pytest-ifbench[docker]')"
+    return None
+
+
+@contextmanager
+def private_podman() -> Iterator[str]:
+    """Podman's Docker-compatible API service (``podman system service``, runtime runc, its own storage
+    and socket under a temporary directory), stopped at the end; yields its ``DOCKER_HOST``."""
+    root = tempfile.mkdtemp(prefix="ifb-podman-")
+    sock = os.path.join(root, "podman.sock")
+    log = open(os.path.join(root, "log"), "wb")  # noqa: SIM115 -- lives as long as the service
+    proc = subprocess.Popen(
+        ["podman", "--runtime", "runc", "--root", f"{root}/storage", "--runroot", f"{root}/run",
+         "--cgroup-manager", "cgroupfs", "--events-backend", "file", "system", "service", "--time=0",
+         f"unix://{sock}"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(sock):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"podman did not start: {open(os.path.join(root, 'log')).read()[-2000:]}")
+            time.sleep(0.1)
+        yield f"unix://{sock}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        _kill_mentioning(root)  # conmon monitors outlive the service (they wait to report exits)
+        subprocess.run(["umount", "-R", "-l", f"{root}/storage", f"{root}/run"], capture_output=True, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _kill_mentioning(root: str) -> None:
+    """SIGKILL, by pid, the processes the service started for this root (their command lines name it)."""
+    needle = root.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if needle in fh.read():
+                    os.kill(int(entry), signal.SIGKILL)
+        except OSError:
+            continue
+
+
+@contextmanager
+def private_engine(kind: str) -> Iterator[str]:
+    """``private_dockerd`` or ``private_podman`` by name; skips the test with the reason when unavailable."""
+    import pytest
+
+    problem = dockerd_problem() if kind == "dockerd" else podman_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    with (private_dockerd() if kind == "dockerd" else private_podman()) as host:
+        yield host
+
 #: The marker file only the test image holds (the host has none): a command that reads it ran on the image.
 IMAGE_MARKER = "/etc/ifbench-test-image"
 
@@ -99,6 +171,5 @@ def python_image(client, tag: str = "ifbench-test-python:1") -> str:
             info = tarfile.TarInfo(name)
             info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
             tar.addfile(info)
-    repository, _, version_tag = tag.partition(":")
-    client.api.import_image_from_data(buf.getvalue(), repository=repository, tag=version_tag)
+    client.api.import_image_from_data(buf.getvalue(), repository=tag)  # the tag in repo: Podman ignores ``tag``
     return tag

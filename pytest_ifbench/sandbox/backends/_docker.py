@@ -65,6 +65,8 @@ __all__ = ["DockerBackend", "DockerRun"]
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_docker_exec.py")
 _SUPERVISOR_MOUNT = "/run/ifbench/exec.py"
 _CONTROL_MOUNT = "/run/ifbench/ctl"
+#: The container's rlimits: each command gets its own, never above these, from its supervisor.
+_ULIMITS = (("nofile", 8192), ("nproc", 32768))
 #: The idle pid 1 of a named image's long-lived container (it may have no ``tail``; it has python3).
 _IDLE = "import time\nwhile True: time.sleep(3600)"
 
@@ -164,9 +166,8 @@ class DockerRun:
         need = tuple(dict.fromkeys([*self._mounted, *self.base_extra, *extra]))
         cgroup = (limits.run_memory_mb, limits.max_processes, limits.cpus)
         with self._cond:
-            if self._container is not None and set(need) <= set(self._mounted):
-                if cgroup != self._limits:
-                    self._update(cgroup)
+            if self._container is not None and set(need) <= set(self._mounted) and (
+                    cgroup == self._limits or self._update(cgroup)):
                 self._running += 1
                 return self._container
             while self._running:
@@ -197,7 +198,7 @@ class DockerRun:
              more: Sequence[Any] = ()) -> dict[str, Any]:
         """The keyword arguments of ``containers.create`` every container of the run shares (see the
         module doc); ``more``: further mounts."""
-        from docker.types import Mount
+        from docker.types import Mount, Ulimit
 
         dirs = self.dirs
         mounts = [] if self.image is not None else [
@@ -215,13 +216,22 @@ class DockerRun:
                     mem_limit=memory << 20, memswap_limit=memory << 20, pids_limit=pids + 8,
                     nano_cpus=int(cpus * 1e9) if cpus else 0, cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "KILL"],
                     security_opt=["no-new-privileges"], labels={LABEL: f"{socket.gethostname()}:{os.getpid()}"},
-                    environment={}, shm_size=64 << 20)
+                    environment={}, shm_size=64 << 20,
+                    # Podman's default nofile and nproc limits are above what its runtime may set in a
+                    # container without CAP_SYS_RESOURCE: ours, within which the supervisor sets each command's.
+                    ulimits=[Ulimit(name=name, soft=value, hard=value) for name, value in _ULIMITS])
 
-    def _update(self, cgroup: tuple[int, int, float | None]) -> None:
+    def _update(self, cgroup: tuple[int, int, float | None]) -> bool:
+        """Change the running container's cgroup limits; False when the engine cannot (Podman 4's
+        Docker-compatible API has no update endpoint): the caller then makes a new container."""
         memory, pids, cpus = cgroup
-        self._container.update(mem_limit=memory << 20, memswap_limit=memory << 20,
-                               **({"nano_cpus": int(cpus * 1e9)} if cpus else {}))
+        try:
+            self._container.update(mem_limit=memory << 20, memswap_limit=memory << 20,
+                                   **({"nano_cpus": int(cpus * 1e9)} if cpus else {}))
+        except Exception:  # noqa: BLE001 -- docker.errors.APIError (404 on Podman, or the container is gone)
+            return False
         self._limits = cgroup
+        return True
 
     def _remove_container(self) -> None:
         if self._container is not None:

@@ -85,7 +85,11 @@ def _child(req, stdin_fd, out_w, err_w):
         os.setgid(req["gid"])
         os.setuid(req["uid"])
         for name, soft, hard in req["rlimits"]:
-            resource.setrlimit(getattr(resource, name), (soft, hard))
+            which = getattr(resource, name)
+            ceiling = resource.getrlimit(which)[1]  # the container's: a limit is only ever made tighter
+            if ceiling != resource.RLIM_INFINITY:
+                soft, hard = min(soft, ceiling), min(hard, ceiling)
+            resource.setrlimit(which, (soft, hard))
         os.chdir(req["cwd"])
         os.execvpe(req["argv"][0], req["argv"], req["env"])
     except BaseException as exc:  # noqa: BLE001 -- report and leave, whatever it was

@@ -56,8 +56,8 @@ def ensure_image(client: Any) -> str:
     try:
         client.images.get(tag)
     except Exception:  # noqa: BLE001 -- docker.errors.ImageNotFound; the import below says what is wrong
-        name, version = tag.split(":")
-        client.api.import_image_from_data(data, repository=name, tag=version)
+        # The tag inside ``repo``: Podman's Docker-compatible API ignores a separate ``tag``.
+        client.api.import_image_from_data(data, repository=tag)
         client.images.get(tag)
     return tag
 

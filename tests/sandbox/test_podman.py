@@ -1,0 +1,120 @@
+"""The docker backend on Podman: ``DOCKER_HOST`` at Podman's Docker-compatible API service, which the
+test starts itself (``podman --runtime runc system service``, its own storage and socket; skipped with
+the reason when podman, runc, root or the ``docker`` client is missing).
+
+What must hold there as on dockerd: commands contained as the run's uid in ``/workspace``, the timeout
+ending the whole tree, the cgroup memory cap, a changed cap on a running container (Podman 4's API has
+no update endpoint: a new container, the files kept), the proxy route with the relay's guarantees, the
+default image imported without a registry, and every container removed at close.
+"""
+
+from __future__ import annotations
+
+import socketserver
+import threading
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from pytest_ifbench.agents.workspace import Limits, ProxyRoute, Workspace
+from pytest_ifbench.sandbox import make_backend
+from tests.sandbox.dockerd import private_engine
+
+NEEDS_SANDBOX = False  # podman is the sandbox here, not bubblewrap
+QUICK = Limits(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def podman_host():
+    with private_engine("podman") as host:
+        yield host
+
+
+@pytest.fixture
+def ws(podman_host, monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", podman_host)
+    backend = make_backend("docker")
+    assert backend.problem() is None
+    with Workspace.create(None, parent=tmp_path, backend=backend) as workspace:
+        yield workspace
+
+
+def _containers(host: str) -> list:
+    import docker
+
+    client = docker.DockerClient(base_url=host)
+    try:
+        return client.containers.list(all=True, filters={"label": "pytest-ifbench.sandbox"})
+    finally:
+        client.close()
+
+
+def test_commands_run_contained_and_the_container_goes_at_close(podman_host, monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", podman_host)
+    with Workspace.create(None, parent=tmp_path, backend=make_backend("docker")) as ws:
+        res = ws.run("echo hi > f.txt; cat f.txt; echo $UID; pwd; cat /proc/net/dev | grep -c :", limits=QUICK)
+        assert res.ok, res
+        assert res.stdout.splitlines() == ["hi", str(ws.uid), "/workspace", "1"]  # only lo
+        assert ws.read_bytes("f.txt") == b"hi\n"
+        assert len(_containers(podman_host)) == 1
+    assert _containers(podman_host) == []
+
+
+def test_the_timeout_ends_the_whole_tree(ws):
+    res = ws.run("(sleep 100 &) ; sleep 100", limits=Limits(timeout=2))
+    assert res.limit == "timeout" and res.returncode is None, res
+    res = ws.run("ps -eo comm | grep -c sleep || true", limits=QUICK)
+    assert res.stdout.strip() == "0", res
+
+
+def test_the_cgroup_caps_memory_and_a_new_cap_takes_effect(ws):
+    grow = ["python3", "-c", "x = bytearray(400 << 20); print('allocated')"]
+    res = ws.run(grow, limits=Limits(timeout=30, run_memory_mb=1024, memory_mb=4096))
+    assert res.ok and res.stdout == "allocated\n", res
+    ws.run("echo kept > kept.txt", limits=QUICK)
+    res = ws.run(grow, limits=Limits(timeout=30, run_memory_mb=200, memory_mb=4096))
+    assert res.limit == "memory" and res.returncode != 0, res
+    assert ws.run("cat kept.txt", limits=QUICK).stdout == "kept\n"
+
+
+class _Echo(BaseHTTPRequestHandler):
+    def setup(self):
+        super().setup()
+        self.server.preambles.append(self.rfile.readline())  # type: ignore[attr-defined]
+
+    def do_POST(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body) + 3))
+        self.end_headers()
+        self.wfile.write(b"ok:" + body)
+
+    def log_message(self, *args):
+        pass
+
+
+class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+def test_the_proxy_route_carries_only_the_commands_own_traffic(ws):
+    sock = ws.root / "proxy.sock"
+    server = _UnixHTTPServer(str(sock), _Echo)
+    server.preambles = []  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    route = ProxyRoute(socket=sock, port=8377)
+    script = ("import subprocess, sys, urllib.request\n"
+              "print(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + '/v1/messages', data=b'hi'),"
+              " timeout=20).read().decode())\n"
+              "tool = subprocess.run(['/bin/bash', '-c', 'setsid curl -s -m 5 -d x ' + sys.argv[1] + '/v1/messages'],"
+              " capture_output=True, text=True)\n"
+              "print('refused' if 'refused by the ifbench relay' in tool.stdout else tool.stdout)\n")
+    try:
+        res = ws.run(["python3", "-c", script, route.url], route=route, limits=QUICK)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert res.ok and res.stdout.splitlines() == ["ok:hi", "refused"], res
+    preambles = server.preambles  # type: ignore[attr-defined]
+    assert preambles[0] == b"IFBENCH-RELAY cli\n"
+    assert len(preambles) == 2 and preambles[1].startswith(b"IFBENCH-RELAY refused not the agent CLI: "), preambles
