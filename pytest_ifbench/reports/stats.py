@@ -72,6 +72,10 @@ class Estimate:
         """``62.5% ±6.1 [49.3, 74.0]``: the value, its SE and the interval, in percent."""
         return f"{100 * self.value:.1f}% ±{100 * self.se:.1f} [{100 * self.low:.1f}, {100 * self.high:.1f}]"
 
+    def pts(self) -> str:
+        """A change in percentage points: ``+12.5 ±5.0 [+2.1, +22.9]``."""
+        return f"{100 * self.value:+.1f} ±{100 * self.se:.1f} [{100 * self.low:+.1f}, {100 * self.high:+.1f}]"
+
     def plain(self, digits: int = 3) -> str:
         """The same on the metric's own scale (a score of 0.613 ±0.041 [0.532, 0.694])."""
         return f"{self.value:.{digits}f} ±{self.se:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
@@ -162,6 +166,11 @@ def clustered(values: Sequence[float], clusters: Sequence[Hashable], *,
                         high=bounds[1] if bounds else math.inf, n=g, method="cluster")
     residual = sum((s - ratio * k) ** 2 for s, k in sums.values())
     se = math.sqrt(g / (g - 1) * residual) / total
+    if se == 0 and bounds == (0.0, 1.0):
+        # Every cluster at the same rate (all 100 %) is no proof of an exact rate: as for a mean without
+        # spread, the Wilson interval of the ratio as a share of the G clusters (the independent units).
+        low, high = _wilson(ratio, g)
+        return Estimate(value=ratio, se=0.0, low=low, high=high, n=g, method="cluster")
     return _interval(ratio, se, g - 1, g, "cluster", bounds)
 
 
@@ -171,19 +180,30 @@ def panel(per_judge: Sequence[float], *, bounds: tuple[float, float] | None = (0
     return estimate
 
 
-def bootstrap(units: Sequence[Any], statistic: Callable[[Sequence[Any]], float], *,
+def bootstrap(units: Sequence[Any], statistic: Callable[[Sequence[Any]], float | None], *,
               resamples: int = RESAMPLES, seed: int = SEED) -> Estimate | None:
-    """``statistic`` over the units with the percentile interval of ``resamples`` resamples (fixed seed)."""
+    """``statistic`` over the units with the percentile interval of ``resamples`` resamples (fixed seed).
+
+    A statistic that is undefined on some resamples (None: a ratio whose denominator drew zero) is
+    summarised over the others; None when it is undefined on the units themselves or on more than
+    half of the resamples (the interval would say more than the data can)."""
     n = len(units)
     if n == 0:
         return None
-    rng = random.Random(seed)
     value = statistic(units)
-    draws = sorted(statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    if value is None:
+        return None
+    if n == 1:  # one unit: nothing to resample, no spread to estimate
+        return Estimate(value=value, se=math.inf, low=-math.inf, high=math.inf, n=1, method="bootstrap")
+    rng = random.Random(seed)
+    draws = sorted(d for _ in range(resamples)
+                   if (d := statistic([units[rng.randrange(n)] for _ in range(n)])) is not None)
+    if 2 * len(draws) < resamples:
+        return None
     alpha = (1 - LEVEL) / 2
-    low = draws[int(math.floor(alpha * (resamples - 1)))]
-    high = draws[int(math.ceil((1 - alpha) * (resamples - 1)))]
-    return Estimate(value=value, se=statistics.stdev(draws) if resamples > 1 else 0.0,
+    low = draws[int(math.floor(alpha * (len(draws) - 1)))]
+    high = draws[int(math.ceil((1 - alpha) * (len(draws) - 1)))]
+    return Estimate(value=value, se=statistics.stdev(draws) if len(draws) > 1 else 0.0,
                     low=low, high=high, n=n, method="bootstrap")
 
 

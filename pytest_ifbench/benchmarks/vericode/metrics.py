@@ -128,6 +128,41 @@ def paired_base(base: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str
     return pass_at_1([r for r in base if task_of(r) in tasks])
 
 
+def fr_estimate(base: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> stats.Estimate | None:
+    """FR_k with its interval: a ratio of two pass@1 rates over the same tasks, so the task is the unit -- the
+    percentile bootstrap of the tasks (each resampled task brings its k = 0 and its k instances along)."""
+    by_task: dict[str, tuple[list[bool], list[bool]]] = defaultdict(lambda: ([], []))
+    for record in _ok(records):
+        if (passed := functional_passed(record)) is not None:
+            by_task[task_of(record)][1].append(passed)
+    for record in _ok(base):
+        if task_of(record) in by_task and (passed := functional_passed(record)) is not None:
+            by_task[task_of(record)][0].append(passed)
+
+    def fr(tasks: Sequence[str]) -> float | None:
+        s0 = [p for t in tasks for p in by_task[t][0]]
+        sk = [p for t in tasks for p in by_task[t][1]]
+        return functional_regression(statistics.fmean(s0) if s0 else None, statistics.fmean(sk) if sk else None)
+
+    return stats.bootstrap(sorted(by_task), fr)
+
+
+def checks_at(records: Sequence[Mapping[str, Any]], key: str | None = None) -> dict[Any, tuple[list[bool], list[str]]]:
+    """Instruction-check outcomes and their instances, by position (``key`` None) or by ``metadata[key]``:
+    the checks of one instance are not independent, so the intervals cluster them by instance."""
+    out: dict[Any, tuple[list[bool], list[str]]] = defaultdict(lambda: ([], []))
+    for record in _ok(records):
+        for index, check in enumerate(instruction_checks(record)):
+            if key is None:
+                label: Any = position_of(check, index)
+            else:
+                meta = check.get("metadata") or {}
+                label = str(meta.get(key) or (check.get("category") if key == "category" else check.get("id")) or "-")
+            out[label][0].append(bool(check.get("passed")))
+            out[label][1].append(str(record.get("nodeid") or record.get("instance")))
+    return out
+
+
 def position_rates(records: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int]]:
     """position -> (instruction checks passed, instruction checks)."""
     out: dict[int, list[int]] = defaultdict(lambda: [0, 0])
@@ -137,18 +172,6 @@ def position_rates(records: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int,
             cell[0] += bool(check.get("passed"))
             cell[1] += 1
     return {p: (a, b) for p, (a, b) in sorted(out.items())}
-
-
-def rates_by(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, tuple[int, int]]:
-    """(passed, total) of instruction checks grouped by ``metadata[key]`` (category or instruction)."""
-    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for record in _ok(records):
-        for check in instruction_checks(record):
-            meta = check.get("metadata") or {}
-            label = meta.get(key) or (check.get("category") if key == "category" else check.get("id")) or "-"
-            out[str(label)][0] += bool(check.get("passed"))
-            out[str(label)][1] += 1
-    return {k: (a, b) for k, (a, b) in out.items()}
 
 
 # --------------------------------------------------------------------------- tables
@@ -162,8 +185,25 @@ def _est(estimate: stats.Estimate | None) -> str:
     return "-" if estimate is None else estimate.pct()
 
 
-def _rate(cell: tuple[int, int] | None) -> str:
-    return "-" if not cell or not cell[1] else f"{100 * cell[0] / cell[1]:.1f}% ({cell[1]})"
+def _rate(cell: tuple[list[bool], list[str]] | None) -> str:
+    """A share of instruction checks, clustered by instance: ``62.5% ±6.1 [49.3, 74.0] (40)``."""
+    if not cell or not cell[0]:
+        return "-"
+    estimate = stats.clustered([float(v) for v in cell[0]], cell[1])
+    assert estimate is not None
+    return f"{estimate.pct()} ({len(cell[0])})"
+
+
+#: The note of the tables of instruction-check shares.
+_CHECKS_NOTE = ("±SE [95% CI]: the checks of one instance are not independent: " + stats.METHODS["cluster"]
+                .replace("dialogues", "instances"))
+
+
+def _fr(base: Sequence[Mapping[str, Any]], group: Sequence[Mapping[str, Any]]) -> str:
+    estimate = fr_estimate(base, group)
+    if estimate is not None:
+        return estimate.pct()
+    return _pct(functional_regression(paired_base(base, group), pass_at_1(group)))
 
 
 def _by_protocol_k(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], list[Mapping[str, Any]]]:
@@ -190,18 +230,17 @@ def main_table(records: Sequence[Mapping[str, Any]], title: str) -> MetricTable:
         for k in sorted(k for p, k in groups if p == protocol):
             group = groups[(protocol, k)]
             inst, task = if_estimates(group)
-            fr = functional_regression(paired_base(base, group), pass_at_1(group))
             rows.append((f"{protocol} k={k}", len(group), len(group) - len(_ok(group)), _est(inst), _est(task),
-                         _est(pass_at_1_estimate(group)), _pct(fr)))
+                         _est(pass_at_1_estimate(group)), _fr(base, group)))
         everything = [r for (p, _), g in groups.items() if p == protocol for r in g]
         inst, task = if_estimates(everything)
         rows.append((f"{protocol} all k", len(everything), len(everything) - len(_ok(everything)), _est(inst),
-                     _est(task), _est(pass_at_1_estimate(everything)),
-                     _pct(functional_regression(paired_base(base, everything), pass_at_1(everything)))))
+                     _est(task), _est(pass_at_1_estimate(everything)), _fr(base, everything)))
     notes = ["IF excludes the functional check; pass@1 and FR_k = (S_0 - S_k)/S_0 use only it",
              "S_0 = pass@1 of the k=0 instances of the same tasks",
              "±SE [95% CI] over instances: IF_instruction " + stats.METHODS["t"] + "; IF_task, pass@1 "
-             + stats.METHODS["wilson"] + "; FR_k is a ratio of two rates, shown without an interval"]
+             + stats.METHODS["wilson"] + "; FR_k (a ratio of two rates over the same tasks): "
+             + stats.METHODS["bootstrap"] + " over tasks"]
     if not base:
         notes.append("no k=0 instances were run, so FR_k is undefined")
     return MetricTable(title=title, columns=("", "items", "errors", "IF_instruction", "IF_task", "pass@1", "FR_k"),
@@ -218,21 +257,21 @@ def position_table(records: Sequence[Mapping[str, Any]], title: str) -> MetricTa
         for k in sorted(k for p, k in groups if p == protocol):
             if k < 2:
                 continue
-            rates = position_rates(groups[(protocol, k)])
-            rows.append((f"{protocol} k={k}", *(_rate(rates.get(p)) for p in range(1, width + 1))))
+            cells = checks_at(groups[(protocol, k)])
+            rows.append((f"{protocol} k={k}", *(_rate(cells.get(p)) for p in range(1, width + 1))))
         everything = [r for (p, _), g in groups.items() if p == protocol for r in g]
-        rates = position_rates(everything)
-        rows.append((f"{protocol} all k", *(_rate(rates.get(p)) for p in range(1, width + 1))))
+        cells = checks_at(everything)
+        rows.append((f"{protocol} all k", *(_rate(cells.get(p)) for p in range(1, width + 1))))
     return MetricTable(title=title, columns=("", *(f"pos {p}" for p in range(1, width + 1))), rows=tuple(rows),
                        notes=("share of instruction checks passed at each position (n in parentheses); "
-                              "single-turn: list number, multi-turn: editing round",))
+                              "single-turn: list number, multi-turn: editing round", _CHECKS_NOTE))
 
 
 def breakdown_table(records: Sequence[Mapping[str, Any]], title: str, key: str) -> MetricTable | None:
     from .instructions import BY_ID, CATEGORIES
 
-    by_protocol = {p: rates_by([r for r in records if (r.get("protocol") or "single_turn") == p and k_of(r) > 0], key)
-                   for p in PROTOCOLS}
+    by_protocol = {p: checks_at([r for r in records if (r.get("protocol") or "single_turn") == p and k_of(r) > 0],
+                                key) for p in PROTOCOLS}
     labels = sorted({label for rates in by_protocol.values() for label in rates})
     if not labels:
         return None
@@ -246,7 +285,7 @@ def breakdown_table(records: Sequence[Mapping[str, Any]], title: str, key: str) 
             name = f"{label} {BY_ID[label].title}" if label in BY_ID else label
         rows.append((name, *(_rate(by_protocol[p].get(label)) for p in PROTOCOLS)))
     return MetricTable(title=title, columns=("", *PROTOCOLS), rows=tuple(rows),
-                       notes=("share of instruction checks passed (n in parentheses)",))
+                       notes=("share of instruction checks passed (n in parentheses)", _CHECKS_NOTE))
 
 
 def vericode_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:

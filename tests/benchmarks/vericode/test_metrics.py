@@ -38,14 +38,18 @@ def test_fr_k_from_records():
     got = rows(table)
     assert got["k=0 (original prompt)"]["pass@1"] == "80.0% ±17.9 [37.6, 96.4]"  # Wilson over 5
     assert got["single_turn k=2"]["pass@1"] == "60.0% ±21.9 [23.1, 88.2]"
-    assert got["single_turn k=2"]["FR_k"] == "25.0%"  # (0.8 - 0.6) / 0.8
+    # (0.8 - 0.6) / 0.8, with the percentile bootstrap over the 5 tasks (each brings its k=0 and k=2 along)
+    assert got["single_turn k=2"]["FR_k"] == "25.0% ±21.8 [0.0, 75.0]"
+    assert any("FR_k (a ratio of two rates over the same tasks): percentile bootstrap" in n for n in table.notes)
+    assert m.fr_estimate(base, k2) == m.fr_estimate(base, k2), "a fixed seed"
 
 
 def test_fr_k_pairs_s0_with_the_tasks_present():
     base = [record("a", 0, functional=True), record("b", 0, functional=False)]
     only_a = [record("a", 1, instructions=(True,), functional=False)]
     assert m.paired_base(base, only_a) == 1.0
-    assert rows(m.main_table(base + only_a, "x"))["single_turn k=1"]["FR_k"] == "100.0%"
+    # one task: nothing to resample, no interval to claim
+    assert rows(m.main_table(base + only_a, "x"))["single_turn k=1"]["FR_k"] == "100.0% ±inf [-inf, inf]"
 
 
 def test_if_instruction_and_if_task_exclude_the_functional_check():
@@ -82,8 +86,11 @@ def test_position_table():
     table = m.position_table(group, "x")
     got = {row[0]: row[1:] for row in table.rows}
     assert table.columns == ("", "pos 1", "pos 2", "pos 3")
-    assert got["single_turn k=3"] == ("100.0% (2)", "0.0% (2)", "50.0% (2)")
-    assert got["multi_turn k=2"] == ("0.0% (1)", "100.0% (1)", "-")
+    # clustered by instance; no spread over 2 instances is still the Wilson width of 2 units, never a bare share
+    assert got["single_turn k=3"] == ("100.0% ±0.0 [34.2, 100.0] (2)", "0.0% ±0.0 [0.0, 65.8] (2)",
+                                      "50.0% ±50.0 [0.0, 100.0] (2)")
+    assert got["multi_turn k=2"] == ("0.0% ±inf [0.0, 100.0] (1)", "100.0% ±inf [0.0, 100.0] (1)", "-")
+    assert "cluster-robust SE over instances" in table.notes[-1]
 
 
 def test_category_and_instruction_breakdowns():
@@ -91,8 +98,9 @@ def test_category_and_instruction_breakdowns():
              record("b", 2, "multi_turn", (True, True), categories={1: "doc", 2: "error"})]
     table = m.breakdown_table(group, "x", "category")
     got = {row[0]: row[1:] for row in table.rows}
-    assert got["Documentation & Commenting"] == ("100.0% (1)", "100.0% (1)")
-    assert got["Error Handling & Exception Management"] == ("0.0% (1)", "100.0% (1)")
+    assert got["Documentation & Commenting"] == ("100.0% ±inf [0.0, 100.0] (1)", "100.0% ±inf [0.0, 100.0] (1)")
+    assert got["Error Handling & Exception Management"] == ("0.0% ±inf [0.0, 100.0] (1)",
+                                                            "100.0% ±inf [0.0, 100.0] (1)")
     by_instruction = m.breakdown_table(group, "x", "instruction")
     assert by_instruction.rows[0][0] == "style_3 Line length"
 
