@@ -64,6 +64,10 @@ def test_a_curl_loop_cannot_make_model_calls(agents, on_docker, stub_env, tmp_pa
     relay.test_a_curl_loop_cannot_make_model_calls(agents, stub_env, tmp_path)
 
 
+def test_malformed_relay_json_crashes_nothing(agents, on_docker, stub_env, tmp_path):
+    relay.test_malformed_relay_json_crashes_nothing(agents, stub_env, tmp_path)
+
+
 def test_kill_minus_one_is_the_agents_failure_not_an_error(agents, on_docker, stub_env, tmp_path):
     relay.test_kill_minus_one_is_the_agents_failure_not_an_error(agents, stub_env, tmp_path)
 
