@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ifbench import stats
+
 BENCHMARK = "evolif"
 #: Turns at which the survival table samples the curve.
 _SURVIVAL_MARKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50)
@@ -268,6 +270,30 @@ def _num(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _cell(estimate: stats.Estimate | None, percent: bool = True) -> str:
+    return "-" if estimate is None else estimate.pct() if percent else estimate.plain(2)
+
+
+def sweep_row(items: Sequence[Dialogue], patience: int, label: str) -> tuple[str, ...]:
+    """One patience of the sweep (Table 3), each cell with its interval by dialogue: EDR_* and STA are means
+    over dialogues (t), turn ISR pools the turns (cluster-robust by dialogue)."""
+    cut = [(d.name, d.successes[:k], score_dialogue(d.fractions[:k], d.successes[:k]))
+           for d in items for k in [turns_under_patience(d.successes, patience)]]
+    scores = [score for _, _, score in cut]
+    ids = [name for name, successes, _ in cut for _ in successes]
+    unbounded = (0.0, float("inf"))
+    return (label, *(_cell(stats.mean([float(getattr(s, key)) for s in scores], bounds=unbounded), percent=False)
+                     for key in ("length", "accuracy", "successes")),
+            _cell(stats.clustered([float(ok) for _, successes, _ in cut for ok in successes], ids)),
+            _cell(stats.mean([s.isr for s in scores])))
+
+
+def group_estimate(items: Sequence[Dialogue], group: str) -> stats.Estimate | None:
+    """A constraint group's satisfaction rate, clustered by dialogue."""
+    pairs = [(float(passed), d.name) for d in items for g, passed in d.constraints if g == group]
+    return stats.clustered([v for v, _ in pairs], [c for _, c in pairs])
+
+
 def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
     from pytest_ifbench import MetricTable
 
@@ -309,16 +335,9 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
     ))
     limit = derivable_patience(items)
     top = max(3, patience or 0) if limit is None else limit
-    sweep = []
-    for p in range(1, top + 1):
-        cut = [score_dialogue(d.fractions[:k], d.successes[:k])
-               for d in items for k in [turns_under_patience(d.successes, p)]]
-        s = summarise(cut)
-        assert s is not None
-        sweep.append((f"P={p}" + (" (run)" if p == patience else ""), _num(s.edr_len), _num(s.edr_acc),
-                      _num(s.edr_succ), _pct(s.isr), _pct(s.sta)))
+    sweep = [sweep_row(items, p, f"P={p}" + (" (run)" if p == patience else "")) for p in range(1, top + 1)]
     sweep_notes = ["derived from this run's per-turn outcomes: with patience p a dialogue ends at its first p "
-                   "consecutive failed turns"]
+                   "consecutive failed turns", INTERVAL_NOTE]
     if limit is not None and (patience is None or limit < 3):
         sweep_notes.append(f"patience above {limit} cannot be derived: dialogues ended after {limit} failures")
     out.append(MetricTable(title=f"{BENCHMARK}: endurance by patience (Table 3)",
@@ -332,9 +351,12 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
         order = [abbr for abbr, _ in GROUPS.values()]
         out.append(MetricTable(
             title=f"{BENCHMARK}: satisfaction rate by constraint group (Table 7)",
-            columns=("group", "name", "satisfied", "evaluated", "rate"),
-            rows=tuple((g, names.get(g, g), rates[g][0], rates[g][1], _pct(rates[g][0] / rates[g][1]))
+            columns=("group", "name", "satisfied", "evaluated", "rate", "±SE [95% CI]"),
+            rows=tuple((g, names.get(g, g), rates[g][0], rates[g][1], _pct(rates[g][0] / rates[g][1]),
+                        _cell(group_estimate(items, g)))
                        for g in sorted(rates, key=lambda g: order.index(g) if g in order else len(order))),
+            notes=("±SE [95% CI]: the constraints of one dialogue are not independent: "
+                   + stats.METHODS["cluster"],),
         ))
     curve = survival([s.length for s in scores])
     marks = [t for t in _SURVIVAL_MARKS if t <= len(curve)]
@@ -342,9 +364,12 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
         marks.append(curve[-1][0])
     out.append(MetricTable(
         title=f"{BENCHMARK}: dialogue survival (share still running at turn t)",
-        columns=("turn", "running", "share"),
-        rows=tuple((t, round(curve[t - 1][1] * len(items)), _pct(curve[t - 1][1])) for t in marks),
-        notes=("a dialogue whose script ended is no longer running either",),
+        columns=("turn", "running", "share", "±SE [95% CI]"),
+        rows=tuple((t, running, _pct(curve[t - 1][1]), _cell(stats.proportion([True] * running
+                                                                             + [False] * (len(items) - running))))
+                   for t in marks for running in [round(curve[t - 1][1] * len(items))]),
+        notes=("a dialogue whose script ended is no longer running either",
+               "±SE [95% CI]: " + stats.METHODS["wilson"].replace("instances", "dialogues")),
     ))
     return out
 

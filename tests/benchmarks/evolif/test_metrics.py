@@ -109,11 +109,20 @@ def test_patience_sweep_from_one_run():
     sweep = tables["evolif: endurance by patience (Table 3)"]
     rows = {row[0]: row for row in sweep.rows}
     assert list(rows) == ["P=1", "P=2", "P=3 (run)"]
+
+    def values(row):
+        return tuple(cell.split()[0] for cell in row[1:3])
+
     # P=1: A ends at turn 2 (1 + .5), B 4, C ends at turn 1 (0), D 2 -> EDR_acc 1.875
-    assert rows["P=1"][1:3] == ("2.50", "1.88")
+    assert values(rows["P=1"]) == ("2.50", "1.88")
     # P=2: A ends at turn 3 (1.5), B 4, C runs out (2.5), D 2 -> 2.5
-    assert rows["P=2"][1:3] == ("3.50", "2.50")
-    assert rows["P=3 (run)"][1:3] == ("4.50", "2.88")
+    assert values(rows["P=2"]) == ("3.50", "2.50")
+    assert values(rows["P=3 (run)"]) == ("4.50", "2.88")
+    # every cell with its interval by dialogue: EDR_len = the mean of the 4 dialogues' lengths at P=1, t(3)
+    lengths = [float(M.turns_under_patience(d.successes, 1)) for d in M.dialogues(records())]
+    assert rows["P=1"][1] == M.stats.mean(lengths, bounds=(0.0, float("inf"))).plain(2) == "2.50 ±0.65 [0.45, 4.55]"
+    assert all("±" in cell and "[" in cell for row in sweep.rows for cell in row[1:])
+    assert "the dialogue is the unit" in sweep.notes[-1]
 
 
 def test_patience_is_inferred_when_the_records_do_not_say():
@@ -138,6 +147,12 @@ def test_group_rates_and_survival():
     assert rates["FMT"] == (sum(1 for turns in (A, B, C, D) for s, n in turns if n and s >= 1),
                             sum(1 for turns in (A, B, C, D) for s, n in turns if n))
     assert set(rates) == {"FMT", "LEN", "CS"}
+    fmt = M.group_estimate(items, "FMT")
+    assert fmt.value == pytest.approx(rates["FMT"][0] / rates["FMT"][1]) and fmt.n == 4 and fmt.method == "cluster"
+    table7 = next(t for t in M.tables(records()) if "Table 7" in t.title)
+    assert table7.columns[-1] == "±SE [95% CI]" and all("[" in row[-1] for row in table7.rows)
+    survival = next(t for t in M.tables(records()) if "survival" in t.title)
+    assert survival.rows[0][-1] == M.stats.proportion([True] * 4).pct()  # 4 of 4 running: Wilson, never bare
     assert M.survival([7, 4, 4, 3]) == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 0.75), (5, 0.25), (6, 0.25), (7, 0.25)]
     assert M.survival([]) == []
 
