@@ -164,7 +164,6 @@ class _View(_Items):
         self._drawn = 0
         self._began = time.monotonic()
         self._last_plain = self._began
-        self.lines_printed = 0
         #: Whether an item has started (the line is shown from then on).
         self.items_started = False
 
@@ -179,9 +178,9 @@ class _View(_Items):
         return add_up(snapshots)
 
     def line(self) -> str | None:
-        """The status now; None while there is nothing to tell (no ifbench item, no agent run)."""
+        """The status now; None in a session without ifbench items (agent runs a plain test makes are not shown)."""
         snapshot = self.gather()
-        if not snapshot["total"] and not snapshot["runs"]:
+        if not snapshot["total"]:
             return None
         return status_line(snapshot, time.monotonic() - self._began)
 
@@ -191,14 +190,11 @@ class _View(_Items):
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         return None if reporter is None else reporter._tw
 
-    def _draw(self) -> None:
+    def _draw(self, line: str) -> None:
         """TTY: the line after whatever pytest left on the current line (cut to fit), cursor after it."""
         tw = self._tw
-        if tw is None or self._drawn:
-            return
         room = tw.fullwidth - tw.width_of_current_line - 3
-        line = self.line()
-        if room < 24 or line is None:
+        if self._drawn or room < 24:
             return
         text = ("  " + line)[:room]
         tw._file.write(text)
@@ -214,14 +210,11 @@ class _View(_Items):
         tw._file.flush()
         self._drawn = 0
 
-    def _plain(self) -> None:
-        tw, line = self._tw, self.line()
-        if tw is None or line is None:
-            return
+    def _plain(self, line: str) -> None:
+        tw = self._tw
         if tw.width_of_current_line:
             tw.line()
         tw.line(line)
-        self.lines_printed += 1
 
     @contextlib.contextmanager
     def _screen(self) -> Iterator[None]:
@@ -231,16 +224,22 @@ class _View(_Items):
             yield
 
     def _run(self) -> None:
+        """Redraw (TTY) or print (plain) from a thread; the capture is touched only when a line is written."""
         while not self._stop.wait(0.2 if self.mode == "tty" else 1.0):
-            if not self.items_started:  # xdist's own lines (workers, items) come before the first item
+            if not self.items_started or self._tw is None:  # xdist's own lines come before the first item
+                continue
+            if self.mode != "tty" and (self.every <= 0 or time.monotonic() - self._last_plain < self.every):
+                continue
+            line = self.line()
+            if line is None:
                 continue
             with self._lock, self._screen():
                 if self.mode == "tty":
                     self._erase()
-                    self._draw()
-                elif self.every > 0 and time.monotonic() - self._last_plain >= self.every:
+                    self._draw(line)
+                else:
                     self._last_plain = time.monotonic()
-                    self._plain()
+                    self._plain(line)
 
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
@@ -261,8 +260,9 @@ class _View(_Items):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)
-        with self._lock, self._screen():
-            self._erase()
+        if self._drawn:
+            with self._lock, self._screen():
+                self._erase()
 
     # -- hooks ----------------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
@@ -292,16 +292,16 @@ class _View(_Items):
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _quiet_around(name: str) -> Any:
-    """A main-thread hook wrapper that keeps the status off the screen while the hook writes."""
+def _quiet_around(name: str, *, optional: bool = False) -> Any:
+    """A main-thread hook wrapper that keeps the status off the screen while the hook writes
+    (``optional``: a hook only xdist defines)."""
 
-    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def wrapper(self: _View, *args: Any, **kwargs: Any) -> Iterator[None]:
         with self.quiet():
             yield
 
     wrapper.__name__ = name
-    return wrapper
+    return pytest.hookimpl(hookwrapper=True, tryfirst=True, optionalhook=optional)(wrapper)
 
 
 #: The hooks in which pytest's terminal reporter (and xdist's) writes during the run.
@@ -314,7 +314,7 @@ for _hook in WRITING_HOOKS:
     setattr(_View, _hook, _quiet_around(_hook))
 _XDIST_HOOKS = ("pytest_testnodedown", "pytest_testnodeready", "pytest_xdist_node_collection_finished")
 for _hook in _XDIST_HOOKS:
-    setattr(_View, _hook, pytest.hookimpl(optionalhook=True)(_quiet_around(_hook)))
+    setattr(_View, _hook, _quiet_around(_hook, optional=True))
 
 
 def _logstart(self: _View) -> Iterator[None]:
