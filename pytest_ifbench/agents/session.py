@@ -185,6 +185,7 @@ def instance_backend(options: AgentOptions) -> Any:
     is the instance's error with its one-line reason (:class:`AgentHarnessError`) -- never a fallback."""
     if options.sandbox_backend is None:
         return None
+    from ..sandbox.backend import ImageBackend
     from ..sandbox.backends import current_backend, make_backend
 
     name, image = options.sandbox_backend, options.sandbox_image
@@ -201,10 +202,9 @@ def instance_backend(options: AgentOptions) -> Any:
                 raise AgentHarnessError(f"{_named(options)}: {exc.args[0]}") from None
             backend = base
             if image is not None:
-                with_image = getattr(base, "with_image", None)
-                if with_image is None:
+                if not isinstance(base, ImageBackend):
                     raise AgentHarnessError(f"{_named(options)}: the {name} backend takes no image")
-                backend = with_image(image)
+                backend = base.with_image(image)
         problem = backend.problem()
         if problem is not None:  # not kept: the next instance asks again
             _BACKENDS.pop((name, image), None)

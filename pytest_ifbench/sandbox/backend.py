@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
-    "DEFAULT_BACKEND", "HOME", "MOUNT", "CommandResult", "Limits", "ProxyRoute", "RunDirs", "SandboxBackend",
+    "DEFAULT_BACKEND", "HOME", "MOUNT", "CommandResult", "ImageBackend", "Limits", "ProxyRoute", "RunDirs",
+    "SandboxBackend",
     "SandboxRun", "SandboxUnavailable", "classify", "sandbox_python",
 ]
 
@@ -186,6 +187,17 @@ class SandboxBackend(Protocol):
 
     def open(self, dirs: RunDirs) -> SandboxRun:
         """Start one run on ``dirs`` (only ``dirs.root`` exists yet)."""
+
+
+@runtime_checkable
+class ImageBackend(Protocol):
+    """A backend that can start its runs from a named local image (a suite's ``sandbox: {backend: NAME,
+    image: IMAGE}``): the instance then runs on ``backend.with_image(IMAGE)``.  Optional; a backend without
+    ``with_image`` refuses an image at collection (docker has one)."""
+
+    def with_image(self, image: str) -> SandboxBackend:
+        """The same backend starting every run from ``image`` as it is (it must exist where the backend
+        runs: its :meth:`~SandboxBackend.problem` says so in one line otherwise)."""
 
 
 # --- shared by the backends -------------------------------------------------------------------------

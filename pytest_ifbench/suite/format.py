@@ -316,6 +316,7 @@ def _check_sandbox(r: _Reader, value: Any, field: str) -> None:
     agent run as ``protocol_options.sandbox``.  The backend must be registered and, with an image, take
     one (its image is checked on the engine when the instance runs)."""
     from ..agents.options import SANDBOX_KEY, OptionError, agent_options
+    from ..sandbox.backend import ImageBackend
     from ..sandbox.backends import backend_names, make_backend
 
     try:
@@ -326,7 +327,7 @@ def _check_sandbox(r: _Reader, value: Any, field: str) -> None:
     if name not in backend_names():
         raise r.fail(f"{field}.backend",
                      f"unknown sandbox backend {short_repr(name)} (known: {', '.join(backend_names())})")
-    if "image" in value and not callable(getattr(make_backend(name), "with_image", None)):
+    if "image" in value and not isinstance(make_backend(name), ImageBackend):
         raise r.fail(f"{field}.image", f"the {name} backend takes no image (it shows the host's own system "
                                        "directories); use backend: docker")
 
