@@ -145,8 +145,13 @@ def verify_one(registry: Registry, verifier_id: str, params: Any, response: str,
                judged: Verdict | None = None) -> Verdict:
     """Validate params and verify a single text (``ifbench verify``)."""
     verifier = registry.get(verifier_id)
-    clean = verifier.validate(params)
-    check = CheckSpec(id="case", verifier=verifier_id, params=clean)
+    return verify_validated(registry, verifier, verifier.validate(params), response, judged=judged)
+
+
+def verify_validated(registry: Registry, verifier: Verifier, params: dict[str, Any], response: str, *,
+                     judged: Verdict | None = None) -> Verdict:
+    """:func:`verify_one` for params ``verifier.validate`` already returned (not validated again)."""
+    check = CheckSpec(id="case", verifier=verifier.id, params=params)
     ctx = VerifyContext(registry=registry, judged={"case": judged} if judged else {})
     (outcome,) = evaluate([check], response, ctx)
     if outcome.error:

@@ -168,13 +168,13 @@ def _read_case(line: str, registry: Registry) -> _Case:
 
 def _verify_case(case: _Case, registry: Registry, judges: _Judges) -> Verdict:
     """The verdict of one read case; raise :class:`CaseError` when it cannot be verified."""
-    from .._verify import verify_one
+    from .._verify import verify_validated
 
     judged = None
     if case.verifier.kind == "judge":
         judged = judges.verdict(registry, case.verifier.id, case.params, case.task, case.response)
     try:
-        return verify_one(registry, case.verifier.id, case.params, case.response, judged=judged)
+        return verify_validated(registry, case.verifier, case.params, case.response, judged=judged)
     except RuntimeError as exc:  # the verifier raised (message ends with its traceback), or ruff failed
         raise CaseError(str(exc).strip()) from None
     except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
