@@ -21,6 +21,7 @@ import pytest
 from pytest_ifbench.sandbox import make_backend, use_backend
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args
+from tests.agents import test_cli_limits as limits
 from tests.agents import test_relay_integrity as relay
 from tests.sandbox.dockerd import private_engine
 
@@ -74,6 +75,17 @@ def test_kill_minus_one_is_the_agents_failure_not_an_error(agents, on_docker, st
 
 def test_filling_the_disk_is_the_agents_failure_not_an_error(agents, on_docker, stub_env, tmp_path):
     relay.test_filling_the_disk_is_the_agents_failure_not_an_error(agents, stub_env, tmp_path)
+
+
+# --- the run's budgets, on docker: past one the proxy ends the CLI's container -----------------------
+
+
+def test_max_steps_stops_claude_code_and_counts_every_call(agents, on_docker, stub_env, tmp_path):
+    limits.test_max_steps_stops_a_real_cli_and_counts_every_call("claude_code", agents, stub_env, tmp_path)
+
+
+def test_max_seconds_holds_while_a_model_call_is_in_flight(agents, on_docker, stub_env, tmp_path):
+    limits.test_max_seconds_holds_while_a_model_call_is_in_flight("claude_code", agents, stub_env, tmp_path)
 
 
 # --- the same verdicts as bubblewrap ------------------------------------------------------------------
