@@ -57,6 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _choose_sandbox(config)
     config.stash[STATE_KEY] = build_state(config)
     config.stash[RECORDS_KEY] = {}
+    from .reports.results_collector import ResultsCollector
+
     config.pluginmanager.register(ResultsCollector(config), "ifbench-results")
     from . import _collect
 
@@ -355,52 +357,6 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         item.episodes, item.episode, item.ifbench_record = [], None, None
 
 
-class ResultsCollector:
-    """Gathers result records from reports; under xdist they arrive from the workers."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        #: node id -> the first failure of a test that reported no record (a crashed xdist worker's item).
-        self.unrecorded: dict[str, str] = {}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if hasattr(report, "context"):  # a subtest's report
-            return
-        record = getattr(report, "ifbench_record", None)
-        if record is not None:
-            self.config.stash[RECORDS_KEY][record["nodeid"]] = record
-        elif report.failed:
-            crash = getattr(report.longrepr, "reprcrash", None)
-            text = crash.message if crash is not None else str(report.longrepr).strip()
-            self.unrecorded.setdefault(report.nodeid, (text.splitlines() or ["failed"])[0])
-
-    def crash_records(self) -> list[dict[str, Any]]:
-        """An error record (``error_kind: crashed``) for every instance that failed without a record:
-        its worker died (xdist reports that item as failed, ``worker 'gw0' crashed while running ...``),
-        or the plugin failed before the record was made. Non-instance tests are left out."""
-        from ._redact import redact
-        from .reports.records import error_record
-
-        records = self.config.stash[RECORDS_KEY]
-        state = self.config.stash[STATE_KEY]
-        suites: dict[str, dict[str, Any]] = {}
-        out = []
-        for nodeid, text in self.unrecorded.items():
-            file, _, name = nodeid.partition("::")
-            if nodeid in records or not name or Path(file).suffix not in (".json", ".jsonl", ".yaml", ".yml"):
-                continue
-            if file not in suites:
-                try:
-                    suites[file] = {i.id: i for i in state.load(Path(self.config.rootpath) / file).instances}
-                except Exception:  # not a suite after all
-                    suites[file] = {}
-            instance = suites[file].get(name)
-            if instance is not None:
-                out.append(error_record(nodeid, instance, state.model_name, state.judge_names, redact(text),
-                                        "crashed"))
-        return out
-
-
 _PREVIOUS_BACKEND = pytest.StashKey[Any]()
 
 
@@ -446,22 +402,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if _is_worker(config):
         return
     collector = config.pluginmanager.get_plugin("ifbench-results")
-    if collector is not None:
-        for record in collector.crash_records():
-            config.stash[RECORDS_KEY][record["nodeid"]] = record
-    records = list(config.stash[RECORDS_KEY].values())
-    target = config.getoption("ifbench_results")
-    if records and target:
+    if collector is None:
+        return
+    for record in collector.crash_records():
+        collector.add(record)
+    records = list(config.stash[RECORDS_KEY].values())  # the compact views: all the metrics read
+    if records:
         from .reports.metrics import headline_metrics
-        from .reports.records import write_results
 
-        path = Path(target)
-        if not path.is_absolute():
-            path = Path(config.invocation_params.dir) / path
         state = config.stash[STATE_KEY]
-        write_results(path, records, {"model": state.model_name, "judges": state.judge_names,
-                                      "generation": settings_by_benchmark(records),
-                                      "metrics": headline_metrics(records)})
+        collector.write({"model": state.model_name, "judges": state.judge_names,
+                         "generation": settings_by_benchmark(records), "metrics": headline_metrics(records)})
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

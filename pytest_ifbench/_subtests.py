@@ -136,6 +136,9 @@ class SubtestReporter:
                               start=start, stop=time.time(), duration=duration, when="call", _ispytest=True)
         ihook = self.item.ihook
         report = ihook.pytest_runtest_makereport(item=self.item, call=call)
+        # The item's result record rides on its own call report only: a copy on each of its subtest
+        # reports would cross xdist's transport once per check (as JSON) for the controller to drop.
+        report.__dict__.pop("ifbench_record", None)
         sub_report = SubtestReport._new(report, SubtestContext(msg=name, kwargs={}),
                                         captured_output=captured, captured_logs=logs)  # type: ignore[arg-type]
         if sub_report.failed:

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "verifiers": 3, "judges": 3, "ruff.batch": 3, "_verify": 3, "agents": 3,
     # 4: suites, protocols, result records
     "_protocols": 4, "suite.format": 4, "reports.records": 4, "reports.baseline_compare": 4, "suite.run_settings": 4,
+    "reports.results_stream": 4,
     # ... the benchmark declaration, and the public facade: all a benchmark may import from the core
     "_benchmark": 4, "": 4,
     # 5: benchmarks

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -179,8 +180,8 @@ def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mappin
     """Write the results file atomically. Never fails on a value: each record (and the run's
     metadata) is encoded on its own, and one that ``json.dumps`` refuses is made
     :func:`json_safe` first, so a single odd value never costs the other records."""
-    head = _dumps({"format": RESULTS_FORMAT, "plugin_version": __version__, **meta, "instances": []})
-    body = ",".join(_dumps(record) for record in sorted(records, key=lambda r: str(r.get("nodeid"))))
+    head = dumps_record({"format": RESULTS_FORMAT, "plugin_version": __version__, **meta, "instances": []})
+    body = ",".join(dumps_record(record) for record in sorted(records, key=lambda r: str(r.get("nodeid"))))
     text = head[:-2] + body + "]}"  # head ends with the empty list: `"instances":[]}`
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -188,9 +189,79 @@ def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mappin
     tmp.replace(path)
 
 
-def _dumps(value: Any) -> str:
+def dumps_record(value: Any) -> str:
+    """``value`` as compact JSON text; what ``json.dumps`` refuses is made :func:`json_safe` first."""
     # Compact: the C encoder is ~5x faster than indent=; use `python -m json.tool` to read it.
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):  # a date, a cycle, NaN, a 5,000-digit int, ...
         return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+#: Parts longer than this as JSON are not shared (:class:`SummaryViews`): rarely equal, and costly to compare.
+_SHARE_MAX_CHARS = 512
+
+
+class SummaryViews:
+    """The compact in-memory copy of each record that the end-of-run tables, metrics and summary read.
+
+    A full record stays on disk (the results journal); what a session keeps per finished instance is
+    this view of it: the record without the bulky text no metric reads -- ``turns`` keep only their
+    ``index``, ``judge_calls`` only ``model`` and ``cached``, ``sample_responses`` is empty, checks lose
+    ``description``, ``duration`` and ``verdict.evidence`` -- and with equal small parts (a check entry,
+    ``generation``, ``metadata``, ``verifier_versions``...) stored once and shared between records.
+    Views are read-only: a metric that changed one would change it in other records too.
+    """
+
+    __slots__ = ("_memo",)
+
+    #: Distinct shared parts kept; past it new parts are stored per record (a suite of unique checks).
+    MAX_SHARED = 50_000
+
+    def __init__(self) -> None:
+        self._memo: dict[str, Any] = {}
+
+    def view(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in record.items():
+            if key == "turns":
+                value = [self._share({"index": t.get("index")}) for t in value or () if isinstance(t, Mapping)]
+            elif key == "judge_calls":
+                value = [self._share({"model": c.get("model"), "cached": c.get("cached")})
+                         for c in value or () if isinstance(c, Mapping)]
+            elif key == "sample_responses":
+                value = []
+            elif key == "checks":
+                value = [self._share(self._check(c)) if isinstance(c, Mapping) else c for c in value or ()]
+            elif key in ("tokens", "durations", "agent"):
+                pass  # different in every record, or rare and read whole (an agent's trajectory)
+            elif isinstance(value, (dict, list)):
+                value = self._share(value)
+            elif type(value) is str and len(value) <= 64 and key not in ("nodeid", "instance"):
+                value = sys.intern(value)  # suite, benchmark, model, status...: one copy for the run
+            out[key] = value
+        return out
+
+    @staticmethod
+    def _check(check: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in check.items() if k not in ("description", "duration", "verdict")}
+        verdict = check.get("verdict")
+        if isinstance(verdict, Mapping):
+            out["verdict"] = {k: v for k, v in verdict.items() if k != "evidence"}
+        return out
+
+    def _share(self, value: Any) -> Any:
+        # repr, not json.dumps: twice as fast, and records of one run build their parts in the same order.
+        # Records are plain JSON data (see plain()), so equal reprs mean equal values.
+        try:
+            key = repr(value)
+        except RecursionError:
+            return value
+        if len(key) > _SHARE_MAX_CHARS:
+            return value
+        kept = self._memo.get(key)
+        if kept is not None:
+            return kept
+        if len(self._memo) < self.MAX_SHARED:
+            self._memo[key] = value
+        return value

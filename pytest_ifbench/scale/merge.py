@@ -12,7 +12,6 @@ gap in the indices the files name) is reported with the instances it would have 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,8 +61,10 @@ class Merged:
 
 
 def load(path: Path) -> ShardFile:
+    from ..reports.results_stream import read_results_text
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_results_text(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise NotResults(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:

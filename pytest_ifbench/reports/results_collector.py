@@ -1,0 +1,139 @@
+"""The controller's side of the result records: streamed to the results journal as reports arrive
+(:mod:`.results_stream`), kept in memory only as compact views (:class:`~.records.SummaryViews`) for
+the end-of-run tables, and assembled into the results file when the session finishes."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .._state import RECORDS_KEY, STATE_KEY
+from .records import SummaryViews
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def results_target(config: pytest.Config) -> Path | None:
+    """The results file this run writes (``--ifbench-results``, relative to the invocation directory)."""
+    target = config.getoption("ifbench_results", None)
+    if not target:
+        return None
+    path = Path(target)
+    return path if path.is_absolute() else Path(config.invocation_params.dir) / path
+
+
+class ResultsCollector:
+    """Gathers result records from reports; under xdist they arrive from the workers.
+
+    Each record is written to the journal the moment its report is logged and then dropped from the
+    report (pytest's terminal reporter keeps every report to the end); the session keeps its compact
+    view in ``config.stash[RECORDS_KEY]``. When the journal cannot be written the full records are
+    kept instead and the results file is written from them at the end, as before streaming.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        #: node id -> the first failure of a test that reported no record (a crashed xdist worker's item).
+        self.unrecorded: dict[str, str] = {}
+        self.views = SummaryViews()
+        self.journal: Any = None
+        self.journal_path: Path | None = None
+        #: Full records kept when there is no journal to put them in (it could not be written).
+        self.unjournaled: dict[str, dict[str, Any]] = {}
+        self.journal_error: OSError | None = None
+        target = results_target(config)
+        if target is not None and not _is_worker(config):
+            from .results_stream import ResultsJournal
+
+            state = config.stash[STATE_KEY]
+            self.journal = ResultsJournal(target, {"model": state.model_name, "judges": state.judge_names})
+            self.journal_path = self.journal.path
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, Any, Any]:
+        result = yield  # every other plugin (xdist's sender on a worker, Allure, JUnit) has seen the record
+        if not hasattr(report, "context"):  # not a subtest's report
+            self._collect(report)
+        return result
+
+    def _collect(self, report: pytest.TestReport) -> None:
+        record = report.__dict__.pop("ifbench_record", None)
+        if record is not None:
+            if not _is_worker(self.config):
+                self.add(record)
+        elif report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            text = crash.message if crash is not None else str(report.longrepr).strip()
+            self.unrecorded.setdefault(report.nodeid, (text.splitlines() or ["failed"])[0])
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Stream ``record`` to the journal and keep its compact view."""
+        nodeid = record["nodeid"]
+        if self.journal is not None:
+            try:
+                self.journal.add(record)
+            except OSError as exc:  # a full disk, a directory that cannot be made: keep the records
+                self.journal_error = exc
+                self.journal.close()
+                self.journal = None
+        if self.journal is None and results_target(self.config) is not None:
+            self.unjournaled[nodeid] = record
+        self.config.stash[RECORDS_KEY][nodeid] = self.views.view(record)
+
+    def crash_records(self) -> list[dict[str, Any]]:
+        """An error record (``error_kind: crashed``) for every instance that failed without a record:
+        its worker died (xdist reports that item as failed, ``worker 'gw0' crashed while running ...``),
+        or the plugin failed before the record was made. Non-instance tests are left out."""
+        from .._redact import redact
+        from .records import error_record
+
+        records = self.config.stash[RECORDS_KEY]
+        state = self.config.stash[STATE_KEY]
+        suites: dict[str, dict[str, Any]] = {}
+        out = []
+        for nodeid, text in self.unrecorded.items():
+            file, _, name = nodeid.partition("::")
+            if nodeid in records or not name or Path(file).suffix not in (".json", ".jsonl", ".yaml", ".yml"):
+                continue
+            if file not in suites:
+                try:
+                    suites[file] = {i.id: i for i in state.load(Path(self.config.rootpath) / file).instances}
+                except Exception:  # not a suite after all
+                    suites[file] = {}
+            instance = suites[file].get(name)
+            if instance is not None:
+                out.append(error_record(nodeid, instance, state.model_name, state.judge_names, redact(text),
+                                        "crashed"))
+        return out
+
+    def write(self, meta: dict[str, Any]) -> None:
+        """The results file: assembled from the journal, or written from the records kept in memory."""
+        target = results_target(self.config)
+        if target is None:
+            return
+        if self.journal is not None and len(self.journal):
+            self.journal.finish(meta)
+        elif self.unjournaled:
+            from .records import write_results
+
+            records = {**self._journaled_before_error(), **self.unjournaled}
+            write_results(target, list(records.values()), meta)
+            if self.journal_path is not None:
+                self.journal_path.unlink(missing_ok=True)
+
+    def _journaled_before_error(self) -> dict[str, Any]:
+        """The records the journal took before it failed (read back; empty when it holds none)."""
+        from .results_stream import read_results_text
+
+        if self.journal_path is None or not self.journal_path.is_file():
+            return {}
+        try:
+            data = read_results_text(self.journal_path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ValueError):
+            return {}
+        return {r["nodeid"]: r for r in data.get("instances", []) if isinstance(r, dict) and "nodeid" in r}

@@ -1,0 +1,158 @@
+"""The results file written as instances finish: a JSON Lines journal beside it, assembled at the end.
+
+Each record goes to ``<results>.partial.jsonl`` (one JSON document per line after a header line) as
+its instance is reported -- handed to the operating system within a quarter of a second -- so a run that is killed,
+runs out of memory or loses its machine keeps every finished instance's record (``ifbench merge``
+and ``ifbench compare`` read the journal like a results file). The session keeps only the byte
+offset of each record; at the end the journal is copied, in node-id order, into the one JSON results
+file (the same format as ever, docs/results-format.md) and removed. That copy is a sort of the node
+ids plus one sequential read and one write: linear in the run, with no record held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from .._redact import redact
+from .._version import __version__
+from .records import RESULTS_FORMAT, dumps_record
+
+#: The header line's marker: a journal, not a finished results file.
+JOURNAL_KEY = "partial"
+#: A queued record reaches the journal within this many seconds...
+FLUSH_SECONDS = 0.25
+#: ...or once this many characters of records are queued.
+FLUSH_BYTES = 256 * 1024
+
+
+def journal_path(results: Path) -> Path:
+    """``ifbench-results.json`` -> ``ifbench-results.partial.jsonl`` (beside the results file)."""
+    stem = results.name[: -len(results.suffix)] if results.suffix else results.name
+    return results.with_name(f"{stem}.partial.jsonl")
+
+
+class ResultsJournal:
+    """Appends records to the journal as they arrive and assembles the results file from it."""
+
+    def __init__(self, target: Path, meta: Mapping[str, Any]) -> None:
+        self.target = target
+        self.path = journal_path(target)
+        self._meta = dict(meta)
+        self._file: IO[bytes] | None = None
+        self._offset = 0
+        self._pending: list[tuple[str, str]] = []
+        self._pending_chars = 0
+        self._flushed = time.monotonic()
+        #: node id -> (offset, length) of its latest line in the journal.
+        self._index: dict[str, tuple[int, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._index) + len(self._pending)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Queue ``record``; a later record of the same node id replaces it. Queued records reach the
+        operating system (redacted) within :data:`FLUSH_SECONDS` or :data:`FLUSH_BYTES`, whichever comes
+        first: reading the secret-looking environment variables costs ~0.07 ms per redaction, so a
+        batch is redacted at once. Raises ``OSError`` when the journal cannot be written."""
+        if self._file is None:
+            self._open()
+        text = dumps_record(record)
+        self._pending.append((str(record.get("nodeid")), text))
+        self._pending_chars += len(text)
+        if self._pending_chars >= FLUSH_BYTES or time.monotonic() - self._flushed >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every queued record to the journal and hand it to the operating system."""
+        if not self._pending or self._file is None:
+            return
+        pending, self._pending, self._pending_chars = self._pending, [], 0
+        # One redaction for the batch; redaction never adds a line break, so the lines stay one per record.
+        lines = redact("\n".join(text for _, text in pending)).encode("utf-8", "replace").split(b"\n")
+        if len(lines) != len(pending):  # cannot happen (see above); never misplace a record if it did
+            lines = [redact(text).encode("utf-8", "replace") for _, text in pending]
+        for (nodeid, _), line in zip(pending, lines):
+            self._index[nodeid] = (self._offset, len(line))
+            self._offset += len(line) + 1
+        self._file.write(b"\n".join(lines) + b"\n")
+        self._file.flush()
+        self._flushed = time.monotonic()
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("wb")
+        header = json.dumps({"format": RESULTS_FORMAT, "plugin_version": __version__, JOURNAL_KEY: True,
+                             **self._meta}, ensure_ascii=False, separators=(",", ":"), default=str)
+        data = redact(header).encode("utf-8", "replace") + b"\n"
+        handle.write(data)
+        handle.flush()
+        self._file, self._offset = handle, len(data)
+
+    def finish(self, meta: Mapping[str, Any]) -> None:
+        """Write the results file (records sorted by node id, ``meta`` at the top) and remove the journal."""
+        if self._file is None:
+            return
+        self.flush()
+        self._file.close()
+        head = dumps_record({"format": RESULTS_FORMAT, "plugin_version": __version__, **meta, "instances": []})
+        tmp = self.target.with_suffix(self.target.suffix + ".tmp")
+        with self.path.open("rb") as source, tmp.open("wb") as out:
+            out.write(redact(head[:-2]).encode("utf-8", "replace"))  # head ends with `"instances":[]}`
+            fd = source.fileno()
+            separator = b""
+            for nodeid in sorted(self._index):
+                offset, length = self._index[nodeid]
+                out.write(separator)
+                out.write(os.pread(fd, length, offset))
+                separator = b","
+            out.write(b"]}")
+        tmp.replace(self.target)
+        self.path.unlink(missing_ok=True)
+        self._file = None
+
+    def close(self) -> None:
+        """Stop writing; the journal stays on disk (the run ended before its results file was written)."""
+        if self._file is not None:
+            self.flush()
+            self._file.close()
+            self._file = None
+
+
+def read_results_text(text: str) -> dict[str, Any]:
+    """A results file's data -- the JSON document, or a journal (its header line's fields plus
+    ``instances``, the last record of each node id in node-id order). Raises ``ValueError`` for text
+    that is neither."""
+    lines = text.split("\n")  # not splitlines(): a record may hold a raw U+2028
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            header = json.loads(lines[0])
+        except ValueError:
+            raise ValueError("neither a JSON document nor a JSON Lines results journal") from None
+        if not isinstance(header, dict) or not header.get(JOURNAL_KEY):
+            raise
+    else:
+        if not isinstance(data, dict) or not data.get(JOURNAL_KEY):
+            return data
+        header = data  # a journal holding its header only
+    records: dict[str, Any] = {}
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=0) + 1
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if number == last:  # the last line of a journal whose run was killed mid-write
+                break
+            raise ValueError(f"line {number} of the journal is not JSON") from None
+        if isinstance(record, dict):
+            records[str(record.get("nodeid"))] = record
+    return {**{k: v for k, v in header.items() if k != JOURNAL_KEY},
+            "instances": [records[key] for key in sorted(records)]}

@@ -1,0 +1,210 @@
+"""Records streamed to disk as instances finish: the journal beside the results file, the results file
+assembled from it, the compact views the session keeps, and readers of both."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+
+import pytest
+
+from pytest_ifbench.reports import results_stream
+from pytest_ifbench.reports.metrics import core_tables, headline_metrics
+from pytest_ifbench.reports.records import SummaryViews
+from pytest_ifbench.reports.results_stream import ResultsJournal, journal_path, read_results_text
+from pytest_ifbench.scale.merge import load
+from pytest_ifbench.testing import Reply
+from tests._support import FAKE_KEY, HELLO_LOWER, SHOUT, bulk_suite, demo_suite, stub_args, write_suite
+
+SUITE = demo_suite(HELLO_LOWER, SHOUT)
+
+
+def _record(i: int, *, passed: bool = True, text: str = "stub reply") -> dict:
+    checks = [{"id": f"c{k}", "verifier": "ifbench.word_count", "params": {"min": 1, "max": 100},
+               "description": "The reply has between min and max words.", "kind": "check", "points": 1.0,
+               "turn": None, "scored": True, "category": None, "metadata": {}, "check": f"c{k}",
+               "passed": passed or k, "error": None, "duration": 1e-5 * (i + 1),
+               "verdict": {"passed": passed or k, "evidence": f"{i} words", "details": {}},
+               "turn_ran": 1, "version": "1"} for k in range(5)]
+    return {"nodeid": f"s.yaml::inst-{i:05d}", "suite": "s.yaml", "benchmark": "demo", "instance": f"inst-{i:05d}",
+            "model": "openai/stub", "judges": ["openai/stub"], "protocol": "single_turn", "protocol_options": {},
+            "category": "even" if i % 2 == 0 else "odd", "scaffold": None, "tier": None, "markers": [],
+            "metadata": {}, "generation": {"temperature": 0.0, "max_tokens": 32},
+            "status": "passed" if passed else "failed", "error": None, "ended": "completed",
+            "turns": [{"index": 1, "messages": [{"role": "user", "content": f"prompt {i}"}],
+                       "response": {"text": f"{text} {i}", "raw_text": f"{text} {i}", "cached": True,
+                                    "prompt_tokens": 8, "completion_tokens": 11, "latency": 0.01 * i}}],
+            "checks": checks, "judge_calls": [], "tokens": {"prompt": 0, "completion": 0, "cached_prompt": 8,
+                                                             "cached_completion": 11},
+            "cost": None, "durations": {"generation": 0.01 * i, "verification": 0.001 * i}, "samples": 1,
+            "sample_responses": [], "verifier_versions": {"ifbench.word_count": "1"}}
+
+
+def test_the_journal_holds_each_record_once_added_and_the_results_file_is_sorted(tmp_path, monkeypatch):
+    monkeypatch.setattr(results_stream, "FLUSH_SECONDS", 0.0)
+    target = tmp_path / "out" / "results.json"
+    journal = ResultsJournal(target, {"model": "openai/stub", "judges": ["openai/stub"]})
+    for i in (3, 1, 2):
+        journal.add(_record(i))
+        lines = journal.path.read_text(encoding="utf-8").splitlines()
+        assert json.loads(lines[-1])["nodeid"] == f"s.yaml::inst-{i:05d}"  # on disk before the next one
+    journal.add(_record(2, passed=False))  # reported again (a rerun): the later record wins
+    assert json.loads(journal.path.read_text().splitlines()[0])["partial"] is True
+    journal.finish({"model": "openai/stub", "judges": ["openai/stub"], "metrics": {"demo": {"items": 3}}})
+    assert not journal.path.exists()
+    doc = json.loads(target.read_text(encoding="utf-8"))
+    assert list(doc)[:2] == ["format", "plugin_version"] and doc["metrics"] == {"demo": {"items": 3}}
+    assert [r["nodeid"] for r in doc["instances"]] == [f"s.yaml::inst-{i:05d}" for i in (1, 2, 3)]
+    assert doc["instances"][1]["status"] == "failed"
+    assert doc["instances"][0] == _record(1)
+
+
+def test_queued_records_reach_the_journal_within_the_flush_interval(tmp_path, monkeypatch):
+    monkeypatch.setattr(results_stream, "FLUSH_SECONDS", 0.2)
+    journal = ResultsJournal(tmp_path / "r.json", {})
+    journal.add(_record(0))  # the first add may flush (the interval runs from the journal's creation)
+    journal.flush()
+    journal.add(_record(1))
+    assert len(journal.path.read_text().splitlines()) == 2  # header + record 0: record 1 is queued
+    time.sleep(0.25)
+    journal.add(_record(2))
+    assert len(journal.path.read_text().splitlines()) == 4
+    monkeypatch.setattr(results_stream, "FLUSH_BYTES", 1)
+    journal.add(_record(3))
+    assert len(journal.path.read_text().splitlines()) == 5
+
+
+def test_journal_records_are_redacted_and_odd_values_survive(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    journal = ResultsJournal(tmp_path / "r.json", {})
+    odd = _record(1, text=f"leaked {FAKE_KEY} \u2028 line separator")
+    odd["metadata"] = {"when": __import__("datetime").date(2024, 6, 1), "nan": float("nan")}
+    journal.add(odd)
+    journal.flush()
+    assert FAKE_KEY not in journal.path.read_text(encoding="utf-8")
+    data = read_results_text(journal.path.read_text(encoding="utf-8"))  # U+2028 is not a line break
+    assert data["instances"][0]["metadata"] == {"when": "2024-06-01", "nan": "nan"}
+    journal.finish({})
+    text = (tmp_path / "r.json").read_text(encoding="utf-8")
+    assert FAKE_KEY not in text and "\u2028" in text
+
+
+def test_a_killed_runs_journal_is_read_like_a_results_file(tmp_path):
+    journal = ResultsJournal(tmp_path / "r.json", {"model": "openai/stub", "judges": ["openai/stub"]})
+    for i in range(3):
+        journal.add(_record(i))
+    journal.close()
+    with journal.path.open("ab") as handle:
+        handle.write(b'{"nodeid": "s.yaml::inst-0000')  # the process died mid-write
+    loaded = load(journal.path)
+    assert loaded.meta["model"] == "openai/stub" and "partial" not in loaded.meta
+    assert [r["instance"] for r in loaded.records] == ["inst-00000", "inst-00001", "inst-00002"]
+    with pytest.raises(ValueError):
+        read_results_text('{"format": 1}\n{"not": "a journal"}\n')
+    header_only = read_results_text('{"format": 1, "partial": true, "model": "m"}\n')
+    assert header_only == {"format": 1, "model": "m", "instances": []}
+
+
+def test_the_views_keep_what_the_metrics_read_and_are_small():
+    records = [_record(i, passed=i % 3 != 0) for i in range(600)]
+    views = SummaryViews()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = [views.view(json.loads(json.dumps(r))) for r in records]  # as they arrive from xdist: fresh objects
+    per_view = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    tracemalloc.stop()
+    assert per_view < 4500, f"{per_view:.0f} bytes per view"  # the full record: ~17 KB as Python objects
+    assert headline_metrics(kept) == headline_metrics(records)
+    assert core_tables("demo", kept) == core_tables("demo", records)
+    view = kept[1]
+    assert [t for t in view["turns"]] == [{"index": 1}]
+    assert "description" not in view["checks"][0] and "evidence" not in view["checks"][0]["verdict"]
+    assert view["checks"][0]["verdict"]["passed"] is True and view["nodeid"] == "s.yaml::inst-00001"
+    assert kept[1]["checks"][0] is kept[2]["checks"][0]  # equal parts are shared
+
+
+def test_a_run_streams_records_before_it_ends(pytester, stub_env):
+    """A conftest looks at the journal while the run goes on: each finished instance is already there."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(6))
+    pytester.makeconftest('''
+import json, pathlib, pytest
+from pytest_ifbench.reports import results_stream
+results_stream.FLUSH_SECONDS = 0.0  # every record at once: the default hands them over within 0.25 s
+SEEN = []
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    if report.when == "teardown" and "::" in report.nodeid:
+        path = pathlib.Path("ifbench-results.partial.jsonl")
+        SEEN.append(len(path.read_text().splitlines()) - 1 if path.exists() else -1)
+
+def pytest_sessionfinish(session):
+    pathlib.Path("seen.json").write_text(json.dumps(SEEN))
+''')
+    result = pytester.runpytest("suites", *stub_args(stub_env))
+    assert result.ret == 0
+    assert json.loads((pytester.path / "seen.json").read_text()) == [1, 2, 3, 4, 5, 6]
+    assert not (pytester.path / "ifbench-results.partial.jsonl").exists()
+    doc = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert len(doc["instances"]) == 6 and doc["instances"][0]["turns"][0]["response"]["text"] == "hello there"
+
+
+def test_subtest_and_logged_reports_do_not_keep_the_record(pytester, stub_env):
+    stub_env.add_rule("lowercase", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makeconftest('''
+import json, pathlib, pytest
+CARRIED, REPORTS = [], []
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    CARRIED.append([report.when, hasattr(report, "context"), hasattr(report, "ifbench_record")])
+    REPORTS.append(report)
+
+def pytest_sessionfinish(session):
+    kept = sum(hasattr(r, "ifbench_record") for r in REPORTS)
+    pathlib.Path("carried.json").write_text(json.dumps({"carried": CARRIED, "kept": kept}))
+''')
+    result = pytester.runpytest("suites", *stub_args(stub_env))
+    assert result.ret == 1  # shout fails its check
+    data = json.loads((pytester.path / "carried.json").read_text())
+    with_record = [entry for entry in data["carried"] if entry[2]]
+    assert with_record == [["call", False, True], ["call", False, True]]  # the call reports only, no subtest
+    assert data["kept"] == 0  # dropped once every plugin saw it
+
+
+def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_env):
+    """SIGKILL in the middle of a run: the journal holds every instance reported so far, and
+    ``ifbench merge`` turns it into a results file."""
+    stub_env.add_rule("", Reply(content="hello there", latency=0.3))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(40))
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", *stub_args(stub_env),
+                             "--ifbench-concurrency=1", "-q"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    journal = journal_path(tmp_path / "ifbench-results.json")
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if journal.exists() and len(journal.read_text(encoding="utf-8").splitlines()) >= 4:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no records reached the journal")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert not (tmp_path / "ifbench-results.json").exists()
+    done = read_results_text(journal.read_text(encoding="utf-8"))["instances"]
+    assert 3 <= len(done) < 40 and all(r["status"] == "passed" for r in done)
+    ifbench = os.path.join(os.path.dirname(sys.executable), "ifbench")
+    merged = subprocess.run([ifbench, "merge", str(journal), "--out", str(tmp_path / "merged.json"),
+                             "--summary="], capture_output=True, text=True, env=env)
+    assert merged.returncode in (0, 1), merged.stderr  # 1: incomplete is fine, the records are there
+    assert len(json.loads((tmp_path / "merged.json").read_text())["instances"]) == len(done)
