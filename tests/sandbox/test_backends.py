@@ -91,3 +91,12 @@ def test_docker_without_a_reachable_engine_stops_in_one_line(pytester, monkeypat
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     expected = "the docker backend needs root*" if __import__("os").geteuid() else "no Docker Engine reachable at*"
     result.stderr.fnmatch_lines([f"ERROR: pytest-ifbench: --ifbench-sandbox=docker: {expected}"])
+
+
+def test_docker_takes_a_named_image_and_bubblewrap_does_not():
+    from pytest_ifbench.sandbox.backend import ImageBackend
+
+    docker = make_backend("docker")
+    assert isinstance(docker, ImageBackend) and not isinstance(make_backend("bubblewrap"), ImageBackend)
+    imaged = docker.with_image("toolchain:1")
+    assert imaged.name == "docker" and imaged.image == "toolchain:1" and repr(imaged) == "DockerBackend('toolchain:1')"
