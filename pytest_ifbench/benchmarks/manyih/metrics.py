@@ -57,11 +57,6 @@ def outcome(record: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _pct(values: Iterable[bool | None]) -> str:
-    kept = [float(v) for v in values if v is not None]
-    return f"{100 * statistics.fmean(kept):.1f}%" if kept else "-"
-
-
 def _acc(values: Iterable[bool | None]) -> str:
     """Acc with its SE and Wilson 95% interval over the instances (``75.0% ±21.7 [30.1, 95.4]``)."""
     estimate = stats.proportion([bool(v) for v in values if v is not None])
@@ -70,18 +65,38 @@ def _acc(values: Iterable[bool | None]) -> str:
 
 #: The headline tables' note on the Acc cells.
 ACC_NOTE = "Acc ±SE [95% CI]: " + stats.METHODS["wilson"] + " (the instance is the unit)"
+#: The note of the cells that pool several checks of each instance.
+CHECKS_NOTE = ("checks pooled over instances (suppressed, by style group): the checks of one instance are not "
+               "independent: cluster-robust SE over instances, t(G-1)")
+#: The paired tables' note.
+PAIRED_NOTE = ("±SE [95% CI]: Acc " + stats.METHODS["wilson"] + "; Δ: " + stats.METHODS["paired-t"]
+               + " over the pairs (the sample is the unit); flip: " + stats.METHODS["wilson"].replace("instances",
+                                                                                                   "pairs"))
+
+
+def _mean(values: Iterable[float | None]) -> str:
+    """A mean of per-instance values (CSR) with its t interval."""
+    estimate = stats.mean([float(v) for v in values if v is not None])
+    return "-" if estimate is None else estimate.pct()
+
+
+def _pooled(values: Sequence[bool], instances: Sequence[str]) -> str:
+    """A share of checks pooled over instances, clustered by instance."""
+    estimate = stats.clustered([float(v) for v in values], instances)
+    return "-" if estimate is None else estimate.pct()
 
 
 def _delta(a: Sequence[bool | None], b: Sequence[bool | None]) -> str:
-    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
-    if not pairs:
-        return "-"
-    return f"{100 * (statistics.fmean(float(y) for _, y in pairs) - statistics.fmean(float(x) for x, _ in pairs)):+.1f}"
+    """The paired change ``b - a`` in percentage points with its paired-t interval."""
+    diffs = [float(y) - float(x) for x, y in zip(a, b) if x is not None and y is not None]
+    estimate = stats.mean(diffs, bounds=(-1.0, 1.0), method="paired-t")
+    return "-" if estimate is None else estimate.pts()
 
 
 def _flip(a: Sequence[bool | None], b: Sequence[bool | None]) -> str:
     pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
-    return f"{100 * statistics.fmean(float(x != y) for x, y in pairs):.1f}%" if pairs else "-"
+    estimate = stats.proportion([x != y for x, y in pairs])
+    return "-" if estimate is None else estimate.pct()
 
 
 def _natural(value: Any) -> tuple[int, Any]:
@@ -91,7 +106,7 @@ def _natural(value: Any) -> tuple[int, Any]:
 def _row(label: str, records: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
     outs = [o for r in records if (o := outcome(r)) is not None]
     return (label, len(records), len(records) - len(outs), _acc(o["acc"] for o in outs),
-            _pct(o["test"] for o in outs), _pct(o["style"] for o in outs))
+            _acc(o["test"] for o in outs), _acc(o["style"] for o in outs))
 
 
 def coding_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
@@ -109,7 +124,7 @@ def coding_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     tables = [MetricTable(title="manyih coding: accuracy (Table 1a)",
                           columns=("", "items", "errors", "Acc", "Acc_test", "Acc_style"), rows=tuple(rows),
                           notes=("Acc: tests and every winning style pass; perturbed variants only in their own row",
-                                 ACC_NOTE))]
+                                 ACC_NOTE.replace("Acc ", "Acc, Acc_test, Acc_style ")))]
     pairs = _pairs(plain, lambda r: _meta(r).get("ppi") == "ordinal", lambda r: _meta(r).get("ppi") == "scalar")
     if pairs:
         tables.append(_paired_table(
@@ -126,7 +141,8 @@ def coding_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
         tables.append(MetricTable(
             title="manyih coding: by style group", rows=tuple(style_rows),
             columns=("group", "winning", "passed", "suppressed", "suppressed satisfied"),
-            notes=("suppressed instructions are never scored; 'satisfied' = the reply followed the losing one",)))
+            notes=("suppressed instructions are never scored; 'satisfied' = the reply followed the losing one",
+                   CHECKS_NOTE)))
     return tables
 
 
@@ -159,14 +175,14 @@ def _paired_table(title: str, pairs: Sequence[tuple[Mapping[str, Any], Mapping[s
     rows = []
     for label in sorted(groups, key=lambda g: (g != "all", _natural(_tier(g)))):
         items = groups[label]
-        row = [label, len(items), _pct(a["acc"] for a, _ in items), _pct(b["acc"] for _, b in items)]
+        row = [label, len(items), _acc(a["acc"] for a, _ in items), _acc(b["acc"] for _, b in items)]
         for key in ("acc", "test", "style"):
             row.append(_delta([a[key] for a, _ in items], [b[key] for _, b in items]))
         if flips:
             for key in ("acc", "test", "style"):
                 row.append(_flip([a[key] for a, _ in items], [b[key] for _, b in items]))
         rows.append(tuple(row))
-    return MetricTable(title=title, columns=tuple(columns), rows=tuple(rows), notes=(note,))
+    return MetricTable(title=title, columns=tuple(columns), rows=tuple(rows), notes=(note, PAIRED_NOTE))
 
 
 def _tier(label: str) -> Any:
@@ -175,8 +191,8 @@ def _tier(label: str) -> Any:
 
 
 def _style_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    winning: dict[str, list[bool]] = defaultdict(list)
-    losing: dict[str, list[bool]] = defaultdict(list)
+    winning: dict[str, tuple[list[bool], list[str]]] = defaultdict(lambda: ([], []))
+    losing: dict[str, tuple[list[bool], list[str]]] = defaultdict(lambda: ([], []))
     for record in records:
         if record.get("status") == "error":
             continue
@@ -184,17 +200,24 @@ def _style_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
             meta = check.get("metadata") or {}
             if meta.get("role") != "style":
                 continue
-            (winning if check.get("scored", True) else losing)[str(meta.get("group"))].append(bool(check.get("passed")))
-    return [(group, len(winning[group]), _pct(winning[group]), len(losing[group]), _pct(losing[group]))
+            cell = (winning if check.get("scored", True) else losing)[str(meta.get("group"))]
+            cell[0].append(bool(check.get("passed")))
+            cell[1].append(_instance(record))
+    return [(group, len(winning[group][0]), _pooled(*winning[group]), len(losing[group][0]), _pooled(*losing[group]))
             for group in sorted(set(winning) | set(losing))]
+
+
+def _instance(record: Mapping[str, Any]) -> str:
+    return str(record.get("nodeid") or id(record))  # records always have one; a record made in code, its identity
 
 
 def if_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     def row(label: str, group: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
         outs = [o for r in group if (o := outcome(r)) is not None]
-        suppressed = [s for o in outs for s in o["suppressed"]]
+        suppressed = [(s, _instance(r)) for r in group if (o := outcome(r)) is not None for s in o["suppressed"]]
         return (label, len(group), len(group) - len(outs), _acc(o["acc"] for o in outs),
-                _pct(o["share"] for o in outs), len(suppressed), _pct(suppressed))
+                _mean(o["share"] for o in outs), len(suppressed),
+                _pooled([s for s, _ in suppressed], [i for _, i in suppressed]))
 
     rows = [row("all", records)]
     for label, key in (("ppi", lambda r: _meta(r).get("ppi")), ("tier", lambda r: r.get("tier"))):
@@ -207,7 +230,8 @@ def if_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     tables = [MetricTable(
         title="manyih instruction following: accuracy", rows=tuple(rows),
         columns=("", "items", "errors", "Acc", "CSR", "suppressed", "suppressed satisfied"),
-        notes=("Acc: every active constraint passes; CSR: mean share of active constraints passed", ACC_NOTE))]
+        notes=("Acc: every active constraint passes; CSR: mean share of active constraints passed", ACC_NOTE,
+               "CSR ±SE [95% CI]: " + stats.METHODS["t"] + " (instances)", CHECKS_NOTE))]
     pairs = _pairs(records, lambda r: _meta(r).get("ppi") == "ordinal", lambda r: _meta(r).get("ppi") == "scalar")
     if pairs:
         tables.append(_paired_table("manyih instruction following: ordinal vs scalar", pairs,

@@ -199,12 +199,21 @@ def test_metric_formulas():
     ]
     table_1a, table_1b, perturbation, by_style = plugin.BENCHMARK.pytest_ifbench_metrics("manyih", records)
     rows = {row[0]: row for row in table_1a.rows}
-    assert rows["all"] == ("all", 5, 1, "25.0% ±21.7 [4.6, 69.9]", "50.0%", "75.0%")
-    assert rows["ppi=scalar, perturbed"][3:] == ("100.0% ±0.0 [34.2, 100.0]", "100.0%", "100.0%")
-    assert table_1b.rows[0] == ("all", 2, "50.0%", "0.0%", "-50.0", "+0.0", "-50.0")
-    assert perturbation.rows[0] == ("all", 2, "0.0%", "100.0%", "+100.0", "+50.0", "+50.0", "100.0%", "50.0%",
-                                    "50.0%")
-    assert by_style.rows == (("g", 12, "91.7%", 1, "100.0%"),)
+    # Acc, Acc_test, Acc_style: Wilson over the instances
+    assert rows["all"] == ("all", 5, 1, "25.0% ±21.7 [4.6, 69.9]", "50.0% ±25.0 [15.0, 85.0]",
+                           "75.0% ±21.7 [30.1, 95.4]")
+    assert rows["ppi=scalar, perturbed"][3:] == ("100.0% ±0.0 [34.2, 100.0]",) * 3
+    # Table 1b: Acc per side (Wilson), Δ paired by sample (paired-t, in points)
+    assert table_1b.rows[0] == ("all", 2, "50.0% ±35.4 [9.5, 90.5]", "0.0% ±0.0 [0.0, 65.8]",
+                                "-50.0 ±50.0 [-100.0, +100.0]", "+0.0 ±0.0 [+0.0, +0.0]",
+                                "-50.0 ±50.0 [-100.0, +100.0]")
+    assert "Δ: mean of the paired differences +- t(n-1) x SE over the pairs" in table_1b.notes[-1]
+    assert perturbation.rows[0] == ("all", 2, "0.0% ±0.0 [0.0, 65.8]", "100.0% ±0.0 [34.2, 100.0]",
+                                    "+100.0 ±0.0 [+100.0, +100.0]", "+50.0 ±50.0 [-100.0, +100.0]",
+                                    "+50.0 ±50.0 [-100.0, +100.0]", "100.0% ±0.0 [34.2, 100.0]",
+                                    "50.0% ±35.4 [9.5, 90.5]", "50.0% ±35.4 [9.5, 90.5]")
+    # style checks pooled over the instances, clustered by instance (5 instances, 11 of 12 winning passed)
+    assert by_style.rows == (("g", 12, "91.7% ±8.3 [70.2, 100.0]", 1, "100.0% ±inf [0.0, 100.0]"),)
     assert plugin.BENCHMARK.pytest_ifbench_metrics("other", records) is None
 
 
