@@ -208,3 +208,28 @@ def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_
                              "--summary="], capture_output=True, text=True, env=env)
     assert merged.returncode in (0, 1), merged.stderr  # 1: incomplete is fine, the records are there
     assert len(json.loads((tmp_path / "merged.json").read_text())["instances"]) == len(done)
+
+
+def test_a_big_session_freezes_the_heap_for_its_exit_and_thaws_it(pytester, stub_env, monkeypatch):
+    import gc
+
+    from pytest_ifbench.reports.results_collector import ResultsCollector
+
+    monkeypatch.setattr(ResultsCollector, "FREEZE_FROM", 3)
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
+    pytester.makeconftest('''
+import gc, json, pathlib, pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    pathlib.Path("frozen.json").write_text(json.dumps(gc.get_freeze_count()))
+''')
+    assert gc.get_freeze_count() == 0
+    result = pytester.runpytest_inprocess("suites", *stub_args(stub_env))
+    assert result.ret == 0
+    assert json.loads((pytester.path / "frozen.json").read_text()) > 0  # frozen while pytest collects at exit
+    assert gc.get_freeze_count() == 0  # and thawed by the end of the run
+    monkeypatch.setattr(ResultsCollector, "FREEZE_FROM", 4)  # below the threshold: pytest's own exit
+    result = pytester.runpytest_inprocess("suites", *stub_args(stub_env))
+    assert json.loads((pytester.path / "frozen.json").read_text()) == 0
