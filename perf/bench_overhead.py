@@ -18,6 +18,10 @@ OpenAI-compatible stub server in this process on 127.0.0.1 with 0 ms latency.
    tests, with and without two ``subtests`` each, to show what pytest itself
    costs per item on this machine.
 
+``--growth 1000,10000,50000`` instead prints the growth table: for each size a
+fill run and a cached run, with wall and CPU per instance, peak RSS and its
+slope per added instance, the exit phase and the results file's size.
+
 Every pytest run is a subprocess with ``-q -p no:cacheprovider`` and its output
 goes to a log file. The output is read through a pipe and timestamped, which
 splits each run into phases: *to first result* (start-up + collection + first
@@ -30,6 +34,7 @@ Usage (from the repository root)::
     python perf/bench_overhead.py
     python perf/bench_overhead.py --instances 2000 --json overhead.json
     python perf/bench_overhead.py --workers 0 --no-floor      # quickest
+    python perf/bench_overhead.py --growth 1000,10000,50000   # the growth table (fill + cached run per size)
 
 Only the standard library and the project are used; the temporary directory
 (suite, cache, logs) is removed at the end and the stub is stopped.
@@ -248,12 +253,23 @@ def main(argv: list[str] | None = None) -> int:
                              "/tmp/inspect-venv/bin/python; without it the inspect_ai comparison is skipped")
     parser.add_argument("--all-plugins", action="store_true",
                         help="do not block the non-dependency pytest plugins " + ", ".join(NON_DEPENDENCY_PLUGINS))
+    parser.add_argument("--growth", default=None, metavar="N,N,...",
+                        help="instead of the runs above, the growth table: for each N (e.g. 1000,10000,50000) a "
+                             "fill run and a cached run; ms/instance, CPU, peak RSS, exit and results file size")
     parser.add_argument("--json", dest="json_path", default=None, help="write the results as JSON here")
     parser.add_argument("--timeout", type=float, default=900.0, help="limit per pytest run, s (default: 900)")
     args = parser.parse_args(argv)
     if args.instances < 1 or args.repeat < 1 or args.fill_concurrency < 1 or args.workers < 0:
         parser.error("--instances, --repeat and --fill-concurrency must be >= 1, --workers >= 0")
     n = args.instances
+    if args.growth:
+        try:
+            sizes = sorted({int(part) for part in args.growth.split(",") if part.strip()})
+        except ValueError:
+            parser.error(f"--growth: a comma-separated list of instance counts, not {args.growth!r}")
+        if not sizes or sizes[0] < 1:
+            parser.error("--growth: instance counts must be >= 1")
+        return growth(sizes, args)
 
     load_before = os.getloadavg()
     if load_before[0] > (os.cpu_count() or 1) * 0.5:
@@ -353,6 +369,94 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     results["host"]["loadavg_after"] = os.getloadavg()
     return report(results, problems, args.json_path)
+
+
+def growth(sizes: list[int], args: argparse.Namespace) -> int:
+    """The growth table: how a cached run's time, memory, exit and results file grow with its size.
+
+    For each N: a suite of N instances, one run that fills a fresh cache (the stub must see N calls),
+    then the cached run that is measured (zero calls). Per-instance RSS is the slope between sizes
+    (the fixed start-up cancels out), so the table shows whether memory per finished instance is bounded.
+    """
+    results: dict = {
+        "benchmark": "overhead-growth",
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "revision": source_revision(), "checks": args.checks,
+        "host": {"python": platform.python_version(), "platform": platform.platform(),
+                 "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()},
+        "command": " ".join([Path(sys.executable).name, *sys.argv]), "rows": [],
+    }
+    problems: list[str] = []
+    server = StubServer(latency=0.0, host="127.0.0.1").start()
+    try:
+        for n in sizes:
+            with tempfile.TemporaryDirectory(prefix="ifbench-bench-growth-") as tmp:
+                work = Path(tmp)
+                suite, cache, out = work / "suite.yaml", work / "cache", work / "ifbench-results.json"
+                write_suite(suite, n, args.checks)
+                base = [str(suite), "-q", "-p", "no:cacheprovider",
+                        *(f"-pno:{name}" for name in (() if args.all_plugins else NON_DEPENDENCY_PLUGINS)),
+                        "--model=openai/stub", f"--api-base={server.url}", f"--ifbench-cache={cache}",
+                        f"--ifbench-results={out.name}", "--ifbench-timeout=60", "--ifbench-max-wait=10"]
+                server.reset()
+                fill = run_pytest([*base, f"--ifbench-concurrency={args.fill_concurrency}"], cwd=work,
+                                  log=work / "fill.log", timeout=args.timeout)
+                if fill["rc"] != 0 or server.calls != n:
+                    problems.append(f"{n}: fill run rc={fill['rc']}, stub calls={server.calls} (expected {n})")
+                    print(tail(work / "fill.log"), file=sys.stderr)
+                    continue
+                server.reset()
+                run = run_pytest(base, cwd=work, log=work / "cached.log", timeout=args.timeout)
+                calls = server.calls
+                if run["rc"] != 0 or calls != 0:
+                    problems.append(f"{n}: cached run rc={run['rc']}, stub calls={calls} (expected 0)")
+                    print(tail(work / "cached.log"), file=sys.stderr)
+                    continue
+                summary = run["to_summary_s"]
+                row = {"instances": n, "suite_mb": round(suite.stat().st_size / 1e6, 2),
+                       "wall_s": round(run["wall_s"], 3), "per_instance_ms": round(run["wall_s"] / n * 1000, 3),
+                       "cpu_s": round(run["cpu_s"], 3), "cpu_per_instance_ms": round(run["cpu_s"] / n * 1000, 3),
+                       "max_rss_mb": round(run["max_rss_mb"], 1),
+                       "exit_s": round(run["wall_s"] - summary, 3) if summary is not None else None,
+                       "results_mb": round(out.stat().st_size / 1e6, 2) if out.exists() else None,
+                       "results_kb_per_instance": round(out.stat().st_size / n / 1000, 2) if out.exists() else None}
+                results["rows"].append(row)
+                print(f"growth {n:>7}: wall {row['wall_s']:8.2f}s  cpu {row['cpu_s']:7.2f}s  "
+                      f"rss {row['max_rss_mb']:7.1f} MB  exit {row['exit_s']}s", file=sys.stderr)
+    finally:
+        server.stop()
+    results["host"]["loadavg_after"] = os.getloadavg()
+    results["problems"] = problems
+    rows = results["rows"]
+    for previous, row in zip(rows, rows[1:]):
+        row["rss_kb_per_instance"] = round((row["max_rss_mb"] - previous["max_rss_mb"]) * 1024
+                                           / (row["instances"] - previous["instances"]), 2)
+    out_lines = [
+        f"### Growth: cached runs of N single-turn instances, {args.checks} checks each",
+        "",
+        "| instances | suite (MB) | wall (s) | per instance (ms) | CPU per instance (ms) | peak RSS (MB) "
+        "| RSS per added instance (KB) | exit (s) | results file (MB) | per instance (KB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        def fmt(v, spec=".2f"):
+            return "–" if v is None else format(v, spec)
+        out_lines.append(
+            f"| {row['instances']:,} | {row['suite_mb']:.1f} | {row['wall_s']:.2f} | {row['per_instance_ms']:.3f} "
+            f"| {row['cpu_per_instance_ms']:.3f} | {row['max_rss_mb']:.0f} "
+            f"| {fmt(row.get('rss_kb_per_instance'), '.1f')} "
+            f"| {fmt(row['exit_s'])} | {fmt(row['results_mb'])} | {fmt(row['results_kb_per_instance'])} |")
+    load = results["host"]
+    out_lines += ["", f"*{load['cpus']} CPUs; load average {load['loadavg_before'][0]:.2f} before, "
+                      f"{load['loadavg_after'][0]:.2f} after (wall times are noisy on a shared machine; "
+                      "CPU per instance is steadier). RSS per added instance: the slope from the row above.*"]
+    if problems:
+        out_lines += ["", "**Problems:**", *[f"- {p}" for p in problems]]
+    print("\n".join(out_lines))
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"\nJSON written to {args.json_path}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def report(results: dict, problems: list[str], json_path: str | None) -> int:
