@@ -132,3 +132,12 @@ def test_a_mean_without_spread_still_has_a_width():
     assert stats.mean([1.0, 1.0]).pct() == "100.0% ±0.0 [34.2, 100.0]"
     assert stats.mean([1.0, 1.0]).low == stats.proportion([True, True]).low
     assert stats.mean([0.5] * 3).pct() == "50.0% ±0.0 [12.5, 87.5]"
+
+
+def test_weighted_cluster_ratio():
+    values, clusters = [1.0, 0.0, 1.0, 1.0, 0.0], ["a", "a", "b", "c", "c"]
+    assert stats.clustered(values, clusters, weights=[1.0] * 5) == stats.clustered(values, clusters)
+    weighted = stats.clustered(values, clusters, weights=[2.0, 1.0, 1.0, 1.0, 3.0])
+    assert weighted.value == pytest.approx((2 + 1 + 1) / 8) and weighted.n == 3 and weighted.method == "cluster"
+    assert weighted.low < weighted.value < weighted.high
+    assert stats.clustered([1.0], ["a"], weights=[0.0]) is None

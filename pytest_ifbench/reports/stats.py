@@ -149,18 +149,23 @@ def _interval(value: float, se: float, df: int, n: int, method: str,
 
 
 def clustered(values: Sequence[float], clusters: Sequence[Hashable], *,
-              bounds: tuple[float, float] | None = (0.0, 1.0)) -> Estimate | None:
+              bounds: tuple[float, float] | None = (0.0, 1.0),
+              weights: Sequence[float] | None = None) -> Estimate | None:
     """The mean over items whose items share clusters (turns of a dialogue, samples of a task): the
-    ratio estimator's cluster-robust (CR1) standard error, t with G-1 degrees of freedom."""
+    ratio estimator's cluster-robust (CR1) standard error, t with G-1 degrees of freedom. ``weights``
+    makes it the weighted mean (an AgentIF rubric dimension: points passed over points)."""
     if not values:
         return None
+    weights = [1.0] * len(values) if weights is None else weights
     sums: dict[Hashable, list[float]] = {}
-    for value, cluster in zip(values, clusters, strict=True):
+    for value, cluster, weight in zip(values, clusters, weights, strict=True):
         entry = sums.setdefault(cluster, [0.0, 0.0])
-        entry[0] += value
-        entry[1] += 1
-    g, total = len(sums), len(values)
-    ratio = sum(values) / total
+        entry[0] += value * weight
+        entry[1] += weight
+    g, total = len(sums), sum(weights)
+    if total <= 0:
+        return None
+    ratio = sum(s for s, _ in sums.values()) / total
     if g < 2:
         return Estimate(value=ratio, se=math.inf, low=bounds[0] if bounds else -math.inf,
                         high=bounds[1] if bounds else math.inf, n=g, method="cluster")

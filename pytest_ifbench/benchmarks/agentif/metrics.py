@@ -93,6 +93,16 @@ def _latency(records: Sequence[Mapping[str, Any]]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def dimension_estimate(records: Sequence[Mapping[str, Any]], dimension: str) -> stats.Estimate | None:
+    """A rubric dimension's points-weighted share with its interval: the items of one task are not
+    independent, so the ratio's cluster-robust SE with each task a cluster."""
+    items = [(float(bool(check.get("passed"))), str(record.get("nodeid") or id(record)),
+              float(check.get("points", 1.0)))
+             for record in records if not errored(record)
+             for check in rubric_checks(record) if check.get("category") == dimension]
+    return stats.clustered([v for v, _, _ in items], [c for _, c, _ in items], weights=[w for _, _, w in items])
+
+
 def dimension_score(records: Sequence[Mapping[str, Any]], dimension: str) -> float | None:
     total = passed = 0.0
     for record in records:
@@ -115,8 +125,9 @@ def _domain(record: Mapping[str, Any]) -> str | None:
 
 
 def _mean_of(scored: Sequence[tuple[Mapping[str, Any], float]], keep: Callable[[Mapping[str, Any]], bool]) -> str:
+    """The mean score of the tasks kept, with its t interval over them: ``0.613 ±0.041 [0.532, 0.694] (n=5)``."""
     values = [s for r, s in scored if keep(r)]
-    return f"{_fmt(final_score(values))} (n={len(values)})" if values else "-"
+    return f"{_interval(stats.mean(values))} (n={len(values)})" if values else "-"
 
 
 def judges_of(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -135,18 +146,22 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
             ("overall score (eq. 2)", _fmt(final_score([s for _, s in scored]))),
             ("overall score ±SE [95% CI]", _interval(stats.mean([s for _, s in scored]))),
             ("avg latency (s)", "-" if latency is None else f"{latency:.1f}")]
-    main += [(f"rubric: {d}", _fmt(dimension_score(records, d))) for d in DIMENSIONS]
+    main += [(f"rubric: {d}", _interval(dimension_estimate(records, d))) for d in DIMENSIONS]
     main += [("with attachments", _mean_of(scored, _attachments)),
              ("without attachments", _mean_of(scored, lambda r: not _attachments(r)))]
     main += [(f"category: {c}", _mean_of(scored, lambda r, c=c: r.get("category") == c)) for c in CATEGORIES]
     notes = ("s_i = max(0, S+ - S-) / S_max; score = mean of s_i over the scored tasks",
              "errored tasks (harness/judge error or an omitted rubric item) are excluded and counted as errors",
              "rubric dimension = points-weighted share of that dimension's items passed",
-             "overall score ±SE [95% CI]: the task is the unit; " + stats.METHODS["t"])
+             "overall score ±SE [95% CI]: the task is the unit; " + stats.METHODS["t"],
+             "attachments, category, domain: value ±SE [95% CI] over their tasks, " + stats.METHODS["t"]
+             + "; rubric dimensions: its items clustered by task, " + stats.METHODS["cluster"].replace("dialogues",
+                                                                                                      "tasks"))
     out = [MetricTable(title="agentif: Table 1", columns=("metric", "value"), rows=tuple(main), notes=notes)]
     domains = [(d, _mean_of(scored, lambda r, d=d: _domain(r) == d)) for d in DOMAINS]
     if any(_domain(r) for r in records):
-        out.append(MetricTable(title="agentif: Table 2 (domain)", columns=("domain", "score"), rows=tuple(domains)))
+        out.append(MetricTable(title="agentif: Table 2 (domain)", columns=("domain", "score"), rows=tuple(domains),
+                               notes=("score ±SE [95% CI] over the domain's tasks: " + stats.METHODS["t"],)))
     judges = judges_of(records)
     if len(judges) > 1:
         out.append(panel_table(records, judges))
@@ -161,13 +176,14 @@ def panel_table(records: Sequence[Mapping[str, Any]], judges: Sequence[str]) -> 
         value = final_score(values)
         if value is not None:
             finals.append(value)
-        rows.append((judge, len(values), _fmt(value)))
+        rows.append((judge, len(values), _interval(stats.mean(values)) if values else _fmt(value)))
     if finals:
         spread = statistics.pstdev(finals) if len(finals) > 1 else 0.0
         rows.append(("mean ± std", len(finals), f"{statistics.fmean(finals):.3f} ± {spread:.3f}"))
         rows.append(("across judges ±SE [95% CI]", len(finals), _interval(stats.panel(finals))))
     return MetricTable(title="agentif: score per judge", columns=("judge", "tasks", "score"), rows=tuple(rows),
-                       notes=("each judge's verdicts scored alone (eq. 1-2); std is the population std",
+                       notes=("each judge's verdicts scored alone (eq. 1-2), ±SE [95% CI] over the tasks ("
+                              + stats.METHODS["t"] + "); std is the population std",
                               "across judges: " + stats.METHODS["panel"] + ", the judge-to-judge spread, not the "
                               "sampling error over tasks (that is Table 1's interval)"))
 

@@ -71,12 +71,19 @@ def test_breakdowns_dimension_attachments_category_domain_latency():
     tables = metrics.tables(records)
     rows = dict(tables[0].rows)
     assert rows["avg latency (s)"] == "20.0"
-    assert rows["rubric: factuality"] == "1.000" and rows["rubric: logic"] == "0.000"
-    assert rows["rubric: negative_constraint"] == "0.500"
-    assert rows["with attachments"] == "0.500 (n=1)" and rows["without attachments"] == "0.500 (n=1)"
-    assert rows["category: latent_inference"] == "0.500 (n=1)" and rows["category: iterative_refinement"] == "-"
+    # rubric dimensions: points-weighted, clustered by task (2 tasks: factuality 3 of 3 points, no spread,
+    # still the Wilson width of 2 clusters; logic in one task only: no spread to estimate)
+    assert rows["rubric: factuality"] == "1.000 ±0.000 [0.342, 1.000]"
+    assert rows["rubric: logic"] == "0.000 ±inf [0.000, 1.000]"
+    assert rows["rubric: negative_constraint"] == "0.500 ±0.500 [0.000, 1.000]"
+    assert metrics.dimension_estimate(records, "factuality").value == metrics.dimension_score(records, "factuality")
+    # means of task scores with their t interval; one task: the whole range, never a bare score
+    one = "0.500 ±inf [0.000, 1.000] (n=1)"
+    assert rows["with attachments"] == one and rows["without attachments"] == one
+    assert rows["category: latent_inference"] == one and rows["category: iterative_refinement"] == "-"
     domains = dict(tables[1].rows)
-    assert domains == {"work": "0.500 (n=1)", "life": "0.500 (n=1)", "study": "-"}
+    assert domains == {"work": one, "life": one, "study": "-"}
+    assert "over the domain's tasks" in tables[1].notes[0]
 
 
 def test_panel_score_per_judge_with_mean_and_std():
@@ -92,7 +99,9 @@ def test_panel_score_per_judge_with_mean_and_std():
     panel = metrics.tables(records)[-1]
     rows = {row[0]: row[2] for row in panel.rows}
     finals = [0.5, 0.25, 0.75]
-    assert [rows["j1"], rows["j2"], rows["j3"]] == ["0.500", "0.250", "0.750"]
+    # each judge's score with its sampling interval over the 2 tasks, t(1)
+    assert [rows["j1"], rows["j2"], rows["j3"]] == ["0.500 ±0.500 [0.000, 1.000]", "0.250 ±0.250 [0.000, 1.000]",
+                                                    "0.750 ±0.250 [0.000, 1.000]"]
     assert rows["mean ± std"] == f"{statistics.fmean(finals):.3f} ± {statistics.pstdev(finals):.3f}"
     assert rows["across judges ±SE [95% CI]"] == "0.500 ±0.144 [0.000, 1.000]"  # sd 0.25 / sqrt(3), t(2)
 
