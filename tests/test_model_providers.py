@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_ifbench import Provider, make_client
+from pytest_ifbench.models.anthropic_sdk import AnthropicSDKTransport
 from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
-from pytest_ifbench.models.anthropic_sdk import AnthropicSDKTransport
 from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, DirectTransport
 from pytest_ifbench.models.openai_sdk import OpenAISDKTransport
 from pytest_ifbench.models.providers import ProviderTable
