@@ -68,8 +68,10 @@ def _run_uid() -> int:
     return 0x3100_0000 + (os.getpid() % 0x10000) * 0x100 + next(_UIDS) % 0x100
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Slot:
+    """One open run of the pool and its directories."""
+
     dirs: RunDirs
     run: SandboxRun
 
