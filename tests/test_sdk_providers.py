@@ -255,3 +255,29 @@ def test_a_connection_refused_reaches_the_circuit_breaker(keys, monkeypatch):
         assert getattr(excinfo.value, "kind", None) == "APIConnectionError", excinfo.value
         assert "ClientConnectorError: Cannot connect to host" in str(excinfo.value)
         assert is_connection_failure(excinfo.value) and provider_error(ValueError("x"), 1) is None
+
+
+@pytest.mark.parametrize(("model", "provider", "usage"), [
+    ("gpt-4o-mini", "openai", {"prompt": 1000, "completion": 200, "cache_read": 400}),
+    ("gpt-4o-mini", "openai", {"prompt": 10, "completion": 5}),
+    ("claude-sonnet-4-5", "anthropic", {"prompt": 1500, "completion": 50, "cache_read": 300, "cache_write": 200}),
+    ("claude-sonnet-4-5", "anthropic", {"prompt": 250_000, "completion": 1000}),
+], ids=["openai-cached-prompt", "openai-plain", "anthropic-cache-read-and-write", "anthropic-long-prompt"])
+def test_the_price_table_read_as_data_costs_what_litellm_costs(model, provider, usage):
+    """:mod:`.prices` reads litellm's table without importing litellm; litellm (imported here) agrees."""
+    from litellm.types.utils import PromptTokensDetailsWrapper
+    from litellm.types.utils import Usage as LitellmUsage
+
+    from pytest_ifbench.models.client import import_litellm
+    from pytest_ifbench.models.prices import Usage, cost_of
+
+    litellm = import_litellm()
+    anthropic = {"cache_creation_input_tokens": usage.get("cache_write", 0),
+                 "cache_read_input_tokens": usage.get("cache_read", 0)} if provider == "anthropic" else {}
+    theirs = LitellmUsage(prompt_tokens=usage["prompt"], completion_tokens=usage["completion"],
+                          total_tokens=usage["prompt"] + usage["completion"],
+                          prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=usage.get("cache_read", 0)),
+                          **anthropic)
+    prompt, completion = litellm.cost_per_token(model=model, custom_llm_provider=provider, usage_object=theirs)
+    assert cost_of(model, Usage(**usage)) == pytest.approx(prompt + completion, rel=1e-12)
+    assert cost_of("openai/not-a-priced-model", Usage(**usage)) is None
