@@ -106,11 +106,6 @@ async def litellm_module() -> Any:
     return await asyncio.get_running_loop().run_in_executor(None, import_litellm)
 
 
-def needs_litellm(model: str, api_base: str | None, extra: Mapping[str, Any]) -> bool:
-    """Whether calls to ``model`` go through litellm (False: the direct path)."""
-    return not direct_route(model, api_base, extra)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
     max_attempts: int = 6
