@@ -9,6 +9,7 @@ and a marker file no host has) on a private dockerd started for the module.
 from __future__ import annotations
 
 import json
+import socket
 import socketserver
 import threading
 from http.server import BaseHTTPRequestHandler
@@ -121,6 +122,12 @@ def test_an_image_without_python_is_a_clear_error(image, tmp_path):
     with Workspace.create(None, parent=tmp_path, backend=make_backend("docker").with_image(skeleton)) as ws:
         with pytest.raises(SandboxUnavailable, match=f"docker image '{skeleton}' has no python3 on its PATH"):
             ws.run(["true"], limits=QUICK)
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(ws.root / "proxy.sock"))
+        listener.listen()
+        with pytest.raises(SandboxUnavailable, match=f"docker image '{skeleton}' has no python3 on its PATH"):
+            ws.run(["true"], limits=QUICK, route=ProxyRoute(socket=ws.root / "proxy.sock", port=8377))
+        listener.close()
 
 
 SUITE = """

@@ -66,7 +66,12 @@ def run_routed(run: Any, argv: tuple[str, ...], *, limits: Limits, env: dict[str
         container = run.client.containers.create(run.image_tag(), supervisor, stdin_open=True, user="0", **spec)
         sock = api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         start = time.monotonic()
-        container.start()
+        try:
+            container.start()
+        except Exception as exc:  # noqa: BLE001 -- docker.errors.APIError: the image cannot start the supervisor
+            if run.image is not None and "python3" in str(exc):
+                raise SandboxUnavailable(no_python(run.image, str(exc).encode())) from None
+            raise
         out, err, backstop, disk = supervise(sock, run.dirs, limits, disk_budget, start)
         if backstop:
             container.kill()
