@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from pytest_ifbench.reports.live_status import add_up, status_line
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
@@ -95,10 +97,11 @@ def _pytest_lines(out: str) -> list[str]:
             if not line.startswith(("ifbench: ", "platform ", "rootdir", "plugins", "cachedir", "created:"))]
 
 
-def test_on_a_terminal_the_line_is_drawn_in_place_and_leaves_pytests_output_as_it_was(pytester, stub_env):
+@pytest.mark.parametrize("workers", [["-n", "2"], []], ids=["xdist", "one-process"])
+def test_on_a_terminal_the_line_is_drawn_in_place_and_leaves_pytests_output_as_it_was(pytester, stub_env, workers):
     stub_env.default = endless
     write_suite(pytester.path, "suites/live.yaml", SUITE)
-    drawn = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", "--ifbench-live-status=tty",
+    drawn = pytester.runpytest_subprocess("suites", *stub_args(stub_env), *workers, "--ifbench-live-status=tty",
                                           "--ifbench-no-cache")
     raw = drawn.stdout.str()
     assert drawn.ret == 0, raw[-3000:]
@@ -106,7 +109,7 @@ def test_on_a_terminal_the_line_is_drawn_in_place_and_leaves_pytests_output_as_i
     assert "\x1b[" in raw
     seen = _as_seen(raw)
     assert final_line(seen).startswith("ifbench: 3/3 instances done, 0 agent runs going, 6 steps, ")
-    plain = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", "--ifbench-live-status=off",
+    plain = pytester.runpytest_subprocess("suites", *stub_args(stub_env), *workers, "--ifbench-live-status=off",
                                           "--ifbench-no-cache")
     assert "ifbench: " not in plain.stdout.str()
     assert _pytest_lines(seen) == _pytest_lines(plain.stdout.str())  # the status left nothing behind

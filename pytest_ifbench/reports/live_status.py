@@ -162,6 +162,7 @@ class _View(_Items):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._drawn = 0
+        self._shown = ""
         self._began = time.monotonic()
         self._last_plain = self._began
         #: Whether an item has started (the line is shown from then on).
@@ -199,7 +200,7 @@ class _View(_Items):
         text = ("  " + line)[:room]
         tw._file.write(text)
         tw._file.flush()
-        self._drawn = len(text)
+        self._drawn, self._shown = len(text), line
 
     def _erase(self) -> None:
         """TTY: back to where pytest left the cursor, the line's rest cleared."""
@@ -225,13 +226,13 @@ class _View(_Items):
 
     def _run(self) -> None:
         """Redraw (TTY) or print (plain) from a thread; the capture is touched only when a line is written."""
-        while not self._stop.wait(0.2 if self.mode == "tty" else 1.0):
+        while not self._stop.wait(0.5 if self.mode == "tty" else 1.0):
             if not self.items_started or self._tw is None:  # xdist's own lines come before the first item
                 continue
             if self.mode != "tty" and (self.every <= 0 or time.monotonic() - self._last_plain < self.every):
                 continue
             line = self.line()
-            if line is None:
+            if line is None or (self._drawn and line == self._shown):  # unchanged: the capture is left alone
                 continue
             with self._lock, self._screen():
                 if self.mode == "tty":
