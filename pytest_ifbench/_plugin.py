@@ -408,11 +408,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         collector.add(record)
     records = list(config.stash[RECORDS_KEY].values())  # the compact views: all the metrics read
     if records:
-        from .reports.metrics import headline_metrics
+        from .reports.terminal import run_metrics
 
         state = config.stash[STATE_KEY]
         collector.write({"model": state.model_name, "judges": state.judge_names,
-                         "generation": settings_by_benchmark(records), "metrics": headline_metrics(records)})
+                         "generation": settings_by_benchmark(records), "metrics": run_metrics(config, records)})
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -304,3 +304,39 @@ def test_render_table_and_json():
     assert render_table(table) == ["t", "        n", "  ---  --", "  all  10", "  x     2", "  note: hi"]
     assert table.to_json() == {"title": "t", "columns": ["", "n"], "rows": [["all", 10], ["x", 2]],
                                "notes": ["hi"]}
+
+
+CONFTEST_WITH_ESTIMATES = '''
+from pytest_ifbench import Benchmark, MetricTable, stats
+
+
+def tables(records):
+    checks = [float(len(r.get("checks") or [])) for r in records]
+    estimate = stats.mean(checks, bounds=None)
+    return [MetricTable(title="demo: checks", columns=("", "checks"), rows=(("all", estimate.plain(2)),),
+                        estimates={"mean checks": estimate})]
+
+
+BENCHMARK = Benchmark(name="demo", metrics=tables)
+'''
+
+
+def test_the_results_file_carries_the_benchmarks_headline_estimates(pytester):
+    """The results file's ``metrics`` entry: the core's ISR/CSR and every estimate a benchmark's tables carry."""
+    import json
+
+    from tests._support import demo_suite, write_suite
+
+    pytester.makeconftest(CONFTEST_WITH_ESTIMATES)
+    write_suite(pytester.path, "suites/demo.yaml", demo_suite())
+    replies = pytester.path / "replies.jsonl"
+    replies.write_text('{"id": "hello-lower", "response": "hello there"}\n'
+                       '{"id": "shout", "response": "one two three four"}\n', encoding="utf-8")
+    result = pytester.runpytest_subprocess("suites", f"--ifbench-responses={replies}", "-p", "no:cacheprovider",
+                                           "--ifbench-summary=", "--ifbench-results=out.json")
+    assert result.ret == 1, result.stdout.str()  # shout fails
+    metrics = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["metrics"]["demo"]
+    assert metrics["isr"]["value"] == 0.5 and metrics["isr"]["method"] == "wilson"
+    checks = metrics["headline"]["mean checks"]  # 2 and 1 checks: 1.5 ±0.5, t(1)
+    assert checks == {"value": 1.5, "se": 0.5, "ci95": [-4.853102, 7.853102], "n": 2, "method": "t"}
+    result.stdout.fnmatch_lines(["*all*1.50 ±0.50 [[]-4.85, 7.85]*"])  # the same estimate in the table

@@ -36,6 +36,9 @@ class MetricTable:
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
     notes: tuple[str, ...] = ()
+    #: The table's headline numbers with their uncertainty (name -> :class:`~.stats.Estimate`), which the
+    #: results file's ``metrics`` entry carries beside the core's ISR, CSR and score.
+    estimates: Mapping[str, stats.Estimate] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "columns": list(self.columns), "rows": [list(r) for r in self.rows],

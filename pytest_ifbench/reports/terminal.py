@@ -9,10 +9,35 @@ from typing import Any
 import pytest
 
 from ..suite.run_settings import judge_warning, settings_lines
-from .metrics import MetricTable, core_tables, render_table
+from .metrics import MetricTable, core_tables, headline_metrics, render_table
+
+_TABLES_KEY = pytest.StashKey[tuple[tuple[str, ...], dict[str, list[MetricTable]]]]()
 
 
 def benchmark_tables(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> dict[str, list[MetricTable]]:
+    """Every benchmark's tables (the core's and its own), computed once per set of records: the results
+    file, the terminal and the summary file all read them at the end of a run."""
+    key = tuple(sorted(str(r.get("nodeid")) for r in records))
+    cached = config.stash.get(_TABLES_KEY, None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    out = _benchmark_tables(config, records)
+    config.stash[_TABLES_KEY] = (key, out)
+    return out
+
+
+def run_metrics(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The results file's ``metrics`` entry: per benchmark the core's ISR, CSR and score
+    (:func:`~.metrics.headline_metrics`) and every estimate its own tables carry (``MetricTable.estimates``)."""
+    out = headline_metrics(records)
+    for benchmark, tables in benchmark_tables(config, records).items():
+        extra = {name: estimate.to_json() for table in tables for name, estimate in table.estimates.items()}
+        if extra:
+            out.setdefault(benchmark, {})["headline"] = extra
+    return out
+
+
+def _benchmark_tables(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> dict[str, list[MetricTable]]:
     by_benchmark: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
         by_benchmark[record["benchmark"]].append(record)

@@ -157,7 +157,10 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
              "attachments, category, domain: value ±SE [95% CI] over their tasks, " + stats.METHODS["t"]
              + "; rubric dimensions: its items clustered by task, " + stats.METHODS["cluster"].replace("dialogues",
                                                                                                       "tasks"))
-    out = [MetricTable(title="agentif: Table 1", columns=("metric", "value"), rows=tuple(main), notes=notes)]
+    found = {"score": stats.mean([s for _, s in scored])} | {f"rubric: {d}": dimension_estimate(records, d)
+                                                            for d in DIMENSIONS}
+    out = [MetricTable(title="agentif: Table 1", columns=("metric", "value"), rows=tuple(main), notes=notes,
+                       estimates={name: e for name, e in found.items() if e is not None})]
     domains = [(d, _mean_of(scored, lambda r, d=d: _domain(r) == d)) for d in DOMAINS]
     if any(_domain(r) for r in records):
         out.append(MetricTable(title="agentif: Table 2 (domain)", columns=("domain", "score"), rows=tuple(domains),

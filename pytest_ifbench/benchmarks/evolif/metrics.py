@@ -244,21 +244,26 @@ def interval_row(items: Sequence[Dialogue], scores: Sequence[DialogueScores]) ->
     """The headline row's ``value ±SE [95% CI]`` cells, the dialogue as the unit (its turns are not
     independent): EDR_* and STA are means over dialogues (t); turn CSR/ISR pool the turns, so their SE is
     the cluster-robust one with each dialogue a cluster; REC is a mean over the dialogues that have one."""
-    from pytest_ifbench import stats
+    found = headline_estimates(items, scores)
+    return ("±SE [95% CI]", str(len(scores)),
+            *(_cell(found.get(name), percent=name.startswith(("turn", "REC", "STA"))) for name in HEADLINE))
 
-    def cell(estimate: stats.Estimate | None, percent: bool = True) -> str:
-        return "-" if estimate is None else estimate.pct() if percent else estimate.plain(2)
 
+#: The headline table's columns with an interval, in order.
+HEADLINE = ("EDR_len", "EDR_acc", "EDR_succ", "EDR_lss", "turn CSR", "turn ISR", "REC", "STA")
+
+
+def headline_estimates(items: Sequence[Dialogue], scores: Sequence[DialogueScores]) -> dict[str, stats.Estimate]:
+    """The headline metrics with their intervals by dialogue (see :func:`interval_row`)."""
     ids = [d.name for d, s in zip(items, scores) for _ in range(s.length)]
     fractions = [f for d in items for f in d.fractions]
     successes = [float(ok) for d in items for ok in d.successes]
-    return (
-        "±SE [95% CI]", str(len(scores)),
-        *(cell(stats.mean([float(getattr(s, key)) for s in scores], bounds=(0.0, float("inf"))), percent=False)
-          for key in ("length", "accuracy", "successes", "lss")),
-        cell(stats.clustered(fractions, ids)), cell(stats.clustered(successes, ids)),
-        cell(stats.mean([r for s in scores if (r := s.rec) is not None])), cell(stats.mean([s.isr for s in scores])),
-    )
+    found = {name: stats.mean([float(getattr(s, key)) for s in scores], bounds=(0.0, float("inf")))
+             for name, key in zip(HEADLINE, ("length", "accuracy", "successes", "lss"))}
+    found |= {"turn CSR": stats.clustered(fractions, ids), "turn ISR": stats.clustered(successes, ids),
+              "REC": stats.mean([r for s in scores if (r := s.rec) is not None]),
+              "STA": stats.mean([s.isr for s in scores])}
+    return {name: estimate for name, estimate in found.items() if estimate is not None}
 
 
 #: The headline table's note on its interval row.
@@ -322,7 +327,7 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
         rows=(("all", overall.dialogues, _num(overall.edr_len), _num(overall.edr_acc), _num(overall.edr_succ),
                _num(overall.edr_lss), _pct(overall.csr), _pct(overall.isr), _pct(overall.rec), _pct(overall.sta)),
               interval_row(items, scores)),
-        notes=(*notes, INTERVAL_NOTE),
+        notes=(*notes, INTERVAL_NOTE), estimates=headline_estimates(items, scores),
     )]
     out.append(MetricTable(
         title=f"{BENCHMARK}: per dialogue",

@@ -121,7 +121,10 @@ def coding_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     perturbed = [r for r in records if _meta(r).get("perturbed")]
     if perturbed:
         rows.append(_row("ppi=scalar, perturbed", perturbed))
-    tables = [MetricTable(title="manyih coding: accuracy (Table 1a)",
+    outs = [o for r in plain if (o := outcome(r)) is not None]
+    found = {f"coding {name}": stats.proportion([bool(o[key]) for o in outs if o[key] is not None])
+             for name, key in (("Acc", "acc"), ("Acc_test", "test"), ("Acc_style", "style"))}
+    tables = [MetricTable(title="manyih coding: accuracy (Table 1a)", estimates=_known(found),
                           columns=("", "items", "errors", "Acc", "Acc_test", "Acc_style"), rows=tuple(rows),
                           notes=("Acc: tests and every winning style pass; perturbed variants only in their own row",
                                  ACC_NOTE.replace("Acc ", "Acc, Acc_test, Acc_style ")))]
@@ -207,6 +210,10 @@ def _style_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
             for group in sorted(set(winning) | set(losing))]
 
 
+def _known(found: Mapping[str, stats.Estimate | None]) -> dict[str, stats.Estimate]:
+    return {name: estimate for name, estimate in found.items() if estimate is not None}
+
+
 def _instance(record: Mapping[str, Any]) -> str:
     return str(record.get("nodeid") or id(record))  # records always have one; a record made in code, its identity
 
@@ -227,8 +234,11 @@ def if_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
                 groups[key(record)].append(record)
         if len(groups) > 1:
             rows.extend(row(f"{label}={value}", groups[value]) for value in sorted(groups, key=_natural))
+    outs = [o for r in records if (o := outcome(r)) is not None]
+    found = {"instruction following Acc": stats.proportion([bool(o["acc"]) for o in outs if o["acc"] is not None]),
+             "instruction following CSR": stats.mean([float(o["share"]) for o in outs if o["share"] is not None])}
     tables = [MetricTable(
-        title="manyih instruction following: accuracy", rows=tuple(rows),
+        title="manyih instruction following: accuracy", rows=tuple(rows), estimates=_known(found),
         columns=("", "items", "errors", "Acc", "CSR", "suppressed", "suppressed satisfied"),
         notes=("Acc: every active constraint passes; CSR: mean share of active constraints passed", ACC_NOTE,
                "CSR ±SE [95% CI]: " + stats.METHODS["t"] + " (instances)", CHECKS_NOTE))]

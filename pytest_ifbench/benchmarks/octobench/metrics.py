@@ -65,7 +65,10 @@ def overall(records: Sequence[Record]) -> MetricTable:
         spread = [_cell(stats.panel([v for rate in m.per_judge.values() if (v := getattr(rate, key)) is not None]))
                   for m in (p, r) for key in ("isr", "csr")]
         rows.append(("across judges ±SE [95% CI]", p.n, rows[0][2], *spread))
-    sampling = [_cell(e) for m in MODES for e in sampling_estimates(records, mode=m)]
+    found = [e for m in MODES for e in sampling_estimates(records, mode=m)]
+    sampling = [_cell(e) for e in found]
+    estimates = {name: e for name, e in zip(("ISR", "CSR", "ISR (reference)", "CSR (reference)"), found)
+                 if e is not None}
     rows.append(("instances ±SE [95% CI]", rates(records).n, rows[0][2], *sampling))
     omitted = sum(check_result(c) == "omitted" for rec in records for c in scored(rec))
     notes = (f"headline mode: {compat(records)} (--octobench-compat / options.compat)",
@@ -81,7 +84,7 @@ def overall(records: Sequence[Record]) -> MetricTable:
                  "error") if len(judges) > 1 else ""))
     return MetricTable(title="octobench: ISR / CSR per judge (paper vs reference)",
                        columns=("judge", "N", "errors", "ISR", "CSR", "ISR (reference)", "CSR (reference)"),
-                       rows=tuple(rows), notes=notes)
+                       rows=tuple(rows), notes=notes, estimates=estimates)
 
 
 def sampling_estimates(records: Sequence[Record], *, mode: str = "paper"

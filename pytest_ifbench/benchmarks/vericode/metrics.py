@@ -25,6 +25,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -199,8 +200,9 @@ _CHECKS_NOTE = ("±SE [95% CI]: the checks of one instance are not independent: 
                 .replace("dialogues", "instances"))
 
 
-def _fr(base: Sequence[Mapping[str, Any]], group: Sequence[Mapping[str, Any]]) -> str:
-    estimate = fr_estimate(base, group)
+def _fr(base: Sequence[Mapping[str, Any]], group: Sequence[Mapping[str, Any]],
+        estimate: stats.Estimate | None = None) -> str:
+    estimate = estimate or fr_estimate(base, group)
     if estimate is not None:
         return estimate.pct()
     return _pct(functional_regression(paired_base(base, group), pass_at_1(group)))
@@ -222,9 +224,13 @@ def _protocol_order(protocol: str) -> tuple[int, str]:
 def main_table(records: Sequence[Mapping[str, Any]], title: str) -> MetricTable:
     base = [r for r in records if k_of(r) == 0]
     rows: list[tuple[Any, ...]] = []
+    #: The headline numbers for the results file: k = 0 pass@1 and each protocol's "all k" row.
+    estimates: dict[str, stats.Estimate] = {}
     if base:
         rows.append(("k=0 (original prompt)", len(base), len(base) - len(_ok(base)), "-", "-",
                      _est(pass_at_1_estimate(base)), "-"))
+        if (s0 := pass_at_1_estimate(base)) is not None:
+            estimates["k=0 pass@1"] = s0
     groups = _by_protocol_k(records)
     for protocol in sorted({p for p, _ in groups}, key=_protocol_order):
         for k in sorted(k for p, k in groups if p == protocol):
@@ -234,8 +240,11 @@ def main_table(records: Sequence[Mapping[str, Any]], title: str) -> MetricTable:
                          _est(pass_at_1_estimate(group)), _fr(base, group)))
         everything = [r for (p, _), g in groups.items() if p == protocol for r in g]
         inst, task = if_estimates(everything)
+        found = {"IF_instruction": inst, "IF_task": task, "pass@1": pass_at_1_estimate(everything),
+                 "FR_k": fr_estimate(base, everything)}
+        estimates.update({f"{protocol} all k {name}": e for name, e in found.items() if e is not None})
         rows.append((f"{protocol} all k", len(everything), len(everything) - len(_ok(everything)), _est(inst),
-                     _est(task), _est(pass_at_1_estimate(everything)), _fr(base, everything)))
+                     _est(task), _est(found["pass@1"]), _fr(base, everything, found["FR_k"])))
     notes = ["IF excludes the functional check; pass@1 and FR_k = (S_0 - S_k)/S_0 use only it",
              "S_0 = pass@1 of the k=0 instances of the same tasks",
              "±SE [95% CI] over instances: IF_instruction " + stats.METHODS["t"] + "; IF_task, pass@1 "
@@ -244,7 +253,7 @@ def main_table(records: Sequence[Mapping[str, Any]], title: str) -> MetricTable:
     if not base:
         notes.append("no k=0 instances were run, so FR_k is undefined")
     return MetricTable(title=title, columns=("", "items", "errors", "IF_instruction", "IF_task", "pass@1", "FR_k"),
-                       rows=tuple(rows), notes=tuple(notes))
+                       rows=tuple(rows), notes=tuple(notes), estimates=estimates)
 
 
 def position_table(records: Sequence[Mapping[str, Any]], title: str) -> MetricTable | None:
@@ -296,7 +305,10 @@ def vericode_tables(records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     for testbed in sorted(groups):
         group = groups[testbed]
         prefix = f"vericode [{testbed}]" if len(groups) > 1 else "vericode"
-        tables.append(main_table(group, f"{prefix}: instruction following and functionality"))
+        main = main_table(group, f"{prefix}: instruction following and functionality")
+        if len(groups) > 1:  # one results-file entry per testbed
+            main = replace(main, estimates={f"[{testbed}] {k}": v for k, v in main.estimates.items()})
+        tables.append(main)
         for table in (position_table(group, f"{prefix}: IF by instruction position"),
                       breakdown_table(group, f"{prefix}: IF by instruction category", "category"),
                       breakdown_table(group, f"{prefix}: IF by instruction", "instruction")):
