@@ -22,6 +22,7 @@ from pytest_ifbench.sandbox import make_backend, use_backend
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args
 from tests.agents import test_cli_limits as limits
+from tests.agents import test_cli_runners as runners
 from tests.agents import test_relay_integrity as relay
 from tests.sandbox.dockerd import private_engine
 
@@ -75,6 +76,13 @@ def test_kill_minus_one_is_the_agents_failure_not_an_error(agents, on_docker, st
 
 def test_filling_the_disk_is_the_agents_failure_not_an_error(agents, on_docker, stub_env, tmp_path):
     relay.test_filling_the_disk_is_the_agents_failure_not_an_error(agents, stub_env, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["claude_code", "kilo", "droid"])
+def test_each_shipped_cli_writes_a_file_through_the_container_and_the_proxy(name, agents, on_docker, stub_env,
+                                                                          tmp_path):
+    """Kilo's launcher starts its native binary and Droid is one: the relay's installation rule holds."""
+    runners.test_a_real_cli_writes_a_file_through_sandbox_and_proxy(name, agents, stub_env, tmp_path)
 
 
 # --- the run's budgets, on docker: past one the proxy ends the CLI's container -----------------------
