@@ -50,7 +50,20 @@ def extract(path, readers):
     return f"{_HEADERS[suffix]}\n{text}" if suffix in _HEADERS else text
 
 
+def _limit(req):
+    """Caps of its own (``memory_mb``, ``cpu_seconds``) where no sandbox sets them (the proxy's use)."""
+    import resource
+
+    if req.get("memory_mb"):
+        size = int(req["memory_mb"]) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    if req.get("cpu_seconds"):
+        seconds = int(req["cpu_seconds"])
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+
+
 def answer(req):
+    _limit(req)
     for directory in reversed(req.get("site") or []):
         sys.path.insert(0, directory)
     path = req.get("path")

@@ -183,3 +183,23 @@ def test_claude_codes_read_of_a_pdf_reaches_the_model(agents, stub_env, tmp_path
                                      options=AgentOptions(max_seconds=90), log_path=tmp_path / "raw.jsonl"))
     assert result.harness_error is None, (result.harness_error, result.stderr[-2000:])
     assert seen and SECRET_LINE in seen[-1], seen[-1][-2000:] if seen else "no tool result reached the model"
+
+
+def test_a_hostile_document_from_the_cli_is_refused_in_a_capped_child_not_parsed_here(monkeypatch):
+    """A zip bomb sent as a DOCX document block is refused unpacked; a reader that would run away is
+    ended by its child's cap, and the harness process never imports a parser for the agent's bytes."""
+    import sys
+
+    from tests.agents.test_document_tool import zip_bomb_docx
+
+    bomb = {"type": "document", "title": "bomb.docx", "source": {
+        "type": "base64", "media_type": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "data": base64.b64encode(zip_bomb_docx()).decode()}}
+    fake = {"type": "document", "title": "fake.pdf", "source": {
+        "type": "base64", "media_type": "application/pdf", "data": base64.b64encode(b"no pdf at all").decode()}}
+    for name in ("docx", "pypdf"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    sent = json.dumps(fit(translate_request(_request(bomb, fake)), TEXT_ONLY).messages)
+    assert "bomb.docx was refused: it unpacks to 256 MiB" in sent and "zip bomb" in sent
+    assert "fake.pdf is not a PDF (it does not start with %PDF-" in sent
+    assert "docx" not in sys.modules and "pypdf" not in sys.modules  # parsed in the child, not here

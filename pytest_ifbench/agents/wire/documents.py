@@ -14,9 +14,10 @@ in the next user message, as images do. Then the proxy fits the request to the *
 - **never silently dropped**: a part that cannot become either is a text line in the message saying what
   was there and why it is not passed, and a proxy note (the trajectory's ``meta["proxy_notes"]``).
 
-The bytes come from the CLI's request (a workspace file the agent read), so the readers run with their
-bounds (size, the magic check, the zip-bomb check), here in the harness process; the agents' own
-``read_document`` tool parses in the sandbox.
+The bytes come from the CLI's request (a workspace file the agent read), so they are never parsed in the
+harness process: the readers run in a child process (the ``read_document`` runner, with a memory and CPU
+cap and a timeout) with their own bounds (size, the magic check, the zip-bomb check). The agents'
+``read_document`` tool runs the same runner inside the sandbox.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ __all__ = ["Accepts", "MAX_DOCUMENT_CHARS", "adapt", "document_text", "file_part
 
 #: Characters of one document's text passed on (a long PDF keeps its start).
 MAX_DOCUMENT_CHARS = 200_000
+#: The extraction child's caps (memory in MiB, CPU seconds; twice the CPU in wall-clock time).
+EXTRACT_MEMORY_MB = 1024
+EXTRACT_SECONDS = 30
 #: Media types the readers take, with the suffix that picks the reader.
 SUFFIXES = {"application/pdf": ".pdf",
             "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
@@ -118,14 +122,30 @@ def _read(media: str, data: bytes, title: str) -> str:
         path = os.path.join(directory, "document" + suffix)
         with open(path, "wb") as handle:
             handle.write(data)
-        try:
-            return readers.document_text(path, name=title, all_tags=True)
-        except readers.DocumentError as exc:
-            return f"[{exc}]"
-        except ImportError as exc:
-            return f"[{title!r} could not be read: the 'documents' extra is missing ({exc.name or exc})]"
-        except Exception as exc:  # noqa: BLE001 - parsers raise many kinds on a broken file
-            return f"[{title!r} could not be read ({type(exc).__name__}: {str(exc)[:200]})]"
+        return _extract(path, title)
+
+
+def _extract(path: str, title: str) -> str:
+    """The text of the file at ``path`` by the readers, in a child process of its own with a memory and CPU
+    cap and a timeout: the bytes are the agent's, so a hostile file costs at most that child."""
+    import json
+    import subprocess
+    import sys
+
+    from ..document_tool import READERS, RUNNER, document_site
+
+    request = {"path": path, "site": list(document_site()[0]), "readers": str(READERS), "max_chars": MAX_DOCUMENT_CHARS,
+               "memory_mb": EXTRACT_MEMORY_MB, "cpu_seconds": EXTRACT_SECONDS}
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", "-B", str(RUNNER)], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=EXTRACT_SECONDS * 2, cwd=os.path.dirname(path))
+        reply = json.loads(done.stdout)
+    except subprocess.TimeoutExpired:
+        return f"[{title!r} could not be read within {EXTRACT_SECONDS * 2} s]"
+    except ValueError:
+        return f"[{title!r} could not be read (the reader ended with {done.returncode}: {done.stderr[-200:]})]"
+    text = str(reply.get("output") or "")
+    return text.replace("document" + os.path.splitext(path)[1], title) if not reply.get("ok") else text
 
 
 def document_text(part: Mapping[str, Any]) -> str:
