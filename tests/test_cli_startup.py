@@ -143,3 +143,29 @@ def test_listing_an_on_demand_registry_loads_everything():
 
     registry = Registry(loader=loader)
     assert len(registry) == 1 and [v.id for v in registry] == ["x.late"] and loaded == [None]
+
+
+def test_lines_checking_one_reply_get_the_verdicts_each_would_get_alone(tmp_path):
+    """Ruff-backed lines of one response are checked as one reply in one ruff batch; each line's output
+    is still exactly what verifying that line alone gives (failing, passing, unparsable code, a bad
+    selector that errors its own line only, an echoed id)."""
+    good = "```python\nimport os\n\n\ndef f(x):\n    return x\n```"
+    broken = "```python\ndef f(:\n```"
+    lines = [
+        {"id": 1, "verifier": "ifbench.ruff", "params": {"select": ["F401"]}, "response": good},
+        {"id": 2, "verifier": "ifbench.ruff", "params": {"select": ["E501"]}, "response": good},
+        {"id": 3, "verifier": "vericode.style_1", "params": {}, "response": good},
+        {"id": 4, "verifier": "ifbench.ruff", "params": {"select": ["ZZZ999"]}, "response": good},
+        {"id": 5, "verifier": "ifbench.ruff", "params": {"select": ["E501"]}, "response": broken},
+        CORE,
+        {"id": 7, "verifier": "ifbench.ruff", "params": {"select": ["F401"]}, "response": good},
+    ]
+    together, _ = ifbench(tmp_path, "verify", "--in", cases(tmp_path, *lines))
+    alone = []
+    for number, line in enumerate(lines, 1):
+        proc, _ = ifbench(tmp_path, "verify", "--in", cases(tmp_path, line))
+        alone.append(proc.stdout.strip().replace('"error": "line 1: ', f'"error": "line {number}: '))
+    assert together.stdout.splitlines() == alone
+    verdicts = [json.loads(line) for line in alone]
+    assert [v["passed"] for v in verdicts] == [False, True, True, None, False, True, False]
+    assert "ZZZ999" in verdicts[3]["error"]

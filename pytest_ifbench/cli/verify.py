@@ -11,7 +11,6 @@ import itertools
 import json
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
@@ -198,19 +197,49 @@ def _read_chunk(chunk: list[Any], registry: Registry) -> list[_Case | CaseError 
     return read
 
 
-def _ruff_batch(cases: list[_Case | CaseError | None], registry: Registry) -> AbstractContextManager[Any]:
-    """A context in which the ruff-backed cases of a chunk share ruff processes (an active
-    :class:`RuffBatcher` holding them all); a chunk without any does not even import ruff's modules."""
-    ruff_cases = [case for case in cases if isinstance(case, _Case) and case.verifier.kind == "ruff"]
-    if not ruff_cases:
-        return nullcontext()
+def _ruff_verdicts(cases: list[_Case | CaseError | None], registry: Registry) -> dict[int, Verdict | CaseError]:
+    """The verdicts of a chunk's ruff-backed cases (by index in ``cases``), worked out together.
+
+    Lines that check the same response are one reply with several checks (each line's check under
+    its own id), and every reply of the chunk goes to ruff in one batch: 5 instructions on each of
+    200 replies are 200 files for ruff, not 1,000 (a group of checks enables the union of their
+    rules, which cannot change any one's verdict; a check that breaks ruff is retried alone). A
+    chunk without ruff-backed cases does not even import ruff's modules.
+    """
+    by_response: dict[str, list[int]] = {}
+    for index, case in enumerate(cases):
+        if isinstance(case, _Case) and case.verifier.kind == "ruff":
+            by_response.setdefault(case.response, []).append(index)
+    if not by_response:
+        return {}
+    from .._registry import VerifyContext
     from .._types import CheckSpec
+    from .._verify import evaluate
     from ..ruff.batch import RuffBatcher
 
-    batcher = RuffBatcher(registry)
-    for case in ruff_cases:
-        batcher.queue([CheckSpec(id="case", verifier=case.verifier.id, params=case.params)], case.response)
-    return batcher.active()
+    batcher = RuffBatcher(registry, max_replies=max(1, len(by_response)))
+    replies = []
+    for response, indexes in by_response.items():
+        checks = []
+        for index in indexes:
+            case = cases[index]
+            assert isinstance(case, _Case)
+            checks.append(CheckSpec(id=str(index), verifier=case.verifier.id, params=case.params))
+        batcher.queue(checks, response)
+        replies.append((response, checks))
+    context = VerifyContext(registry=registry)
+    done: dict[int, Verdict | CaseError] = {}
+    for response, checks in replies:
+        try:
+            outcomes = evaluate(checks, response, context, ruff=batcher)
+        except Exception as exc:  # noqa: BLE001 - one broken reply must not stop the run
+            done.update((int(check.id), CaseError(f"verifying failed: {type(exc).__name__}: {exc}"))
+                        for check in checks)
+            continue
+        for outcome in outcomes:  # as verify_one words it: the error (ruff's, or the verifier's traceback)
+            done[int(outcome.check.id)] = (CaseError(outcome.error.strip()) if outcome.error
+                                           else outcome.verdict or CaseError("no verdict"))
+    return done
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
@@ -240,20 +269,23 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         lines = bounded_lines(source, f"--in {args.input}")
         while chunk := list(itertools.islice(lines, VERIFY_CHUNK_LINES)):
             cases = _read_chunk(chunk, registry)
-            with _ruff_batch(cases, registry):
-                for case in cases:
-                    number += 1
-                    if case is None:
-                        continue
-                    try:
-                        if isinstance(case, CaseError):
-                            raise case
-                        result = _result_line(case.echo | _verify_case(case, registry, judges).to_json())
-                    except CaseError as exc:
-                        errored = True
-                        result = json.dumps({"passed": None, "error": f"line {number}: {exc}"}, ensure_ascii=False)
-                    sink.write(result + "\n")
-                    sink.flush()
+            checked = _ruff_verdicts(cases, registry)
+            for index, case in enumerate(cases):
+                number += 1
+                if case is None:
+                    continue
+                try:
+                    if isinstance(case, CaseError):
+                        raise case
+                    verdict = checked[index] if index in checked else _verify_case(case, registry, judges)
+                    if isinstance(verdict, CaseError):
+                        raise verdict
+                    result = _result_line(case.echo | verdict.to_json())
+                except CaseError as exc:
+                    errored = True
+                    result = json.dumps({"passed": None, "error": f"line {number}: {exc}"}, ensure_ascii=False)
+                sink.write(result + "\n")
+                sink.flush()
     return 1 if errored else 0
 
 
