@@ -141,3 +141,15 @@ def test_weighted_cluster_ratio():
     assert weighted.value == pytest.approx((2 + 1 + 1) / 8) and weighted.n == 3 and weighted.method == "cluster"
     assert weighted.low < weighted.value < weighted.high
     assert stats.clustered([1.0], ["a"], weights=[0.0]) is None
+
+
+def test_a_change_without_spread_still_has_a_width():
+    # 20 pairs that did not move: no proof the population does not; the Wilson band of 0 of 20 moving
+    none = stats.mean([0.0] * 20, bounds=(-1.0, 1.0), method="paired-t")
+    assert none.value == 0 and none.high == pytest.approx(stats.proportion([False] * 20).high) == -none.low
+    # every pair dropped by one: [-1, -L], L the Wilson lower bound of 10 of 10
+    drop = stats.mean([-1.0] * 10, bounds=(-1.0, 1.0), method="paired-t")
+    assert (drop.low, drop.high) == pytest.approx((-1.0, -stats.proportion([True] * 10).low))
+    # the paired bootstrap the same way, with the exact test's p
+    change, p = stats.paired_bootstrap([1.0] * 10, [0.0] * 10)
+    assert (change.low, change.high) == (drop.low, drop.high) and p == pytest.approx(2 / 2 ** 10)

@@ -136,7 +136,23 @@ def mean(values: Sequence[float], *, bounds: tuple[float, float] | None = (0.0, 
         # would have zero width. Take the widest a [0, 1] mean can be -- the Wilson interval of m as a share.
         wilson = _wilson(m, n)
         return Estimate(value=m, se=0.0, low=wilson[0], high=wilson[1], n=n, method=method)
+    if se == 0 and bounds == (-1.0, 1.0):
+        low, high = _no_spread_change(m, n)
+        return Estimate(value=m, se=0.0, low=low, high=high, n=n, method=method)
     return _interval(m, se, n - 1, n, method, bounds)
+
+
+def _no_spread_change(change: float, n: int) -> tuple[float, float]:
+    """The interval of a change in [-1, 1] when all n paired units changed by the same ``change``: no
+    spread is no proof of an exact change. As a share of units that moved (none, or all by ``change``),
+    the Wilson interval of 0 of n (or n of n) bounds how far the population can differ: no change gives
+    ``[-w, +w]`` with w the Wilson upper bound of 0/n; all moved by d gives ``[d * L, d]`` (``[d, d * L]``
+    for a drop), L the Wilson lower bound of n/n."""
+    if change == 0:
+        w = _wilson(0.0, n)[1]
+        return -w, w
+    low = _wilson(1.0, n)[0]
+    return (change * low, change) if change > 0 else (change, change * low)
 
 
 def _interval(value: float, se: float, df: int, n: int, method: str,
@@ -269,6 +285,10 @@ def paired_bootstrap(base: Sequence[float], new: Sequence[float], *, resamples: 
     if n == 0:
         raise ValueError("no pairs")
     observed = statistics.fmean(diffs)
+    if bounds == (-1.0, 1.0) and all(d == diffs[0] for d in diffs):  # no spread: see _no_spread_change
+        low, high = _no_spread_change(observed, n)
+        return Estimate(value=observed, se=0.0, low=low, high=high, n=n, method="paired-bootstrap"), (
+            1.0 if observed == 0 else sign_flip_test(diffs))
     rng = random.Random(seed)
     draws = sorted(statistics.fmean(diffs[rng.randrange(n)] for _ in range(n)) for _ in range(resamples))
     alpha = (1 - LEVEL) / 2

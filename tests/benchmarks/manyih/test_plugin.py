@@ -203,13 +203,14 @@ def test_metric_formulas():
     assert rows["all"] == ("all", 5, 1, "25.0% ±21.7 [4.6, 69.9]", "50.0% ±25.0 [15.0, 85.0]",
                            "75.0% ±21.7 [30.1, 95.4]")
     assert rows["ppi=scalar, perturbed"][3:] == ("100.0% ±0.0 [34.2, 100.0]",) * 3
-    # Table 1b: Acc per side (Wilson), Δ paired by sample (paired-t, in points)
+    # Table 1b: Acc per side (Wilson), Δ paired by sample (paired-t, in points; no spread over the 2 pairs: the
+    # Wilson band of 0 or 2 of 2 pairs moving, never a zero width)
     assert table_1b.rows[0] == ("all", 2, "50.0% ±35.4 [9.5, 90.5]", "0.0% ±0.0 [0.0, 65.8]",
-                                "-50.0 ±50.0 [-100.0, +100.0]", "+0.0 ±0.0 [+0.0, +0.0]",
+                                "-50.0 ±50.0 [-100.0, +100.0]", "+0.0 ±0.0 [-65.8, +65.8]",
                                 "-50.0 ±50.0 [-100.0, +100.0]")
     assert "Δ: mean of the paired differences +- t(n-1) x SE over the pairs" in table_1b.notes[-1]
     assert perturbation.rows[0] == ("all", 2, "0.0% ±0.0 [0.0, 65.8]", "100.0% ±0.0 [34.2, 100.0]",
-                                    "+100.0 ±0.0 [+100.0, +100.0]", "+50.0 ±50.0 [-100.0, +100.0]",
+                                    "+100.0 ±0.0 [+34.2, +100.0]", "+50.0 ±50.0 [-100.0, +100.0]",
                                     "+50.0 ±50.0 [-100.0, +100.0]", "100.0% ±0.0 [34.2, 100.0]",
                                     "50.0% ±35.4 [9.5, 90.5]", "50.0% ±35.4 [9.5, 90.5]")
     # style checks pooled over the instances, clustered by instance (5 instances, 11 of 12 winning passed)
