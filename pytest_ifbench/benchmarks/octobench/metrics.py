@@ -47,10 +47,15 @@ def compat(records: Sequence[Record]) -> str:
 
 def _row(label: str, records: Sequence[Record], judges: Sequence[str | None], select: Any = None) -> tuple:
     papers, refs = (panel(records, mode=m, select=select, judges=judges) for m in MODES)
-    return (label, papers.n, papers.cell("isr"), papers.cell("csr"), refs.cell("isr"), refs.cell("csr"))
+    isr, csr = sampling_estimates(records, select=select)
+    return (label, papers.n, papers.cell("isr"), papers.cell("csr"), refs.cell("isr"), refs.cell("csr"),
+            _cell(isr), _cell(csr))
 
 
-_COLUMNS = ("", "N", "ISR", "CSR", "ISR (reference)", "CSR (reference)")
+_COLUMNS = ("", "N", "ISR", "CSR", "ISR (reference)", "CSR (reference)", "ISR ±SE [95% CI]", "CSR ±SE [95% CI]")
+#: The breakdown tables' note on their interval columns.
+_SAMPLING_NOTE = ("±SE [95% CI]: the paper-mode ISR and CSR of the (panel) verdict with the instance as the unit; "
+                  "ISR: " + stats.METHODS["wilson"] + "; CSR: " + stats.METHODS["t"])
 
 
 def overall(records: Sequence[Record]) -> MetricTable:
@@ -87,10 +92,11 @@ def overall(records: Sequence[Record]) -> MetricTable:
                        rows=tuple(rows), notes=notes, estimates=estimates)
 
 
-def sampling_estimates(records: Sequence[Record], *, mode: str = "paper"
+def sampling_estimates(records: Sequence[Record], *, mode: str = "paper", select: Any = None,
                        ) -> tuple[stats.Estimate | None, stats.Estimate | None]:
-    """ISR (Wilson) and CSR (t) of the combined verdict over the scored instances, with SE and 95% interval."""
-    scores = [s for r in records if (s := instance_score(r, mode=mode)) is not None]
+    """ISR (Wilson) and CSR (t) of the combined verdict over the scored instances, with SE and 95% interval
+    (``select``: each instance's checklist restricted to some checks, as the by-check tables do)."""
+    scores = [s for r in records if (s := instance_score(r, mode=mode, select=select)) is not None]
     return stats.proportion([s.passed for s in scores]), stats.mean([s.share for s in scores])
 
 
@@ -114,7 +120,7 @@ def by_group(records: Sequence[Record], title: str, key: Any, order: Sequence[st
     names = [g for g in order if g in groups] + sorted(g for g in groups if g not in order)
     return MetricTable(title=title, columns=_COLUMNS,
                        rows=tuple(_row(name, groups[name], judges) for name in names),
-                       notes=("mean ± std across judges",) if len(judges) > 1 else ())
+                       notes=(("mean ± std across judges",) if len(judges) > 1 else ()) + (_SAMPLING_NOTE,))
 
 
 def by_check(records: Sequence[Record], title: str, key: Any, order: Sequence[str]) -> MetricTable | None:
@@ -127,7 +133,7 @@ def by_check(records: Sequence[Record], title: str, key: Any, order: Sequence[st
     rows = [_row(SOURCES.get(name, name), records, judges, select=lambda c, n=name: key(c) == n) for name in names]
     return MetricTable(title=title, columns=_COLUMNS, rows=tuple(rows),
                        notes=("each instance's checklist restricted to the row's checks; instances without "
-                              "such checks are left out",))
+                              "such checks are left out", _SAMPLING_NOTE))
 
 
 def _source(check: Mapping[str, Any]) -> str | None:

@@ -124,6 +124,9 @@ def test_breakdowns_by_source_type_and_counts():
     assert labels == ["System Prompt", "User Query", "Memory", "Tool schema"]
     user = next(row for row in sources.rows if row[0] == "User Query")
     assert user[1:4] == (1, "100.0", "100.0")  # one judge voted: no std
+    # the sampling interval of every breakdown row, the instance as the unit (one instance: Wilson 1 of 1, t: ±inf)
+    assert user[-2:] == ("100.0% ±0.0 [20.7, 100.0]", "100.0% ±inf [0.0, 100.0]")
+    assert sources.columns[-2:] == ("ISR ±SE [95% CI]", "CSR ±SE [95% CI]") and "Wilson" in sources.notes[-1]
     counts = found["octobench: checks per instance"]
     assert counts.rows == (("a", 1, 2, 0, 0), ("b", 0, 2, 1, 1))
     types = [row[0] for row in found["octobench: by check type (Table 8)"].rows]
