@@ -132,18 +132,25 @@ def paired_base(base: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str
 def fr_estimate(base: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> stats.Estimate | None:
     """FR_k with its interval: a ratio of two pass@1 rates over the same tasks, so the task is the unit -- the
     percentile bootstrap of the tasks (each resampled task brings its k = 0 and its k instances along)."""
-    by_task: dict[str, tuple[list[bool], list[bool]]] = defaultdict(lambda: ([], []))
+    # per task: [k=0 passed, k=0 run, k passed, k run] -- a resample sums counts, it never copies lists
+    by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for record in _ok(records):
         if (passed := functional_passed(record)) is not None:
-            by_task[task_of(record)][1].append(passed)
+            counts = by_task[task_of(record)]
+            counts[2] += passed
+            counts[3] += 1
     for record in _ok(base):
         if task_of(record) in by_task and (passed := functional_passed(record)) is not None:
-            by_task[task_of(record)][0].append(passed)
+            counts = by_task[task_of(record)]
+            counts[0] += passed
+            counts[1] += 1
 
     def fr(tasks: Sequence[str]) -> float | None:
-        s0 = [p for t in tasks for p in by_task[t][0]]
-        sk = [p for t in tasks for p in by_task[t][1]]
-        return functional_regression(statistics.fmean(s0) if s0 else None, statistics.fmean(sk) if sk else None)
+        s0_passed = s0_run = sk_passed = sk_run = 0
+        for task in tasks:
+            a, b, c, d = by_task[task]
+            s0_passed, s0_run, sk_passed, sk_run = s0_passed + a, s0_run + b, sk_passed + c, sk_run + d
+        return functional_regression(s0_passed / s0_run if s0_run else None, sk_passed / sk_run if sk_run else None)
 
     return stats.bootstrap(sorted(by_task), fr)
 
