@@ -37,9 +37,22 @@ def _looks_like_key(value: str) -> bool:
             and any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
 
 
+def _environment() -> list[tuple[str, str]]:
+    """A snapshot of ``os.environ``. Iterating it is not atomic: pytest sets and deletes
+    ``PYTEST_CURRENT_TEST`` from the main thread at every test phase, and a background thread reading
+    the environment meanwhile raised ``KeyError: 'PYTEST_CURRENT_TEST'`` (two instances of a
+    50,000-instance run errored so). A torn read is simply taken again."""
+    for _ in range(100):
+        try:
+            return list(os.environ.items())
+        except (KeyError, RuntimeError):  # a variable deleted, or the mapping resized, mid-iteration
+            continue
+    return list(os.environ.copy().items())
+
+
 def secret_values() -> list[str]:
     """Values of the secret-looking environment variables, longest first (read at call time)."""
-    values = {v for k, v in os.environ.items()
+    values = {v for k, v in _environment()
               if (_SECRET_NAME.search(k) and len(v) >= 8) or (_MAYBE_SECRET_NAME.search(k) and _looks_like_key(v))}
     return sorted(values, key=len, reverse=True)
 
