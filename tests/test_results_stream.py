@@ -233,3 +233,28 @@ def pytest_unconfigure(config):
     monkeypatch.setattr(ResultsCollector, "FREEZE_FROM", 4)  # below the threshold: pytest's own exit
     result = pytester.runpytest_inprocess("suites", *stub_args(stub_env))
     assert json.loads((pytester.path / "frozen.json").read_text()) == 0
+
+
+def test_a_journal_that_cannot_be_written_loses_no_record(pytester, stub_env):
+    """The journal's directory is a file: every record is kept in memory and the results file is
+    still written where it can be (here: nowhere, so the error is the run's, as before streaming)."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
+    pytester.makeconftest('''
+import pytest
+from pytest_ifbench.reports import results_stream
+
+class Failing(results_stream.ResultsJournal):
+    def flush(self):
+        if self._pending and len(self._index) >= 1:
+            raise OSError(28, "No space left on device")
+        super().flush()
+
+results_stream.FLUSH_SECONDS = 0.0
+results_stream.ResultsJournal = Failing
+''')
+    result = pytester.runpytest("suites", *stub_args(stub_env))
+    assert result.ret == 0
+    doc = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert [r["instance"] for r in doc["instances"]] == ["q000", "q001", "q002"]
+    assert not (pytester.path / "ifbench-results.partial.jsonl").exists()

@@ -87,7 +87,8 @@ class ResultsCollector:
                 self.journal.add(record)
             except OSError as exc:  # a full disk, a directory that cannot be made: keep the records
                 self.journal_error = exc
-                self.journal.close()
+                for queued in self.journal.take_pending():
+                    self.unjournaled[queued["nodeid"]] = queued
                 self.journal = None
         if self.journal is None and results_target(self.config) is not None:
             self.unjournaled[nodeid] = record

@@ -115,6 +115,18 @@ class ResultsJournal:
         self.path.unlink(missing_ok=True)
         self._file = None
 
+    def take_pending(self) -> list[dict[str, Any]]:
+        """The queued records that never reached the journal (after a write failed), as records; the
+        journal is closed without writing them."""
+        pending, self._pending, self._pending_chars = self._pending, [], 0
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
+        return [json.loads(text) for _, text in pending]
+
     def close(self) -> None:
         """Stop writing; the journal stays on disk (the run ended before its results file was written)."""
         if self._file is not None:
