@@ -118,7 +118,9 @@ def test_yaml_suite_domain_marker_and_needs_web_skip(pytester, stub_env):
     assert "domain_work" in record["markers"] and "with_attachments" in record["markers"]
     assert metrics.task_score(metrics.rubric_checks(record)) == 1.0
     rows = dict(metrics.tables([record])[0].rows)
-    assert rows["category: latent_inference"] == "1.000 (n=1)" and rows["rubric: factuality"] == "1.000"
+    # one task: the score and the rubric dimension with their (whole-range) intervals, never bare
+    assert rows["category: latent_inference"] == "1.000 ±inf [0.000, 1.000] (n=1)"
+    assert rows["rubric: factuality"] == "1.000 ±inf [0.000, 1.000]"
     collected = pytester.runpytest("suites", "--collect-only", "-q", "-m", "domain_life",
                                    *stub_args(stub_env))
     collected.stdout.fnmatch_lines(["*agentif.yaml::live-prices*"])
