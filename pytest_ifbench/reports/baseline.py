@@ -22,6 +22,8 @@ exist. See docs/baselines.md.
 
 This module holds the plugin (options and hooks); the storage is
 :mod:`.baseline_extension`, the payload and the comparison :mod:`.baseline_compare`.
+It also owns the options of ``--baseline-results BASE.json`` (a whole earlier results
+file, compared at the end of the run) and registers :mod:`.compare_run` when given.
 """
 
 from __future__ import annotations
