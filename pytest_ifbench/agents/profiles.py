@@ -30,7 +30,7 @@ Built-in profiles (:data:`BUILTIN_PROFILES`):
   (``file_path, content``) and ``Execute`` (``command, timeout``) are those Droid 0.215.0 sends
   (recorded from the proxy's ``tools`` of a real run); ``Read`` and ``Grep`` keep Claude Code's. Real
   Droid 0.215.0 offers ``WebSearch`` and ``FetchUrl`` as deferred tools (loaded with ``ToolSearch``)
-  and has no ``TodoWrite`` (kept here for the authors' older Droid; docs/octobench.md). No finish tool.
+  and has no ``TodoWrite`` (kept here for the older Droid some benchmark data names). No finish tool.
 
 Descriptions are our own words, not the vendors' prompts.
 

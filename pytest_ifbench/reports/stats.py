@@ -169,7 +169,7 @@ def clustered(values: Sequence[float], clusters: Sequence[Hashable], *,
               weights: Sequence[float] | None = None) -> Estimate | None:
     """The mean over items whose items share clusters (turns of a dialogue, samples of a task): the
     ratio estimator's cluster-robust (CR1) standard error, t with G-1 degrees of freedom. ``weights``
-    makes it the weighted mean (an AgentIF rubric dimension: points passed over points)."""
+    makes it the weighted mean (e.g. a rubric dimension: points passed over points)."""
     if not values:
         return None
     weights = [1.0] * len(values) if weights is None else weights

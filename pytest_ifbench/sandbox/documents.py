@@ -3,7 +3,7 @@
 One implementation for every reader of documents in the project: the agents' ``read_document`` tool
 (run *inside* the sandbox by :mod:`pytest_ifbench.agents._document_runner`, which loads this file by its
 path), the recording proxy's ``document`` blocks (:mod:`pytest_ifbench.agents.wire.documents`) and
-AgentIF's judge attachments (``benchmarks/agentif/documents.py``). So this module imports only the
+benchmarks whose judges read attachments. So this module imports only the
 standard library at the top (the parsers -- ``pypdf``, ``python-docx``, ``openpyxl``, ``python-pptx``,
 ``Pillow``, the ``documents`` extra -- when a file needs them) and nothing of ``pytest_ifbench``.
 
