@@ -170,7 +170,7 @@ def test_ifbench_verify_checks_all_lines_in_one_process(tmp_path, processes, mon
     assert len(processes["batch"]) == 1 and processes["single"] == 0
     monkeypatch.setattr(RuffBatcher, "results", lambda self, code, checks: None)
     one_by_one = verify("alone.jsonl")
-    assert processes["single"] > 60
+    assert processes["single"] >= 30  # one ruff run per reply at least: a reply's lines are checked together
     assert batched == one_by_one
     assert batched.count('"passed": true') > 10 and batched.count('"passed": false') > 10
 
