@@ -122,7 +122,7 @@ def test_the_views_keep_what_the_metrics_read_and_are_small():
     assert headline_metrics(kept) == headline_metrics(records)
     assert core_tables("demo", kept) == core_tables("demo", records)
     view = kept[1]
-    assert [t for t in view["turns"]] == [{"index": 1}]
+    assert view["turns"] == [{"index": 1, "response": {"text": "stub reply 1"}}]  # the reply's text, nothing else
     assert "description" not in view["checks"][0] and "evidence" not in view["checks"][0]["verdict"]
     assert view["checks"][0]["verdict"]["passed"] is True and view["nodeid"] == "s.yaml::inst-00001"
     assert kept[1]["checks"][0] is kept[2]["checks"][0]  # equal parts are shared

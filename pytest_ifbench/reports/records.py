@@ -206,8 +206,9 @@ class SummaryViews:
     """The compact in-memory copy of each record that the end-of-run tables, metrics and summary read.
 
     A full record stays on disk (the results journal); what a session keeps per finished instance is
-    this view of it: the record without the bulky text no metric reads -- ``turns`` keep only their
-    ``index``, ``judge_calls`` only ``model`` and ``cached``, ``sample_responses`` is empty, checks lose
+    this view of it: the record without the bulky parts no metric reads -- ``turns`` keep only their
+    ``index`` and the reply's verified text (``response.text``: what a benchmark's own metric may
+    measure, e.g. words per reply), ``judge_calls`` only ``model`` and ``cached``, ``sample_responses`` is empty, checks lose
     ``description``, ``duration`` and ``verdict.evidence`` -- and with equal small parts (a check entry,
     ``generation``, ``metadata``, ``verifier_versions``...) stored once and shared between records.
     Views are read-only: a metric that changed one would change it in other records too.
@@ -225,7 +226,7 @@ class SummaryViews:
         out: dict[str, Any] = {}
         for key, value in record.items():
             if key == "turns":
-                value = [self._share({"index": t.get("index")}) for t in value or () if isinstance(t, Mapping)]
+                value = [self._turn(t) for t in value or () if isinstance(t, Mapping)]
             elif key == "judge_calls":
                 value = [self._share({"model": c.get("model"), "cached": c.get("cached")})
                          for c in value or () if isinstance(c, Mapping)]
@@ -241,6 +242,13 @@ class SummaryViews:
                 value = sys.intern(value)  # suite, benchmark, model, status...: one copy for the run
             out[key] = value
         return out
+
+    def _turn(self, turn: Mapping[str, Any]) -> dict[str, Any]:
+        response = turn.get("response")
+        text = response.get("text") if isinstance(response, Mapping) else None
+        if text is None:
+            return self._share({"index": turn.get("index")})
+        return {"index": turn.get("index"), "response": {"text": text}}
 
     @staticmethod
     def _check(check: Mapping[str, Any]) -> dict[str, Any]:
