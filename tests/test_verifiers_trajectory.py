@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,59 @@ def test_tool_call_params_are_validated():
     with pytest.raises(ParamError, match="must be <= max"):
         REG.get("ifbench.tool_called").validate({"tool": "Bash", "min": 3, "max": 1})
     assert REG.get("ifbench.tool_called").validate({"tool": "Bash"})["tool"] == ["Bash"]
+
+
+def offering(traj: Trajectory, *names: str) -> Trajectory:
+    """``traj`` as if its run had offered the model the tools ``names``."""
+    return replace(traj, tools=tuple({"type": "function", "function": {"name": n, "description": "",
+                                                                       "parameters": {"type": "object"}}}
+                                     for n in names))
+
+
+def test_if_offered_decides_as_before_when_a_named_tool_was_offered():
+    traj = offering(run(("user", "go"), shell("git reset --hard")), "Bash", "Read")
+    never = {"tool": ["Bash", "Shell"], "min": 0, "max": 0, "if_offered": True}
+    called = check("ifbench.tool_called", never, trajectory=traj)
+    assert called.applicable and not called.passed and "1 call(s) to Bash or Shell" in called.verdict.evidence
+    forbidden = {"tool": ["Bash", "Shell"], "arguments": "reset", "if_offered": True}
+    assert not check("ifbench.tool_not_called", forbidden, trajectory=traj).passed
+    assert check("ifbench.tool_not_called", {**forbidden, "arguments": "rebase"}, trajectory=traj).passed
+
+
+def test_if_offered_is_not_applicable_when_none_of_the_tools_was_offered():
+    traj = offering(run(("user", "go"), shell("ls"), ("say", "done")), "Bash", "Read")
+    for verifier_id, params in [("ifbench.tool_called", {"tool": ["Finish", "Submit"], "min": 1, "max": 1}),
+                                ("ifbench.tool_not_called", {"tool": "Shell", "arguments": "."})]:
+        outcome = check(verifier_id, {**params, "if_offered": True}, trajectory=traj)
+        assert outcome.error is None and not outcome.applicable and not outcome.passed, outcome.verdict
+        assert outcome.verdict.evidence.startswith("not applicable: none of ")
+        assert "was offered in this run" in outcome.verdict.evidence
+        # without the parameter: today's verdict (a certain failure, a vacuous pass)
+        plain = check(verifier_id, params, trajectory=traj)
+        assert plain.applicable and plain.passed is (verifier_id == "ifbench.tool_not_called")
+
+
+def test_if_offered_counts_the_sub_agents_tools():
+    child = offering(run(("user", "explore"), ("call", "Grep", {"pattern": "x"}, "none"), id="run/1"), "Grep")
+    traj = offering(run(("user", "go"), ("call", "Task", {"prompt": "explore"}, "done"), children=(child,)), "Task")
+    outcome = check("ifbench.tool_called", {"tool": "Grep", "if_offered": True}, trajectory=traj)
+    assert outcome.applicable and outcome.passed
+
+
+def test_if_offered_keeps_todays_verdict_without_a_record_of_offered_tools():
+    traj = run(("user", "go"), shell("ls"))
+    assert traj.tools == () and all(not c.tools for c in traj.walk())
+    outcome = check("ifbench.tool_called", {"tool": "Finish", "if_offered": True}, trajectory=traj)
+    assert outcome.applicable and not outcome.passed and "0 call(s) to Finish" in outcome.verdict.evidence
+    assert check("ifbench.tool_not_called", {"tool": "Shell", "if_offered": True}, trajectory=traj).passed
+
+
+def test_if_offered_is_validated():
+    with pytest.raises(ParamError, match="if_offered: needs tool"):
+        REG.get("ifbench.tool_not_called").validate({"arguments": "x", "if_offered": True})
+    with pytest.raises(ParamError, match="if_offered"):
+        REG.get("ifbench.tool_called").validate({"tool": "Bash", "if_offered": "yes"})
+    assert REG.get("ifbench.tool_called").validate({"tool": "Bash"})["if_offered"] is False
 
 
 # --------------------------------------------------------------------------- read before edit

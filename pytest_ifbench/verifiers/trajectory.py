@@ -99,6 +99,30 @@ def _check_not_called(params: Mapping[str, Any]) -> None:
     _regex(params, "arguments")
     if params["tool"] is None and params["arguments"] is None:
         raise ParamError("tool", "give a tool, an arguments pattern or both")
+    if params["tool"] is None and params["if_offered"]:
+        raise ParamError("if_offered", "needs tool: the tools whose offer makes the check applicable")
+
+
+def _offered(root: Any) -> frozenset[str] | None:
+    """Names of the tools the run offered the model (every conversation's, sub-agents' included), or None
+    when the trajectory records none: an authors' trajectory may leave ``tools`` out."""
+    names = frozenset(t["function"]["name"] for conversation in root.walk() for t in conversation.tools)
+    return names or None
+
+
+def _not_offered(root: Any, params: Mapping[str, Any]) -> Verdict | None:
+    """With ``if_offered``: "not applicable" when the run recorded its tools and none of ``tool`` is among them.
+
+    A check written for one tool set (a scaffold's older tool names) then does not pass vacuously, nor fail
+    for certain, on a run whose agent never had the tool.
+    """
+    if not params["if_offered"]:
+        return None
+    offered = _offered(root)
+    if offered is None or offered & set(params["tool"]):
+        return None
+    return Verdict(passed=False, applicable=False,
+                   evidence=f"not applicable: none of {', '.join(params['tool'])} was offered in this run")
 
 
 def _describe(call: Any, where: str) -> str:
@@ -108,6 +132,8 @@ def _describe(call: Any, where: str) -> str:
 def tool_called(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """Calls to the named tool(s) whose arguments match: between ``min`` and ``max`` of them."""
     root = _run_of(ctx, "ifbench.tool_called")
+    if (skipped := _not_offered(root, params)) is not None:
+        return skipped
     pattern = _regex(params, "arguments")
     every = list(_calls(root, params["subagents"]))
     found = [(c, call) for c, call in every if call.name in params["tool"] and _matches(pattern, call)]
@@ -126,6 +152,8 @@ def tool_called(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
 def tool_not_called(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """No call of the tool(s) (any tool when not given) has arguments matching the pattern."""
     root = _run_of(ctx, "ifbench.tool_not_called")
+    if (skipped := _not_offered(root, params)) is not None:
+        return skipped
     pattern = _regex(params, "arguments")
     tools = params["tool"]
     found = [(c, call) for c, call in _calls(root, params["subagents"])
@@ -274,19 +302,23 @@ def no_relay_abuse(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
 
 def register(registry) -> None:
     tools = Param(list, items=str, description="a tool name or a list of names")
+    if_offered = Param(bool, default=False, description=(
+        "not applicable when the run recorded the tools it offered and none of `tool` is among them"))
     registry.add(Verifier(
         id="ifbench.tool_called", func=tool_called, coerce_params=_tool_list, check_params=_check_called,
         params={"tool": tools,
                 "arguments": Param(str, default=None, description="regex searched in the call's JSON arguments"),
                 "min": Param(int, default=1, min=0), "max": Param(int, default=None, min=0),
-                "subagents": Param(bool, default=True, description="count sub-agents' calls too")},
+                "subagents": Param(bool, default=True, description="count sub-agents' calls too"),
+                "if_offered": if_offered},
         description="The agent called the tool(s), with matching arguments, between min and max times.",
     ))
     registry.add(Verifier(
         id="ifbench.tool_not_called", func=tool_not_called, coerce_params=_tool_list, check_params=_check_not_called,
         params={"tool": Param(list, items=str, default=None, description="a tool name or list (default: any tool)"),
                 "arguments": Param(str, default=None, description="regex searched in the call's JSON arguments"),
-                "subagents": Param(bool, default=True, description="check sub-agents' calls too")},
+                "subagents": Param(bool, default=True, description="check sub-agents' calls too"),
+                "if_offered": if_offered},
         description="No call of the tool(s) with arguments matching the pattern (e.g. no `git reset --hard`).",
     ))
     registry.add(Verifier(
