@@ -8,6 +8,9 @@ Scopes of the text checks: ``final`` is the last non-empty assistant text of the
 ``assistant`` every assistant text of the main conversation, ``all`` every assistant text and reasoning of
 the run, sub-agents included (and, for ``ifbench.no_emoji``, the text of every tool call's arguments:
 what the agent wrote into files and commands).
+
+``if_offered`` on the tool-call checks: a check naming tools the run never offered (the trajectory's
+``tools``) is not applicable rather than decided; see :func:`_not_offered`.
 """
 
 from __future__ import annotations
