@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,23 +161,48 @@ class CodeRuns:
 
 def _fresh_dirs(dirs: RunDirs) -> None:
     """The run's three directories, empty and owned by its uid.  Emptied in place, never made again: a
-    backend may hold them open (a container's bind mounts pin the directory itself)."""
+    backend may hold them open (a container's bind mounts pin the directory itself).
+
+    An interpreter or package below ``/tmp`` (a checkout or virtual environment there) is bound inside
+    the run's ``/tmp``: the engine made its mount point in the run's host directory, and deleting that
+    directory on the host would unmount it in the container.  So the mount points' directories are kept
+    (emptied of anything else); they are root's, the code cannot write there."""
+    keep = _mount_points_below_tmp()
     for path in (dirs.workspace, dirs.home, dirs.tmp):
         if not os.path.lexists(path):
             path.mkdir(mode=0o700)
         elif os.path.islink(path) or not path.is_dir():
             raise OSError(f"not a directory any more: {path}")
         os.chmod(path, 0o700)
-        with os.scandir(path) as entries:
-            for entry in list(entries):
-                if entry.is_dir(follow_symlinks=False):
-                    remove_tree(entry.path)
-                else:
-                    os.unlink(entry.path)
-        if any(os.scandir(path)):
+        kept = _empty(str(path), keep if path == dirs.tmp else ())
+        if kept != {e.name for e in os.scandir(path)}:
             raise OSError(f"cannot empty {path}")
         if os.geteuid() == 0:
             os.chown(path, dirs.uid, dirs.gid)
+
+
+def _mount_points_below_tmp() -> tuple[tuple[str, ...], ...]:
+    """The ``extra_ro`` paths of code runs that lie below ``/tmp``, as path components below it."""
+    return tuple(tuple(Path(p).relative_to("/tmp").parts) for p in _interpreter()[1]
+                 if os.path.normpath(p).startswith("/tmp/"))
+
+
+def _empty(directory: str, keep: Sequence[tuple[str, ...]]) -> set[str]:
+    """Remove everything in ``directory`` but the directories on the way to each path in ``keep``
+    (components below it); returns the names kept at this level."""
+    kept = set()
+    with os.scandir(directory) as entries:
+        for entry in list(entries):
+            below = [k[1:] for k in keep if k and k[0] == entry.name]
+            if below and entry.is_dir(follow_symlinks=False):
+                kept.add(entry.name)
+                if all(below):  # not the mount point itself: empty what else is there
+                    _empty(entry.path, below)
+            elif entry.is_dir(follow_symlinks=False):
+                remove_tree(entry.path)
+            else:
+                os.unlink(entry.path)
+    return kept
 
 
 _pools: dict[int, CodeRuns] = {}
