@@ -18,6 +18,7 @@ import pytest
 from pytest_ifbench.sandbox import (
     SandboxLimits,
     SandboxUnavailable,
+    _code_runs,
     make_backend,
     run_assert_tests,
     run_python,
@@ -154,8 +155,23 @@ def test_a_pooled_run_leaves_nothing_to_the_next_job(docker):
     second = run_python(look, limits=shared)
     assert second.ok, second
     uid = first.stdout.split()[-1]
-    assert second.stdout == f"['main.py'] [] [] [1, 1, 1] {uid}\n"  # the same run: its uid
+    # /tmp holds nothing but the mount points of an interpreter or package installed below /tmp
+    mounts = sorted({parts[0] for parts in _code_runs._mount_points_below_tmp()})
+    assert second.stdout == f"['main.py'] {mounts} [] [1, 1, 1] {uid}\n"  # the same run: its uid
     assert len(pool_for(docker)) == 1  # one container served both jobs
+
+
+def test_emptying_keeps_the_mount_points_of_an_install_below_tmp(tmp_path):
+    """A checkout or venv below /tmp is bound inside the run's /tmp: deleting its mount point's
+    directory on the host would unmount it in the container, so only what else is there goes."""
+    (tmp_path / "head" / "pkg").mkdir(parents=True)
+    (tmp_path / "head" / "junk").mkdir()
+    (tmp_path / "head" / "left").write_text("x")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "file").write_text("x")
+    kept = _code_runs._empty(str(tmp_path), [("head", "pkg"), ("venv",)])
+    assert kept == {"head"}
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["head", "head/pkg"]
 
 
 def test_concurrent_jobs_get_runs_of_their_own(docker):
