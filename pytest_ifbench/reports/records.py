@@ -208,9 +208,10 @@ class SummaryViews:
     A full record stays on disk (the results journal); what a session keeps per finished instance is
     this view of it: the record without the bulky parts no metric reads -- ``turns`` keep only their
     ``index`` and the reply's verified text (``response.text``: what a benchmark's own metric may
-    measure, e.g. words per reply), ``judge_calls`` only ``model`` and ``cached``, ``sample_responses`` is empty, checks lose
-    ``description``, ``duration`` and ``verdict.evidence`` -- and with equal small parts (a check entry,
-    ``generation``, ``metadata``, ``verifier_versions``...) stored once and shared between records.
+    measure, e.g. words per reply), ``judge_calls`` only ``model`` and ``cached``, ``sample_responses``
+    is empty, checks lose ``description``, ``duration`` and ``verdict.evidence`` -- and with equal
+    small parts (a check entry, ``generation``, ``metadata``, ``verifier_versions``...) stored once
+    and shared between records.
     Views are read-only: a metric that changed one would change it in other records too.
     """
 
