@@ -119,7 +119,7 @@ def _not_offered(root: Any, params: Mapping[str, Any]) -> Verdict | None:
     A check written for one tool set (a scaffold's older tool names) then does not pass vacuously, nor fail
     for certain, on a run whose agent never had the tool.
     """
-    if not params["if_offered"]:
+    if not params.get("if_offered"):  # callers outside the registry may leave defaults out
         return None
     offered = _offered(root)
     if offered is None or offered & set(params["tool"]):
