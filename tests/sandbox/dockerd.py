@@ -12,8 +12,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 
 def dockerd_problem() -> str | None:
@@ -29,20 +29,20 @@ def dockerd_problem() -> str | None:
 
 
 @contextmanager
-def private_dockerd() -> Iterator[str]:
-    """Start the engine; yields its ``DOCKER_HOST`` (``unix://...``)."""
-    root = tempfile.mkdtemp(prefix="ifb-dockerd-")
-    sock = os.path.join(root, "docker.sock")
-    log = open(os.path.join(root, "log"), "wb")  # noqa: SIM115 -- lives as long as the daemon
-    proc = subprocess.Popen(
-        ["dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false", "--data-root", f"{root}/data",
-         "--exec-root", f"{root}/exec", "--pidfile", f"{root}/pid", "-H", f"unix://{sock}"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+def _engine_service(name: str, argv: Callable[[str, str], list[str]], mounts: tuple[str, ...],
+                    leftovers: Callable[[str], None] = lambda root: None) -> Iterator[str]:
+    """Start an engine's API service with its own state under a temporary directory (``argv(root, sock)``),
+    wait for its socket, yield its ``DOCKER_HOST``; at the end stop it, clean ``leftovers(root)``, unmount
+    its ``mounts`` (directories below the root) and remove the root."""
+    root = tempfile.mkdtemp(prefix=f"ifb-{name}-")
+    sock = os.path.join(root, f"{name}.sock")
+    log = open(os.path.join(root, "log"), "wb")  # noqa: SIM115 -- lives as long as the service
+    proc = subprocess.Popen(argv(root, sock), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while not os.path.exists(sock):
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"dockerd did not start: {open(os.path.join(root, 'log')).read()[-2000:]}")
+                raise RuntimeError(f"{name} did not start: {open(os.path.join(root, 'log')).read()[-2000:]}")
             time.sleep(0.1)
         yield f"unix://{sock}"
     finally:
@@ -53,8 +53,16 @@ def private_dockerd() -> Iterator[str]:
             proc.kill()
             proc.wait()
         log.close()
-        subprocess.run(["umount", "-R", "-l", f"{root}/data", f"{root}/exec"], capture_output=True, check=False)
+        leftovers(root)
+        subprocess.run(["umount", "-R", "-l", *(f"{root}/{m}" for m in mounts)], capture_output=True, check=False)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def private_dockerd() -> AbstractContextManager[str]:
+    """Start the engine; yields its ``DOCKER_HOST`` (``unix://...``)."""
+    return _engine_service("dockerd", lambda root, sock: [
+        "dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false", "--data-root", f"{root}/data",
+        "--exec-root", f"{root}/exec", "--pidfile", f"{root}/pid", "-H", f"unix://{sock}"], ("data", "exec"))
 
 
 def podman_problem() -> str | None:
@@ -71,35 +79,14 @@ def podman_problem() -> str | None:
     return None
 
 
-@contextmanager
-def private_podman() -> Iterator[str]:
+def private_podman() -> AbstractContextManager[str]:
     """Podman's Docker-compatible API service (``podman system service``, runtime runc, its own storage
     and socket under a temporary directory), stopped at the end; yields its ``DOCKER_HOST``."""
-    root = tempfile.mkdtemp(prefix="ifb-podman-")
-    sock = os.path.join(root, "podman.sock")
-    log = open(os.path.join(root, "log"), "wb")  # noqa: SIM115 -- lives as long as the service
-    proc = subprocess.Popen(
-        ["podman", "--runtime", "runc", "--root", f"{root}/storage", "--runroot", f"{root}/run",
-         "--cgroup-manager", "cgroupfs", "--events-backend", "file", "system", "service", "--time=0",
-         f"unix://{sock}"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(sock):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"podman did not start: {open(os.path.join(root, 'log')).read()[-2000:]}")
-            time.sleep(0.1)
-        yield f"unix://{sock}"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        _kill_mentioning(root)  # conmon monitors outlive the service (they wait to report exits)
-        subprocess.run(["umount", "-R", "-l", f"{root}/storage", f"{root}/run"], capture_output=True, check=False)
-        shutil.rmtree(root, ignore_errors=True)
+    return _engine_service("podman", lambda root, sock: [
+        "podman", "--runtime", "runc", "--root", f"{root}/storage", "--runroot", f"{root}/run",
+        "--cgroup-manager", "cgroupfs", "--events-backend", "file", "system", "service", "--time=0",
+        f"unix://{sock}"], ("storage", "run"),
+        leftovers=_kill_mentioning)  # conmon monitors outlive the service (they wait to report exits)
 
 
 def _kill_mentioning(root: str) -> None:
