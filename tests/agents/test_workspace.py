@@ -18,6 +18,7 @@ import pytest
 
 from pytest_ifbench.agents.workspace import CommandResult, Limits, ProxyRoute, SandboxUnavailable, Workspace
 from pytest_ifbench.sandbox import make_backend, use_backend
+from tests.sandbox._support import memfd_holders
 from tests.sandbox.dockerd import dockerd_problem, private_dockerd
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (commands then run as another uid)")
@@ -438,23 +439,7 @@ def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
 
 # --- what only cgroups can cap --------------------------------------------------------------------
 
-MEMFD = """
-import os, sys, time
-pids = []
-for i in range(8):
-    pid = os.fork()
-    if pid == 0:
-        fd = os.memfd_create(f"hold{i}")
-        chunk = b"x" * (1 << 20)
-        for _ in range(256):
-            os.write(fd, chunk)
-        print("held", i, flush=True)
-        time.sleep(30)
-        os._exit(0)
-    pids.append(pid)
-for pid in pids:
-    os.waitpid(pid, 0)
-"""
+MEMFD = memfd_holders(30)
 
 
 def _memory_file(container_pid: int) -> Path:

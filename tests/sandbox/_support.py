@@ -11,6 +11,28 @@ from pytest_ifbench.sandbox import SandboxLimits
 FAST = SandboxLimits(timeout=5.0, cpu_seconds=5)
 
 
+def memfd_holders(seconds: int) -> str:
+    """A program whose eight children each hold 256 MB in a memfd (shared memory, outside RLIMIT_AS) for
+    ``seconds``, printing ``held i`` when filled: what only a cgroup's memory cap can stop."""
+    return f"""
+import os, time
+pids = []
+for i in range(8):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.memfd_create(f"hold{{i}}")
+        chunk = b"x" * (1 << 20)
+        for _ in range(256):
+            os.write(fd, chunk)
+        print("held", i, flush=True)
+        time.sleep({seconds})
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+"""
+
+
 def live_group_members(pgid: int) -> list[int]:
     """Pids of non-zombie processes in process group ``pgid``."""
     try:

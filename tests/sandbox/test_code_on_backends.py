@@ -28,6 +28,7 @@ from pytest_ifbench.sandbox import (
 from pytest_ifbench.sandbox._code_runs import close_all, pool_for
 from pytest_ifbench.sandbox.backend import RunDirs, SandboxRun
 from tests._support import write_suite
+from tests.sandbox._support import memfd_holders
 from tests.sandbox.backend_fixtures import docker_host  # noqa: F401 -- fixture
 
 DOUBLES = [{"input": "2", "output": "4"}, {"input": "5", "output": "10"}]
@@ -231,23 +232,7 @@ def test_a_code_suite_with_the_chosen_engine_unreachable_stops_at_start_up(pytes
 
 # --- what only cgroups can cap --------------------------------------------------------------------
 
-MEMFD = """
-import os, time
-pids = []
-for i in range(8):
-    pid = os.fork()
-    if pid == 0:
-        fd = os.memfd_create(f"hold{i}")
-        chunk = b"x" * (1 << 20)
-        for _ in range(256):
-            os.write(fd, chunk)
-        print("held", i, flush=True)
-        time.sleep(20)
-        os._exit(0)
-    pids.append(pid)
-for pid in pids:
-    os.waitpid(pid, 0)
-"""
+MEMFD = memfd_holders(20)
 
 PAGE_CACHE = """
 import sys
