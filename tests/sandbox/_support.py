@@ -53,3 +53,16 @@ def live_group_members(pgid: int) -> list[int]:
         if pgrp == pgid and state != "Z":
             live.append(int(entry))
     return live
+
+
+class NamedOnlyBackend:
+    """A backend that can be chosen (it names itself and has no problem) but never opens a run: for
+    tests of how a backend is chosen."""
+
+    name = "fake"
+
+    def problem(self) -> None:
+        return None
+
+    def open(self, dirs: object) -> object:
+        raise NotImplementedError

@@ -7,6 +7,7 @@ import pytest
 from pytest_ifbench.sandbox import current_backend, make_backend, use_backend
 from pytest_ifbench.sandbox.backend import SandboxBackend, SandboxRun
 from pytest_ifbench.sandbox.backends import backend_names
+from tests.sandbox._support import NamedOnlyBackend
 
 NEEDS_SANDBOX = False
 
@@ -20,16 +21,7 @@ def test_built_ins_are_registered_and_satisfy_the_interface():
 
 
 def test_use_backend_sets_and_restores_the_process_backend():
-    class Fake:
-        name = "fake"
-
-        def problem(self):
-            return None
-
-        def open(self, dirs):
-            raise NotImplementedError
-
-    previous = use_backend(Fake())
+    previous = use_backend(NamedOnlyBackend())
     try:
         assert current_backend().name == "fake"
     finally:

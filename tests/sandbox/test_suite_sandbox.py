@@ -15,6 +15,7 @@ from pytest_ifbench.agents.session import AgentHarnessError, instance_backend
 from pytest_ifbench.sandbox import current_backend, use_backend
 from pytest_ifbench.suite.errors import SuiteError
 from pytest_ifbench.suite.format import parse_suite
+from tests.sandbox._support import NamedOnlyBackend
 
 NEEDS_SANDBOX = False  # parsing and choosing only
 
@@ -94,16 +95,7 @@ def test_an_instance_without_the_key_runs_on_the_runs_backend():
 
 
 def test_the_runs_own_backend_is_used_when_the_suite_names_it():
-    class Fake:
-        name = "fake"
-
-        def problem(self):
-            return None
-
-        def open(self, dirs):
-            raise NotImplementedError
-
-    previous = use_backend(Fake())
+    previous = use_backend(NamedOnlyBackend())
     try:
         assert instance_backend(AgentOptions(sandbox_backend="fake")) is current_backend()
         with pytest.raises(AgentHarnessError, match="the instance's sandbox backend nope: unknown sandbox backend"):
