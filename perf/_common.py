@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import statistics
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,3 +26,16 @@ def source_revision() -> dict:
 
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": git("rev-parse", "HEAD"), "modified_files": None if status is None else len(status.splitlines())}
+
+
+def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
+    """Median and p90 wall time of ``fn`` over ``repeat`` calls, after one warm-up call."""
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return {"median_ms": round(1000 * statistics.median(times), 2),
+            "p90_ms": round(1000 * times[min(len(times) - 1, int(0.9 * len(times)))], 2), "runs": repeat}

@@ -26,11 +26,8 @@ import json
 import os
 import platform
 import socketserver
-import statistics
 import sys
 import threading
-import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -38,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision
+from _common import measure, source_revision
 
 from pytest_ifbench.agents.workspace import Limits, ProxyRoute, Workspace
 from pytest_ifbench.sandbox import make_backend
@@ -66,18 +63,6 @@ class _Ok(BaseHTTPRequestHandler):
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
-
-
-def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return {"median_ms": round(1000 * statistics.median(times), 2),
-            "p90_ms": round(1000 * times[min(len(times) - 1, int(0.9 * len(times)))], 2), "runs": repeat}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,18 +49,15 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision
+from _common import measure, source_revision
 
 from pytest_ifbench.agents.workspace import Limits, Workspace
 from pytest_ifbench.sandbox import make_backend, run_assert_tests, run_python, use_backend
@@ -78,18 +75,6 @@ SEQUENCE = (
     "git diff --stat",
     "wc -l main.py",
 )
-
-
-def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return {"median_ms": round(1000 * statistics.median(times), 2),
-            "p90_ms": round(1000 * times[min(len(times) - 1, int(0.9 * len(times)))], 2), "runs": repeat}
 
 
 def main(argv: list[str] | None = None) -> int:
