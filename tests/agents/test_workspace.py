@@ -18,7 +18,7 @@ import pytest
 
 from pytest_ifbench.agents.workspace import CommandResult, Limits, ProxyRoute, SandboxUnavailable, Workspace
 from pytest_ifbench.sandbox import make_backend, use_backend
-from tests.sandbox._support import memfd_holders
+from tests.sandbox._support import Sampler, container_pid, memfd_holders, memory_files, shared_memory_to_myself
 from tests.sandbox.dockerd import dockerd_problem, private_dockerd
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (commands then run as another uid)")
@@ -442,46 +442,16 @@ def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
 MEMFD = memfd_holders(30)
 
 
-def _memory_file(container_pid: int) -> Path:
-    """The container's current memory usage file (cgroup v1 or v2)."""
-    lines = Path(f"/proc/{container_pid}/cgroup").read_text().splitlines()
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return Path(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
-    path = next(line.split(":", 2)[2] for line in lines if line.startswith("0::"))
-    return Path(f"/sys/fs/cgroup{path}/memory.current")
-
-
 def test_shared_memory_held_by_many_processes_stays_within_the_memory_cap(ws):
     """8 processes x 256 MB of memfd (2 GB of shared memory, each process far below RLIMIT_AS)."""
     if ws.backend.name == "bubblewrap":
         pytest.skip("bubblewrap has no cgroup: shared memory is not capped there (docs/agents.md)")
-    import docker
-
     limits = Limits(timeout=40, run_memory_mb=512)
     assert ws.run("true", limits=limits).ok  # the container exists, with the cap
-    (container,) = docker.from_env().containers.list(filters={"label": "pytest-ifbench.sandbox"})
-    usage = _memory_file(container.attrs["State"]["Pid"])
-    peak = [0]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            try:
-                peak[0] = max(peak[0], int(usage.read_text()))
-            except OSError:
-                return
-            time.sleep(0.01)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
+    usage, _ = memory_files(container_pid())
+    with shared_memory_to_myself(), Sampler(lambda: int(usage.read_text())) as cgroup:
         res = ws.run(["python3", "-c", MEMFD], limits=limits)
-    finally:
-        stop.set()
-        sampler.join()
     assert res.limit == "memory" and res.returncode != 0, res
     assert res.stdout.count("held") < 8, res
-    assert 0 < peak[0] <= 512 << 20, peak
+    assert 0 < cgroup.peak <= 512 << 20, cgroup.peak
     still_works(ws)

@@ -10,14 +10,9 @@ import pytest
 
 from pytest_ifbench.agents.workspace import Limits, Workspace
 from pytest_ifbench.sandbox import make_backend
+from tests.sandbox._support import Sampler, container_pid, memory_files
 from tests.sandbox.backend_fixtures import docker_host  # noqa: F401 -- fixture
-from tests.sandbox.test_code_on_backends import (
-    PAGE_CACHE,
-    Sampler,
-    _container_pid,
-    _memory_files,
-    uncached_system_files,
-)
+from tests.sandbox.test_code_on_backends import PAGE_CACHE, uncached_system_files
 
 CAP_MB = 192
 
@@ -35,7 +30,7 @@ def docker_ws(docker_host, monkeypatch, tmp_path):  # noqa: F811 -- the fixture 
 def test_a_page_cache_heavy_command_stays_within_the_memory_cap(docker_ws):
     limits = Limits(timeout=120, run_memory_mb=CAP_MB)
     assert docker_ws.run("true", limits=limits).ok  # the container exists, with the cap
-    usage, peak_file = _memory_files(_container_pid())
+    usage, peak_file = memory_files(container_pid())
     files = uncached_system_files(3 * CAP_MB << 20)
     with Sampler(lambda: int(usage.read_text())) as cgroup:
         res = docker_ws.run(["python3", "-c", PAGE_CACHE], stdin="\n".join(files), limits=limits)

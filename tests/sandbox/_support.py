@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pytest_ifbench.sandbox import SandboxLimits
@@ -66,3 +72,65 @@ class NamedOnlyBackend:
 
     def open(self, dirs: object) -> object:
         raise NotImplementedError
+
+
+def host_shared_memory() -> int:
+    """The host's shared memory (``Shmem`` of /proc/meminfo), in bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Shmem:"):
+            return int(line.split()[1]) << 10
+    raise AssertionError("no Shmem in /proc/meminfo")
+
+
+@contextmanager
+def shared_memory_to_myself() -> Iterator[None]:
+    """Hold the machine's memfd tests apart (an exclusive lock across xdist workers): two of them at once
+    would each see the other's shared memory on the host."""
+    with open(os.path.join(tempfile.gettempdir(), "pytest-ifbench-shared-memory.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def memory_files(container_pid: int) -> tuple[Path, Path | None]:
+    """The container's current memory usage file and its peak file (cgroup v1 or v2; peak may be missing)."""
+    lines = Path(f"/proc/{container_pid}/cgroup").read_text().splitlines()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            base = Path(f"/sys/fs/cgroup/memory{path}")
+            return base / "memory.usage_in_bytes", base / "memory.max_usage_in_bytes"
+    path = next(line.split(":", 2)[2] for line in lines if line.startswith("0::"))
+    base = Path(f"/sys/fs/cgroup{path}")
+    return base / "memory.current", (base / "memory.peak" if (base / "memory.peak").exists() else None)
+
+
+def container_pid() -> int:
+    """The host pid of the one sandbox container running (the test's engine is at ``DOCKER_HOST``)."""
+    import docker as client
+
+    (container,) = client.from_env().containers.list(filters={"label": "pytest-ifbench.sandbox"})
+    return container.attrs["State"]["Pid"]
+
+
+class Sampler(threading.Thread):
+    """Samples a reading every 10 ms while a job runs; ``peak`` is the largest seen."""
+
+    def __init__(self, read) -> None:
+        super().__init__(daemon=True)
+        self.read, self.peak, self.stop = read, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.peak = max(self.peak, self.read())
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+
+    def __enter__(self) -> Sampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.join()

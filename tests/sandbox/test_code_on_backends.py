@@ -8,8 +8,6 @@ import json
 import os
 import re
 import stat
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +26,14 @@ from pytest_ifbench.sandbox import (
 from pytest_ifbench.sandbox._code_runs import close_all, pool_for
 from pytest_ifbench.sandbox.backend import RunDirs, SandboxRun
 from tests._support import write_suite
-from tests.sandbox._support import memfd_holders
+from tests.sandbox._support import (
+    Sampler,
+    container_pid,
+    host_shared_memory,
+    memfd_holders,
+    memory_files,
+    shared_memory_to_myself,
+)
 from tests.sandbox.backend_fixtures import docker_host  # noqa: F401 -- fixture
 
 DOUBLES = [{"input": "2", "output": "4"}, {"input": "5", "output": "10"}]
@@ -281,66 +286,16 @@ def uncached_system_files(total: int) -> list[str]:
     pytest.skip(f"/usr holds less than {total >> 20} MiB in large files")
 
 
-def _shmem() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("Shmem:"):
-            return int(line.split()[1]) << 10
-    raise AssertionError("no Shmem in /proc/meminfo")
-
-
-def _memory_files(container_pid: int) -> tuple[Path, Path | None]:
-    """The container's current memory usage file and its peak file (cgroup v1 or v2; peak may be missing)."""
-    lines = Path(f"/proc/{container_pid}/cgroup").read_text().splitlines()
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            base = Path(f"/sys/fs/cgroup/memory{path}")
-            return base / "memory.usage_in_bytes", base / "memory.max_usage_in_bytes"
-    path = next(line.split(":", 2)[2] for line in lines if line.startswith("0::"))
-    base = Path(f"/sys/fs/cgroup{path}")
-    return base / "memory.current", (base / "memory.peak" if (base / "memory.peak").exists() else None)
-
-
-class Sampler(threading.Thread):
-    """Samples a reading every 10 ms while a job runs; ``peak`` is the largest seen."""
-
-    def __init__(self, read) -> None:
-        super().__init__(daemon=True)
-        self.read, self.peak, self.stop = read, 0, threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                self.peak = max(self.peak, self.read())
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.01)
-
-    def __enter__(self) -> Sampler:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.join()
-
-
-def _container_pid() -> int:
-    import docker as client
-
-    (container,) = client.from_env().containers.list(filters={"label": "pytest-ifbench.sandbox"})
-    return container.attrs["State"]["Pid"]
-
-
 def test_two_gigabytes_of_memfds_in_eight_processes_stay_within_the_run_memory_cap(docker):
     """Each process stays far below RLIMIT_AS; only the run's cgroup sees the 2 GB (bubblewrap does not cap it)."""
     limits = SandboxLimits(timeout=30.0, cpu_seconds=30, memory_mb=512, file_size_mb=512, allow_subprocess=True,
                            run_memory_mb=512)
     assert run_python("pass", limits=limits).ok  # the pooled container exists, with the cap
-    usage, _ = _memory_files(_container_pid())
-    baseline = _shmem()
-    with Sampler(_shmem) as host, Sampler(lambda: int(usage.read_text())) as cgroup:
-        res = run_python(MEMFD, limits=limits)
+    usage, _ = memory_files(container_pid())
+    with shared_memory_to_myself():
+        baseline = host_shared_memory()
+        with Sampler(host_shared_memory) as host, Sampler(lambda: int(usage.read_text())) as cgroup:
+            res = run_python(MEMFD, limits=limits)
     assert res.limit == "memory" and not res.ok, res
     assert res.stdout.count("held") < 8, res.stdout
     assert 0 < cgroup.peak <= 512 << 20, cgroup.peak
@@ -354,7 +309,7 @@ def test_a_page_cache_heavy_job_stays_within_the_run_memory_cap(docker):
     cap = 192
     limits = SandboxLimits(timeout=120.0, cpu_seconds=120, memory_mb=512, run_memory_mb=cap)
     assert run_python("pass", limits=limits).ok
-    usage, peak_file = _memory_files(_container_pid())
+    usage, peak_file = memory_files(container_pid())
     files = uncached_system_files(3 * cap << 20)
     with Sampler(lambda: int(usage.read_text())) as cgroup:
         res = run_python(PAGE_CACHE, stdin="\n".join(files), limits=limits)
@@ -367,7 +322,7 @@ def test_a_page_cache_heavy_job_stays_within_the_run_memory_cap(docker):
 
 def test_the_pools_are_closed_with_their_containers(docker):
     assert run_python("pass", limits=LIMITS).ok
-    assert _container_pid() > 0
+    assert container_pid() > 0
     close_all()
     import docker as client
 
