@@ -29,11 +29,11 @@ def dockerd_problem() -> str | None:
 
 
 @contextmanager
-def _engine_service(name: str, argv: Callable[[str, str], list[str]], mounts: tuple[str, ...],
+def _engine_service(name: str, argv: Callable[[str, str], list[str]],
                     leftovers: Callable[[str], None] = lambda root: None) -> Iterator[str]:
     """Start an engine's API service with its own state under a temporary directory (``argv(root, sock)``),
     wait for its socket, yield its ``DOCKER_HOST``; at the end stop it, clean ``leftovers(root)``, unmount
-    its ``mounts`` (directories below the root) and remove the root."""
+    whatever it left mounted below the root and remove the root."""
     root = tempfile.mkdtemp(prefix=f"ifb-{name}-")
     sock = os.path.join(root, f"{name}.sock")
     log = open(os.path.join(root, "log"), "wb")  # noqa: SIM115 -- lives as long as the service
@@ -54,15 +54,24 @@ def _engine_service(name: str, argv: Callable[[str, str], list[str]], mounts: tu
             proc.wait()
         log.close()
         leftovers(root)
-        subprocess.run(["umount", "-R", "-l", *(f"{root}/{m}" for m in mounts)], capture_output=True, check=False)
+        _unmount_below(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _unmount_below(root: str) -> None:
+    """Lazily unmount every mount point below ``root``, deepest first (dockerd mounts its data and exec
+    roots, podman its ``storage/overlay``): a leftover mount keeps the directory from being removed."""
+    with open("/proc/self/mounts") as fh:
+        points = [line.split()[1] for line in fh if line.split()[1].startswith(root + "/")]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
 def private_dockerd() -> AbstractContextManager[str]:
     """Start the engine; yields its ``DOCKER_HOST`` (``unix://...``)."""
     return _engine_service("dockerd", lambda root, sock: [
         "dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false", "--data-root", f"{root}/data",
-        "--exec-root", f"{root}/exec", "--pidfile", f"{root}/pid", "-H", f"unix://{sock}"], ("data", "exec"))
+        "--exec-root", f"{root}/exec", "--pidfile", f"{root}/pid", "-H", f"unix://{sock}"])
 
 
 def podman_problem() -> str | None:
@@ -84,8 +93,9 @@ def private_podman() -> AbstractContextManager[str]:
     and socket under a temporary directory), stopped at the end; yields its ``DOCKER_HOST``."""
     return _engine_service("podman", lambda root, sock: [
         "podman", "--runtime", "runc", "--root", f"{root}/storage", "--runroot", f"{root}/run",
+        "--tmpdir", f"{root}/tmp",  # its own event log: the shared /run/libpod one rotates at 1 MB mid-run
         "--cgroup-manager", "cgroupfs", "--events-backend", "file", "system", "service", "--time=0",
-        f"unix://{sock}"], ("storage", "run"),
+        f"unix://{sock}"],
         leftovers=_kill_mentioning)  # conmon monitors outlive the service (they wait to report exits)
 
 
