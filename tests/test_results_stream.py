@@ -235,6 +235,38 @@ def pytest_unconfigure(config):
     assert json.loads((pytester.path / "frozen.json").read_text()) == 0
 
 
+#: Run in a fresh interpreter: pytest on the suite, then a reference cycle whose ``__del__`` writes a
+#: file -- only the interpreter's last collection at exit can finalize it.
+_EXIT_PROBE = """
+import pathlib, sys, pytest
+from pytest_ifbench.reports.results_collector import ResultsCollector
+ResultsCollector.FREEZE_FROM = int(sys.argv[1])
+assert pytest.main(["suites", "-q", "-p", "no:cacheprovider", *sys.argv[2:]]) == 0
+
+class Cycle:
+    def __del__(self):
+        pathlib.Path("finalized").write_text("yes")
+
+cycle = Cycle()
+cycle.me = cycle
+del cycle
+"""
+
+
+@pytest.mark.parametrize(("freeze_from", "finalized"), [(3, False), (4, True)])
+def test_a_big_session_spares_the_interpreter_its_last_heap_walk(pytester, stub_env, freeze_from, finalized):
+    """The exit handler freezes the heap again after pytest thawed it: the interpreter's collection at
+    exit visits nothing (so garbage in a cycle is not finalized: the documented price); below the
+    threshold the exit is Python's own."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
+    done = subprocess.run([sys.executable, "-c", _EXIT_PROBE, str(freeze_from), *stub_args(stub_env)],
+                          cwd=pytester.path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (pytester.path / "finalized").exists() is finalized
+
+
 def test_a_journal_that_cannot_be_written_loses_no_record(pytester, stub_env):
     """The journal's directory is a file: every record is kept in memory and the results file is
     still written where it can be (here: nowhere, so the error is the run's, as before streaming)."""
