@@ -17,6 +17,7 @@ and the caller falls back to ``subtests.test()``.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -108,7 +109,6 @@ class SubtestReporter:
         self.config = item.config
         self._capture = _SharedCapture(item.config)
         self._reraise = get_reraise_exceptions(item.config)
-        self._keywords: Any = None
 
     def __enter__(self) -> SubtestReporter:
         self._capture.hold()
@@ -140,14 +140,12 @@ class SubtestReporter:
         # The item's result record rides on its own call report only: a copy on each of its subtest
         # reports would cross xdist's transport once per check (as JSON) for the controller to drop.
         report.__dict__.pop("ifbench_record", None)
-        sub_report = SubtestReport._new(report, SubtestContext(msg=name, kwargs={}),
+        sub_report = SubtestReport._new(report, _context(name),
                                         captured_output=captured, captured_logs=logs)  # type: ignore[arg-type]
-        # pytest's terminal reporter keeps every report to the end of the session, each with its own copy of
-        # the item's keywords: the item's subtests share the first one (~1.3 KB per five-check instance).
-        if self._keywords is None or self._keywords != sub_report.keywords:
-            self._keywords = sub_report.keywords
-        else:
-            sub_report.keywords = self._keywords
+        # pytest's terminal reporter keeps every report to the end of the session: the copy made above
+        # parsed the node id again; it shares the item's (the keywords are shared already, see _plugin).
+        if getattr(sub_report, "_id", None) == getattr(report, "_id", False):
+            sub_report._id = report._id
         if sub_report.failed:
             # keyed like pytest's subtests: by the structured node id its teststatus hook looks up
             self.config.stash[failed_subtests_key][self.item.id] += 1
@@ -158,6 +156,12 @@ class SubtestReporter:
         if error is not None and (isinstance(error, self._reraise) or self.item.session.shouldfail):
             raise error
         return not sub_report.failed
+
+
+@functools.lru_cache(maxsize=4096)
+def _context(name: str) -> SubtestContext:
+    """One (frozen) context per check name, shared by every instance's report of that check."""
+    return SubtestContext(msg=name, kwargs={})
 
 
 def subtest_reporter(item: pytest.Item) -> SubtestReporter | None:

@@ -31,8 +31,13 @@ def pytest_ifbench_report_check(item, name, outcomes):
 
 {switch}
 '''
-#: conftest lines (last, so line numbers in log records agree) that restore pytest's ``subtests.test()`` path.
-FALLBACK = "import pytest_ifbench._subtests as _s\n_s.SubtestReport = None"
+#: conftest lines (last, so line numbers in log records agree) that restore pytest's ``subtests.test()`` path
+#: for one run (an in-process run shares the module with the tests that follow).
+FALLBACK = """import pytest_ifbench._subtests as _s
+_kept, _s.SubtestReport = _s.SubtestReport, None
+
+def pytest_unconfigure(config):
+    _s.SubtestReport = _kept"""
 
 SUITE = demo_suite(
     {"id": "both-pass", "prompt": "say hi", "checks": [
@@ -107,3 +112,38 @@ def pytest_ifbench_instance_verified(item, record):
     assert subtest_at < item_at
     assert "item-level output" not in text[subtest_at:item_at]
     assert "item-level output" in text[item_at:text.index("ifbench summary")]
+
+
+def test_an_instances_kept_reports_share_what_is_equal(pytester, stub_env):
+    """pytest's terminal reporter keeps every report to the end: an instance's reports share one keywords
+    dict and its node id, and the reports of a check share one context across instances."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makeconftest('''
+import json, pathlib, pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    kept = [r for reports in config.pluginmanager.get_plugin("terminalreporter").stats.values() for r in reports
+            if hasattr(r, "when")]
+    by_node = {}
+    for r in kept:
+        by_node.setdefault(r.nodeid, []).append(r)
+    contexts = {}
+    for r in kept:
+        if hasattr(r, "context"):
+            contexts.setdefault(r.context.msg, set()).add(id(r.context))
+    pathlib.Path("shared.json").write_text(json.dumps({
+        "reports": {node: len(rs) for node, rs in by_node.items()},
+        "keywords": {node: len({id(r.keywords) for r in rs}) for node, rs in by_node.items()},
+        "ids": {node: len({id(r.id) for r in rs}) for node, rs in by_node.items()},
+        "contexts": {msg: len(ids) for msg, ids in contexts.items()}}))
+''')
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache")
+    result.assert_outcomes(passed=1, failed=2)
+    import json
+
+    shared = json.loads((pytester.path / "shared.json").read_text())
+    assert set(shared["reports"].values()) == {5}  # setup, two checks, call, teardown
+    assert set(shared["keywords"].values()) == {1} and set(shared["ids"].values()) == {1}
+    assert shared["contexts"] == {"words": 1, "short": 1, "upper": 1}
