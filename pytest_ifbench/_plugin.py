@@ -60,6 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .reports.results_collector import ResultsCollector
 
     config.pluginmanager.register(ResultsCollector(config), "ifbench-results")
+    from ._heap import SessionHeap
+
+    config.pluginmanager.register(SessionHeap(config), "ifbench-heap")
     from . import _collect
 
     if not config.pluginmanager.is_registered(_collect):

@@ -210,12 +210,14 @@ def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_
     assert len(json.loads((tmp_path / "merged.json").read_text())["instances"]) == len(done)
 
 
-def test_a_big_session_freezes_the_heap_for_its_exit_and_thaws_it(pytester, stub_env, monkeypatch):
+def test_a_big_session_tunes_the_collector_and_gives_it_back(pytester, stub_env, monkeypatch, request):
+    """Full collections a tenth as often during the session and, from SessionHeap.BIG finished tests on,
+    the heap frozen while pytest collects at exit; both undone by the end of the run."""
     import gc
 
-    from pytest_ifbench.reports.results_collector import ResultsCollector
+    from pytest_ifbench._heap import SessionHeap
 
-    monkeypatch.setattr(ResultsCollector, "FREEZE_FROM", 3)
+    monkeypatch.setattr(SessionHeap, "BIG", 3)
     stub_env.add_rule("", Reply(content="hello there"))
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
     pytester.makeconftest('''
@@ -223,24 +225,32 @@ import gc, json, pathlib, pytest
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    pathlib.Path("frozen.json").write_text(json.dumps(gc.get_freeze_count()))
+    pathlib.Path("heap.json").write_text(json.dumps([gc.get_freeze_count(), gc.get_threshold()]))
 ''')
+    outer = gc.get_threshold()  # this test session's own (tuned by the plugin too)
+    gc.set_threshold(700, 10, 10)  # CPython's default
+    request.addfinalizer(lambda: gc.set_threshold(*outer))
+    before = gc.get_threshold()
     assert gc.get_freeze_count() == 0
     result = pytester.runpytest_inprocess("suites", *stub_args(stub_env))
     assert result.ret == 0
-    assert json.loads((pytester.path / "frozen.json").read_text()) > 0  # frozen while pytest collects at exit
-    assert gc.get_freeze_count() == 0  # and thawed by the end of the run
-    monkeypatch.setattr(ResultsCollector, "FREEZE_FROM", 4)  # below the threshold: pytest's own exit
+    frozen, thresholds = json.loads((pytester.path / "heap.json").read_text())
+    assert frozen > 0 and thresholds == [*before[:2], SessionHeap.FULL_COLLECTION_THRESHOLD]
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before  # given back by the end of the run
+    monkeypatch.setattr(SessionHeap, "BIG", 4)  # a smaller session: pytest's own exit
     result = pytester.runpytest_inprocess("suites", *stub_args(stub_env))
-    assert json.loads((pytester.path / "frozen.json").read_text()) == 0
+    assert json.loads((pytester.path / "heap.json").read_text())[0] == 0
+    gc.set_threshold(*before[:2], 500)  # a user's own tuning is left alone
+    result = pytester.runpytest_inprocess("suites", *stub_args(stub_env))
+    assert json.loads((pytester.path / "heap.json").read_text())[1] == [*before[:2], 500]
 
 
 #: Run in a fresh interpreter: pytest on the suite, then a reference cycle whose ``__del__`` writes a
 #: file -- only the interpreter's last collection at exit can finalize it.
 _EXIT_PROBE = """
 import pathlib, sys, pytest
-from pytest_ifbench.reports.results_collector import ResultsCollector
-ResultsCollector.FREEZE_FROM = int(sys.argv[1])
+from pytest_ifbench._heap import SessionHeap
+SessionHeap.BIG = int(sys.argv[1])
 assert pytest.main(["suites", "-q", "-p", "no:cacheprovider", *sys.argv[2:]]) == 0
 
 class Cycle:

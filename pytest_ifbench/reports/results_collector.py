@@ -36,15 +36,8 @@ class ResultsCollector:
     kept instead and the results file is written from them at the end, as before streaming.
     """
 
-    #: Instances from which the exit freezes the garbage collector (see :meth:`pytest_unconfigure`).
-    FREEZE_FROM = 1000
-
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        #: Instances whose call report this process logged (workers included).
-        self.instances_seen = 0
-        self._frozen = False
-        config.add_cleanup(self._unfreeze)  # registered early, so it runs after pytest's own cleanups
         #: node id -> the first failure of a test that reported no record (a crashed xdist worker's item).
         self.unrecorded: dict[str, str] = {}
         self.views = SummaryViews()
@@ -71,7 +64,6 @@ class ResultsCollector:
     def _collect(self, report: pytest.TestReport) -> None:
         record = report.__dict__.pop("ifbench_record", None)
         if record is not None:
-            self.instances_seen += 1
             if not _is_worker(self.config):
                 self.add(record)
         elif report.failed:
@@ -146,33 +138,3 @@ class ResultsCollector:
         except (OSError, ValueError):
             return {}
         return {r["nodeid"]: r for r in data.get("instances", []) if isinstance(r, dict) and "nodeid" in r}
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """A big session ends without walking its heap again: pytest's unconfigure runs a full
-        ``gc.collect()`` twice (to report unraisable exceptions of objects freed late), and the interpreter
-        once more at exit, each visiting every item, report and record still alive -- seconds at 10,000
-        instances, growing with the run. Everything alive now is moved to the collector's permanent
-        generation (``gc.freeze``) first, so those passes only look at what is made afterwards; the
-        cleanup registered at configure time thaws it again (for a pytest run inside another process).
-        The price: an object already garbage now, in a reference cycle with a failing ``__del__``, is
-        not reported. Small sessions, where the passes cost little, keep pytest's behaviour."""
-        if self.instances_seen >= self.FREEZE_FROM:
-            import gc
-
-            gc.freeze()
-            self._frozen = True
-
-    def _unfreeze(self) -> None:
-        if self._frozen:
-            import atexit
-            import gc
-
-            gc.unfreeze()
-            self._frozen = False
-            # The interpreter's last collection at exit would walk the same heap again (4.5 s at
-            # 20,000 instances, the whole exit): freeze it once more just before, in an exit handler, so
-            # a process that embeds pytest is only affected when it ends. Same price as above: garbage
-            # in a reference cycle is not finalized at exit (its ``__del__`` does not run).
-            atexit.unregister(gc.freeze)
-            atexit.register(gc.freeze)
