@@ -71,7 +71,7 @@ NON_DEPENDENCY_PLUGINS = ("hypothesispytest", "benchmark")
 
 #: pytest's final line: "10000 passed, 20000 subtests passed in 26.21s", "10 tests collected in 1.2s", ...
 #: Goal for the cached run's wall time per instance (README, performance section).
-OVERHEAD_GOAL_MS = 2.5
+OVERHEAD_GOAL_MS = 2.0
 _SUMMARY = re.compile(rb"\b(passed|failed|errors?|collected|no tests ran|skipped|deselected)\b.* in [\d.]+s")
 
 
