@@ -15,8 +15,9 @@ OpenAI-compatible stub server in this process on 127.0.0.1 with 0 ms latency.
 5. **start-up**: a cached run and a ``--collect-only`` run of a one-instance
    suite, so the fixed cost can be told apart from the per-instance cost.
 6. **pytest floor** (skip with ``--no-floor``): N trivial parametrized Python
-   tests, with and without two ``subtests`` each, to show what pytest itself
-   costs per item on this machine.
+   tests, with and without ``--checks`` ``subtests`` each, to show what pytest itself
+   costs per item on this machine; the subtests module also under ``-n W``, the
+   yardstick for the cached run's ``-n W`` ratio.
 
 ``--growth 1000,10000,50000`` instead prints the growth table: for each size a
 fill run and a cached run, with wall and CPU per instance, peak RSS and its
@@ -349,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
                     write_floor(module, n, subtests)
                     # -p no:ifbench: pytest alone, without this plugin's hooks
                     measure(name, module, ["-p", "no:ifbench"], expect_calls=0, repeat=args.repeat, plugin=False)
+                if args.workers:  # what xdist costs pytest itself on the same tests: the -n ratio's yardstick
+                    measure(f"floor_subtests_xdist{args.workers}", work / "test_floor_subtests.py",
+                            ["-p", "no:ifbench", "-n", str(args.workers)], expect_calls=0, repeat=args.repeat,
+                            plugin=False)
             # 7. inspect_ai with its mock model, when an interpreter that has it is given
             inspect, note = inspect_python(args.inspect_python)
             if note:
@@ -512,7 +517,10 @@ def report(results: dict, problems: list[str], json_path: str | None) -> int:
     ]
     for name, run in runs.items():
         label = labels.get(name) or (f"cached run, `-n {name.removeprefix('cached_xdist')}` (xdist)"
-                                      if name.startswith("cached_xdist") else name)
+                                      if name.startswith("cached_xdist") else
+                                      f"pytest floor: tests with {results.get('checks', 2)} subtests, "
+                                      f"`-n {name.removeprefix('floor_subtests_xdist')}`"
+                                      if name.startswith("floor_subtests_xdist") else name)
         ph = run["phases_s"]
 
         def fmt(v, spec=".2f"):
@@ -544,6 +552,15 @@ def report(results: dict, problems: list[str], json_path: str | None) -> int:
             ratios.append(f"{derived['ratio_vs_inspect_ai']:.2f}× inspect_ai (mock model)")
         if ratios:
             out.append("Cached run wall time: " + "; ".join(ratios) + ".")
+        xdist = next((k for k in runs if k.startswith("cached_xdist")), None)
+        floor_xdist = next((k for k in runs if k.startswith("floor_subtests_xdist")), None)
+        if xdist:
+            derived["xdist_ratio"] = round(runs[xdist]["wall_s"] / runs["cached"]["wall_s"], 3)
+            line = f"`-n {xdist.removeprefix('cached_xdist')}` ÷ one process: {derived['xdist_ratio']:.2f}×"
+            if floor_xdist and floor:
+                derived["floor_xdist_ratio"] = round(runs[floor_xdist]["wall_s"] / floor["wall_s"], 3)
+                line += f" (bare pytest with the same subtests: {derived['floor_xdist_ratio']:.2f}×)"
+            out.append(line + ".")
     out += [f"*{note}*" for note in results.get("notes", [])]
     if problems:
         out += ["", "**Problems:**", *[f"- {p}" for p in problems]]
