@@ -434,6 +434,16 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                        "exit_s": round(run["wall_s"] - summary, 3) if summary is not None else None,
                        "results_mb": round(out.stat().st_size / 1e6, 2) if out.exists() else None,
                        "results_kb_per_instance": round(out.stat().st_size / n / 1000, 2) if out.exists() else None}
+                if not args.no_floor:  # pytest's own memory for as many tests with as many subtests
+                    module = work / "test_floor_subtests.py"
+                    write_floor(module, n, args.checks)
+                    floor = run_pytest([str(module), "-q", "-p", "no:cacheprovider", "-p", "no:ifbench",
+                                        *(f"-pno:{name}" for name in NON_DEPENDENCY_PLUGINS)],
+                                       cwd=work, log=work / "floor.log", timeout=args.timeout)
+                    if floor["rc"] == 0:
+                        row["floor_max_rss_mb"] = round(floor["max_rss_mb"], 1)
+                    else:
+                        problems.append(f"{n}: the pytest floor run ended rc={floor['rc']}")
                 results["rows"].append(row)
                 print(f"growth {n:>7}: wall {row['wall_s']:8.2f}s  cpu {row['cpu_s']:7.2f}s  "
                       f"rss {row['max_rss_mb']:7.1f} MB  exit {row['exit_s']}s", file=sys.stderr)
@@ -443,14 +453,18 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
     results["problems"] = problems
     rows = results["rows"]
     for previous, row in zip(rows, rows[1:]):
-        row["rss_kb_per_instance"] = round((row["max_rss_mb"] - previous["max_rss_mb"]) * 1024
-                                           / (row["instances"] - previous["instances"]), 2)
+        added = row["instances"] - previous["instances"]
+        row["rss_kb_per_instance"] = round((row["max_rss_mb"] - previous["max_rss_mb"]) * 1024 / added, 2)
+        if "floor_max_rss_mb" in row and "floor_max_rss_mb" in previous:
+            row["floor_rss_kb_per_test"] = round(
+                (row["floor_max_rss_mb"] - previous["floor_max_rss_mb"]) * 1024 / added, 2)
     out_lines = [
         f"### Growth: cached runs of N single-turn instances, {args.checks} checks each",
         "",
         "| instances | suite (MB) | wall (s) | per instance (ms) | CPU per instance (ms) | peak RSS (MB) "
-        "| RSS per added instance (KB) | exit (s) | results file (MB) | per instance (KB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| RSS per added instance (KB) | bare pytest, per added test (KB) | exit (s) | results file (MB) "
+        "| per instance (KB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         def fmt(v, spec=".2f"):
@@ -458,12 +472,14 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
         out_lines.append(
             f"| {row['instances']:,} | {row['suite_mb']:.1f} | {row['wall_s']:.2f} | {row['per_instance_ms']:.3f} "
             f"| {row['cpu_per_instance_ms']:.3f} | {row['max_rss_mb']:.0f} "
-            f"| {fmt(row.get('rss_kb_per_instance'), '.1f')} "
+            f"| {fmt(row.get('rss_kb_per_instance'), '.1f')} | {fmt(row.get('floor_rss_kb_per_test'), '.1f')} "
             f"| {fmt(row['exit_s'])} | {fmt(row['results_mb'])} | {fmt(row['results_kb_per_instance'])} |")
     load = results["host"]
     out_lines += ["", f"*{load['cpus']} CPUs; load average {load['loadavg_before'][0]:.2f} before, "
                       f"{load['loadavg_after'][0]:.2f} after (wall times are noisy on a shared machine; "
-                      "CPU per instance is steadier). RSS per added instance: the slope from the row above.*"]
+                      "CPU per instance is steadier). RSS per added instance: the slope from the row above; bare "
+                      f"pytest: the same slope for as many plain tests with {args.checks} subtests each "
+                      "(``--no-floor`` skips them).*"]
     out_lines += [f"*{note}*" for note in results.get("notes", [])]
     if problems:
         out_lines += ["", "**Problems:**", *[f"- {p}" for p in problems]]
