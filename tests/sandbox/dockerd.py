@@ -37,7 +37,10 @@ def _engine_service(name: str, argv: Callable[[str, str], list[str]],
     root = tempfile.mkdtemp(prefix=f"ifb-{name}-")
     sock = os.path.join(root, f"{name}.sock")
     log = open(os.path.join(root, "log"), "wb")  # noqa: SIM115 -- lives as long as the service
-    proc = subprocess.Popen(argv(root, sock), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # cwd: podman's conmon writes an empty ``oom`` file into its working directory when a container's
+    # cgroup runs out of memory (it appeared in the checkout after the memory tests)
+    proc = subprocess.Popen(argv(root, sock), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            cwd=root)
     try:
         deadline = time.monotonic() + 60
         while not os.path.exists(sock):
