@@ -21,6 +21,7 @@ from ._registry import Registry
 from ._types import CheckSpec, Instance, Verdict
 from ._verify import CheckOutcome, VerifyContext, evaluate
 from .judges.checklist import JudgeError, judge_checks, judged_subset, task_text
+from .models.background import start_wait_clock
 from .models.client import Completion, ModelClient
 
 
@@ -154,13 +155,13 @@ PROTOCOLS = ProtocolRegistry()
 @PROTOCOLS.register("single_turn")
 async def single_turn(instance: Instance, runtime: Runtime) -> Episode:
     """One request, every check on its reply."""
-    start = time.perf_counter()
+    start, waited = time.perf_counter(), start_wait_clock()
     replies = _Replies(instance, runtime)
     messages = opening_messages(instance)
     record = TurnRecord(index=1, messages=messages, completion=await replies.next(messages, 1))
     episode = Episode(instance=instance, turns=[record])
     await _judge(runtime, episode, record, instance.checks)
-    episode.duration = time.perf_counter() - start
+    episode.duration = time.perf_counter() - start - waited[0]
     return episode
 
 
@@ -173,7 +174,7 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
     dialogue ends when it reaches 0. Turn checks are then evaluated here,
     since the next turn depends on them.
     """
-    start = time.perf_counter()
+    start, waited = time.perf_counter(), start_wait_clock()
     replies = _Replies(instance, runtime)
     patience_budget = instance.protocol_options.get("patience")
     patience = patience_budget
@@ -198,7 +199,7 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
                 if not is_last:  # unpinned instance checks apply to the last turn that ran
                     await _judge(runtime, episode, record, [c for c in instance.checks if c.turn is None])
                 break
-    episode.duration = time.perf_counter() - start
+    episode.duration = time.perf_counter() - start - waited[0]
     return episode
 
 
@@ -215,7 +216,7 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
     the final workspace are what trajectory checks see, and judged checks read the transcript."""
     from .agents.session import AgentSettings, run_agent
 
-    start = time.perf_counter()
+    start, waited = time.perf_counter(), start_wait_clock()
     settings = runtime.agent if runtime.agent is not None else AgentSettings()
     run = await run_agent(instance, client=runtime.model, settings=settings, sample=SAMPLE.get())
     try:
@@ -251,11 +252,11 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
             episode.judge_completions.extend(completions)
     except BaseException as exc:
         if isinstance(exc, JudgeError):  # the record keeps the run (reports/records.py)
-            episode.duration = time.perf_counter() - start
+            episode.duration = time.perf_counter() - start - waited[0]
             exc.episode = episode
         run.close()
         raise
-    episode.duration = time.perf_counter() - start
+    episode.duration = time.perf_counter() - start - waited[0]
     return episode
 
 

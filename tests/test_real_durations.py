@@ -76,3 +76,15 @@ def test_timing_steps_split_an_agent_run():
     sampled = timing_steps({"samples": 3, "durations": {}}, 2.0)
     assert [name for name, _, _ in sampled] == ["generation"]
     assert ("samples", "3 (concurrent: the longest)") in sampled[0][2]
+
+
+def test_waiting_for_a_slot_is_not_generation_time(pytester, stub_env):
+    """One call at a time: the third instance waits two replies for its slot, and its generation time,
+    the results file's and JUnit's, is still its own reply's (every job starts at collection)."""
+    alluredir, junit = _run(pytester, stub_env, "--ifbench-concurrency=1", "--ifbench-results=results.json")
+    records = json.loads((pytester.path / "results.json").read_text())["instances"]
+    generation = {r["instance"]: r["durations"]["generation"] for r in records}
+    assert set(generation) == {"slow-0", "slow-1", "slow-2"}
+    assert all(LATENCY <= seconds < 2 * LATENCY for seconds in generation.values()), generation
+    cases = {c.get("name"): float(c.get("time")) for c in ET.parse(junit).getroot().iter("testcase")}
+    assert all(LATENCY <= t < 2 * LATENCY for t in cases.values()), cases

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..models.background import add_wait
 from .options import BUILT_IN_RUNNER, AgentOptions, agent_options, choose_runner
 
 if TYPE_CHECKING:
@@ -152,8 +153,10 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
     except SandboxUnavailable as exc:
         raise AgentHarnessError(str(exc) if backend is None else f"{_named(options)}: {exc}") from None
     path = settings.trajectories_dir / _file_name(instance, sample) if settings.trajectories_dir else None
+    queued = time.perf_counter()
     async with _slots(settings.slots):
         start = time.perf_counter()
+        add_wait(start - queued)
         try:
             if options.runner == BUILT_IN_RUNNER:
                 run = await _loop(instance, client, workspace, options, settings, sample, path)

@@ -20,6 +20,27 @@ from typing import Any
 
 #: Priority of the job the current task belongs to (lower runs first).
 PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_priority", default=0)
+#: Seconds the current episode has spent waiting for a slot (see :func:`start_wait_clock`).
+_WAITED: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("ifbench_waited", default=None)
+
+
+def start_wait_clock() -> list[float]:
+    """Start counting, for the current task, the seconds spent waiting for a slot (the run's
+    concurrency limit, the agent-run slots); returns the one-element total.
+
+    Every job is started at collection, so a job that waits in the queue for minutes before its
+    first call would otherwise report those minutes as its generation time (a 50,000-instance fill:
+    4.6 million seconds "of generation"; JUnit and Allure show the same time)."""
+    cell = [0.0]
+    _WAITED.set(cell)
+    return cell
+
+
+def add_wait(seconds: float) -> None:
+    """Count ``seconds`` of waiting for a slot against the current task's clock, if it has one."""
+    cell = _WAITED.get()
+    if cell is not None:
+        cell[0] += seconds
 
 
 class PrioritySemaphore:
@@ -38,14 +59,18 @@ class PrioritySemaphore:
         if self._value > 0 and not self._waiters:
             self._value -= 1
         else:
-            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
             heapq.heappush(self._waiters, (PRIORITY.get(), next(self._counter), future))
+            queued = loop.time()
             try:
                 await future
             except asyncio.CancelledError:
                 if future.done() and not future.cancelled():
                     self.release()
                 raise
+            finally:
+                add_wait(loop.time() - queued)
         self._in_use += 1
         self.peak = max(self.peak, self._in_use)
 
