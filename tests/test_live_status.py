@@ -63,8 +63,10 @@ def _records(pytester) -> list[dict]:
 def test_plain_lines_under_xdist_count_every_workers_steps(pytester, stub_env):
     stub_env.default = endless
     write_suite(pytester.path, "suites/live.yaml", SUITE)
-    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2",
-                                           "--ifbench-live-status-every=0.5")  # not a TTY: auto gives plain lines
+    # Not a TTY: auto gives plain lines. One agent run at a time per worker keeps the items going for
+    # >= 1.6 s after the first one starts (every run otherwise starts at collection and may be over by then).
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", "--ifbench-agent-concurrency=1",
+                                           "--ifbench-live-status-every=0.5")
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]
     records = _records(pytester)
@@ -73,7 +75,7 @@ def test_plain_lines_under_xdist_count_every_workers_steps(pytester, stub_env):
     assert final_line(out).startswith(
         f"ifbench: 3/3 instances done, 0 agent runs going, 6 steps, {tokens:,} tokens, $0, ")
     assert stub_env.calls == 6
-    # Lines came while the run went on (the run takes >= 2 x 0.4 s per instance), with a partial count.
+    # Lines came while the run went on, with a partial count.
     during = [line for line in out.splitlines() if line.startswith("ifbench: ")][:-1]
     assert during, out[-3000:]
     assert "\x1b[" not in out  # plain lines only: no cursor movement in a log
