@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import socketserver
-import threading
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -21,6 +18,7 @@ from pytest_ifbench.agents.workspace import Limits, ProxyRoute, SandboxUnavailab
 from pytest_ifbench.sandbox import make_backend
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
+from tests.sandbox._support import relay_echo
 from tests.sandbox.dockerd import IMAGE_MARKER, dockerd_problem, private_dockerd, python_image
 
 QUICK = Limits(timeout=30)
@@ -62,44 +60,18 @@ def test_a_named_image_is_used_as_it_is(image, tmp_path):
         assert ws.read_bytes("out.txt") == b"made\n"
 
 
-class _Echo(BaseHTTPRequestHandler):
-    def setup(self):
-        super().setup()
-        self.server.preambles.append(self.rfile.readline())  # type: ignore[attr-defined]
-
-    def do_POST(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body) + 3))
-        self.end_headers()
-        self.wfile.write(b"ok:" + body)
-
-    def log_message(self, *args):
-        pass
-
-
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-
 def test_the_proxy_route_works_from_a_named_image(image, tmp_path):
     """The relay runs with the image's python3: the CLI's traffic reaches the socket, marked as the CLI's."""
     with Workspace.create(None, parent=tmp_path, backend=make_backend("docker").with_image(image)) as ws:
         sock = ws.root / "proxy.sock"
-        server = _UnixHTTPServer(str(sock), _Echo)
-        server.preambles = []  # type: ignore[attr-defined]
-        threading.Thread(target=server.serve_forever, daemon=True).start()
         route = ProxyRoute(socket=sock, port=8377)
         script = ("import urllib.request, sys\n"
                   "print(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + '/v1/messages', data=b'hi'),"
                   " timeout=20).read().decode())\n")
-        try:
+        with relay_echo(sock) as server:
             res = ws.run(["python3", "-c", script, route.url], route=route, limits=QUICK)
-        finally:
-            server.shutdown()
-            server.server_close()
         assert res.ok and res.stdout == "ok:hi\n", res
-        assert server.preambles == [b"IFBENCH-RELAY cli\n"]  # type: ignore[attr-defined]
+        assert server.preambles == [b"IFBENCH-RELAY cli\n"]
 
 
 def test_a_missing_image_is_one_line_naming_it(image, tmp_path):

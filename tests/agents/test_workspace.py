@@ -7,18 +7,23 @@ import asyncio
 import os
 import shutil
 import socket
-import socketserver
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from pytest_ifbench.agents.workspace import CommandResult, Limits, ProxyRoute, SandboxUnavailable, Workspace
 from pytest_ifbench.sandbox import make_backend, use_backend
-from tests.sandbox._support import Sampler, container_pid, memfd_holders, memory_files, shared_memory_to_myself
+from tests.sandbox._support import (
+    Sampler,
+    container_pid,
+    memfd_holders,
+    memory_files,
+    relay_echo,
+    shared_memory_to_myself,
+)
 from tests.sandbox.dockerd import dockerd_problem, private_dockerd
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (commands then run as another uid)")
@@ -376,33 +381,8 @@ def test_parent_environment_does_not_leak(ws, monkeypatch):
 
 # --- the one way out ----------------------------------------------------------------------------------
 
-class _Echo(BaseHTTPRequestHandler):
-    def setup(self):
-        super().setup()
-        self.server.preambles.append(self.rfile.readline())  # type: ignore[attr-defined]  # the relay's first line
-
-    def do_POST(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.seen.append((self.path, self.headers.get("x-api-key"), len(body)))  # type: ignore[attr-defined]
-        reply = b"proxied:" + body[::-1]
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, *args):
-        pass
-
-
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-
 def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
     sock = tmp_path / "proxy.sock"
-    server = _UnixHTTPServer(str(sock), _Echo)
-    server.seen, server.preambles = [], []  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     route = ProxyRoute(socket=sock, port=8377)
     script = (
         "import os, socket, urllib.request\n"
@@ -419,19 +399,16 @@ def test_proxy_route_reaches_the_unix_socket_and_nothing_else(ws, tmp_path):
     )
     with socket.create_server(("127.0.0.1", 0)) as tcp:
         tcp.settimeout(0.5)
-        try:
+        with relay_echo(sock, reply=lambda body: b"proxied:" + body[::-1]) as server:
             res = ws.run(["python3", "-c", script.replace("PORT", str(tcp.getsockname()[1]))],
                          env={"ANTHROPIC_BASE_URL": route.url}, route=route, limits=QUICK)
-        finally:
-            server.shutdown()
-            server.server_close()
         with pytest.raises(TimeoutError):
             tcp.accept()
     assert res.ok, res
     assert res.stdout.splitlines() == ["b'proxied:DNE' 3000011", "blocked 127.0.0.1 ConnectionRefusedError",
                                        "blocked 1.1.1.1 OSError"], res
-    assert server.seen == [("/v1/messages", "sk-dummy", 3000003)]  # type: ignore[attr-defined]
-    assert server.preambles == [b"IFBENCH-RELAY cli\n"]  # type: ignore[attr-defined]
+    assert server.seen == [("/v1/messages", "sk-dummy", 3000003)]
+    assert server.preambles == [b"IFBENCH-RELAY cli\n"]
     res = ws.run("(exec 3<>/dev/tcp/127.0.0.1/8377) && echo CONNECTED", limits=QUICK)  # no route: gone
     assert "CONNECTED" not in res.stdout
     still_works(ws)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socketserver
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from pytest_ifbench.sandbox import SandboxLimits
@@ -134,3 +136,47 @@ class Sampler(threading.Thread):
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.join()
+
+
+class _RelayEchoHandler(BaseHTTPRequestHandler):
+    def setup(self) -> None:
+        super().setup()
+        self.server.preambles.append(self.rfile.readline())  # type: ignore[attr-defined]  # the relay's first line
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.seen.append((self.path, self.headers.get("x-api-key"), len(body)))  # type: ignore[attr-defined]
+        reply = self.server.reply(body)  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class RelayEcho(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """What a sandbox's proxy route reaches, standing in for the proxy: an HTTP server on a unix socket
+    that keeps each connection's relay preamble (``preambles``: who the relay says sent it) and each
+    request's ``(path, x-api-key, body length)`` (``seen``), and answers ``reply(body)``."""
+
+    daemon_threads = True
+
+    def __init__(self, sock: Path, reply: Callable[[bytes], bytes]) -> None:
+        super().__init__(str(sock), _RelayEchoHandler)
+        self.reply = reply
+        self.preambles: list[bytes] = []
+        self.seen: list[tuple[str, str | None, int]] = []
+
+
+@contextmanager
+def relay_echo(sock: Path, reply: Callable[[bytes], bytes] = lambda body: b"ok:" + body) -> Iterator[RelayEcho]:
+    """A :class:`RelayEcho` on ``sock``, serving until the block ends."""
+    server = RelayEcho(sock, reply)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -10,14 +10,11 @@ default image imported without a registry, and every container removed at close.
 
 from __future__ import annotations
 
-import socketserver
-import threading
-from http.server import BaseHTTPRequestHandler
-
 import pytest
 
 from pytest_ifbench.agents.workspace import Limits, ProxyRoute, Workspace
 from pytest_ifbench.sandbox import make_backend
+from tests.sandbox._support import relay_echo
 from tests.sandbox.dockerd import private_engine
 
 NEEDS_SANDBOX = False  # podman is the sandbox here, not bubblewrap
@@ -77,31 +74,8 @@ def test_the_cgroup_caps_memory_and_a_new_cap_takes_effect(ws):
     assert ws.run("cat kept.txt", limits=QUICK).stdout == "kept\n"
 
 
-class _Echo(BaseHTTPRequestHandler):
-    def setup(self):
-        super().setup()
-        self.server.preambles.append(self.rfile.readline())  # type: ignore[attr-defined]
-
-    def do_POST(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body) + 3))
-        self.end_headers()
-        self.wfile.write(b"ok:" + body)
-
-    def log_message(self, *args):
-        pass
-
-
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-
 def test_the_proxy_route_carries_only_the_commands_own_traffic(ws):
     sock = ws.root / "proxy.sock"
-    server = _UnixHTTPServer(str(sock), _Echo)
-    server.preambles = []  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     route = ProxyRoute(socket=sock, port=8377)
     script = ("import subprocess, sys, urllib.request\n"
               "print(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + '/v1/messages', data=b'hi'),"
@@ -109,12 +83,9 @@ def test_the_proxy_route_carries_only_the_commands_own_traffic(ws):
               "tool = subprocess.run(['/bin/bash', '-c', 'setsid curl -s -m 5 -d x ' + sys.argv[1] + '/v1/messages'],"
               " capture_output=True, text=True)\n"
               "print('refused' if 'refused by the ifbench relay' in tool.stdout else tool.stdout)\n")
-    try:
+    with relay_echo(sock) as server:
         res = ws.run(["python3", "-c", script, route.url], route=route, limits=QUICK)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert res.ok and res.stdout.splitlines() == ["ok:hi", "refused"], res
-    preambles = server.preambles  # type: ignore[attr-defined]
+    preambles = server.preambles
     assert preambles[0] == b"IFBENCH-RELAY cli\n"
     assert len(preambles) == 2 and preambles[1].startswith(b"IFBENCH-RELAY refused not the agent CLI: "), preambles
