@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,3 +41,21 @@ def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
     times.sort()
     return {"median_ms": round(1000 * statistics.median(times), 2),
             "p90_ms": round(1000 * times[min(len(times) - 1, int(0.9 * len(times)))], 2), "runs": repeat}
+
+
+def sandbox_backend(name: str) -> Any:
+    """The sandbox backend ``name``; exits with status 2 and the reason when it cannot run here."""
+    from pytest_ifbench.sandbox import make_backend
+
+    backend = make_backend(name)
+    problem = backend.problem()
+    if problem is not None:
+        print(f"sandbox unavailable: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+    return backend
+
+
+def succeeded(result: Any) -> None:
+    """Stop the benchmark at a sandboxed command that failed: its figure would time the failure."""
+    if not result.ok:
+        raise SystemExit(f"command failed: {result}")

@@ -35,10 +35,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import measure, source_revision
+from _common import measure, sandbox_backend, source_revision, succeeded
 
 from pytest_ifbench.agents.workspace import Limits, ProxyRoute, Workspace
-from pytest_ifbench.sandbox import make_backend
 
 REQUEST = ("import sys, urllib.request\n"
            "request = urllib.request.Request(sys.argv[1] + '/v1/messages', data=b'{}')\n"
@@ -71,27 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--backend", default="bubblewrap", help="sandbox backend (default bubblewrap)")
     args = parser.parse_args(argv)
-    backend = make_backend(args.backend)
-    problem = backend.problem()
-    if problem is not None:
-        print(f"sandbox unavailable: {problem}", file=sys.stderr)
-        return 2
+    backend = sandbox_backend(args.backend)
     limits = Limits(timeout=60)
     figures: dict[str, dict[str, float]] = {}
-
-    def check(result) -> None:
-        if not result.ok:
-            raise SystemExit(f"command failed: {result}")
 
     with Workspace.create(None, backend=backend) as ws:
         server = _Server(str(ws.root / "proxy.sock"), _Ok)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         route = ProxyRoute(socket=ws.root / "proxy.sock", port=41777)
         try:
-            figures["command true"] = measure(lambda: check(ws.run(["true"], limits=limits)), args.repeat)
-            figures["routed true"] = measure(lambda: check(ws.run(["true"], limits=limits, route=route)), args.repeat)
+            figures["command true"] = measure(lambda: succeeded(ws.run(["true"], limits=limits)), args.repeat)
+            figures["routed true"] = measure(
+                lambda: succeeded(ws.run(["true"], limits=limits, route=route)), args.repeat)
             figures["routed command + 1 request"] = measure(
-                lambda: check(ws.run(["python3", "-c", REQUEST, route.url], limits=limits, route=route)), args.repeat)
+                lambda: succeeded(ws.run(["python3", "-c", REQUEST, route.url], limits=limits, route=route)),
+                args.repeat)
         finally:
             server.shutdown()
             server.server_close()

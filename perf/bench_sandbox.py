@@ -57,10 +57,10 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import measure, source_revision
+from _common import measure, sandbox_backend, source_revision, succeeded
 
 from pytest_ifbench.agents.workspace import Limits, Workspace
-from pytest_ifbench.sandbox import make_backend, run_assert_tests, run_python, use_backend
+from pytest_ifbench.sandbox import run_assert_tests, run_python, use_backend
 from pytest_ifbench.sandbox._code_runs import close_all
 
 SEQUENCE = (
@@ -83,34 +83,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--backend", default="bubblewrap", help="agent sandbox backend (default bubblewrap)")
     args = parser.parse_args(argv)
-    backend = make_backend(args.backend)
-    use_backend(backend)
-    problem = backend.problem()
-    if problem is not None:
-        print(f"sandbox unavailable: {problem}", file=sys.stderr)
-        return 2
-
+    use_backend(sandbox_backend(args.backend))
     limits = Limits(timeout=60)
     figures: dict[str, dict[str, float]] = {}
 
-    def check(result) -> None:
-        if not result.ok:
-            raise SystemExit(f"command failed: {result}")
-
     with Workspace.create(None) as ws:
-        figures["workspace true"] = measure(lambda: check(ws.run(["true"], limits=limits)), args.repeat)
-        figures["workspace bash -c true"] = measure(lambda: check(ws.run("true", limits=limits)), args.repeat)
+        figures["workspace true"] = measure(lambda: succeeded(ws.run(["true"], limits=limits)), args.repeat)
+        figures["workspace bash -c true"] = measure(lambda: succeeded(ws.run("true", limits=limits)), args.repeat)
 
     def first() -> None:
         with Workspace.create(None) as ws:
-            check(ws.run(["true"], limits=limits))
+            succeeded(ws.run(["true"], limits=limits))
 
     figures["create + first command + close"] = measure(first, max(3, args.repeat // 4))
 
     def sequence() -> None:
         with Workspace.create(None) as ws:
             for command in SEQUENCE:
-                check(ws.run(command, limits=limits))
+                succeeded(ws.run(command, limits=limits))
 
     figures["10-command sequence (incl. create/close)"] = measure(sequence, max(3, args.repeat // 4))
     def python_ok() -> None:
