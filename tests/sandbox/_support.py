@@ -86,8 +86,8 @@ def host_shared_memory() -> int:
 
 @contextmanager
 def shared_memory_to_myself() -> Iterator[None]:
-    """Hold the machine's memfd tests apart (an exclusive lock across xdist workers): two of them at once
-    would each see the other's shared memory on the host."""
+    """Hold apart (an exclusive lock across xdist workers) the tests that measure the host's shared memory
+    and those that fill it (memfds, tmpfs-backed workspaces): a measuring test would see the other's."""
     with open(os.path.join(tempfile.gettempdir(), "pytest-ifbench-shared-memory.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield

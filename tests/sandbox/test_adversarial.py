@@ -33,6 +33,7 @@ from pytest_ifbench.agents.tools import ToolContext, run_bash
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.sandbox import SandboxLimits, current_backend, run_assert_tests
 from tests._support import write_suite
+from tests.sandbox._support import shared_memory_to_myself
 from tests.sandbox.backend_fixtures import docker_host, sandbox_backend  # noqa: F401 -- fixtures
 
 #: Every test here runs on each backend (the fixture makes it the process's for the test).
@@ -100,6 +101,14 @@ def _survivors() -> list[int]:
             except OSError:
                 continue
     return found
+
+
+@pytest.fixture(autouse=True)
+def _host_shared_memory_to_this_test() -> Iterator[None]:
+    """Hostile programs fill their tmpfs-backed workspaces and make memfds (under bubblewrap nothing caps
+    them): up to ~1.3 GB of the host's shared memory, which the tests that measure it must not see."""
+    with shared_memory_to_myself():
+        yield
 
 
 @pytest.fixture(scope="module")
