@@ -19,7 +19,7 @@ from pytest_ifbench.sandbox import make_backend
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
 from tests.sandbox._support import relay_echo
-from tests.sandbox.dockerd import IMAGE_MARKER, dockerd_problem, private_dockerd, python_image
+from tests.sandbox.dockerd import IMAGE_MARKER, private_engine, python_image
 
 QUICK = Limits(timeout=30)
 
@@ -27,12 +27,9 @@ QUICK = Limits(timeout=30)
 @pytest.fixture(scope="module")
 def engine():
     """(DOCKER_HOST, the test image's tag) of a private dockerd."""
-    problem = dockerd_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    import docker
+    with private_engine("dockerd") as host:  # skips first when dockerd or the docker client is missing
+        import docker
 
-    with private_dockerd() as host:
         client = docker.DockerClient(base_url=host)
         try:
             yield host, python_image(client)

@@ -24,7 +24,7 @@ from tests.sandbox._support import (
     relay_echo,
     shared_memory_to_myself,
 )
-from tests.sandbox.dockerd import dockerd_problem, private_dockerd
+from tests.sandbox.dockerd import private_engine
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (commands then run as another uid)")
 
@@ -35,10 +35,7 @@ QUICK = Limits(timeout=20.0)
 
 @pytest.fixture(scope="module")
 def docker_host():
-    problem = dockerd_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    with private_dockerd() as host:
+    with private_engine("dockerd") as host:
         yield host
 
 

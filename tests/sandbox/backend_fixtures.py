@@ -11,30 +11,28 @@ hold on both.  Import them into a test module (``from tests.sandbox.backend_fixt
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from pytest_ifbench.sandbox import SandboxBackend, make_backend, use_backend
 from pytest_ifbench.sandbox._code_runs import close_all
-from tests.sandbox.dockerd import dockerd_problem, private_dockerd
+from tests.sandbox.dockerd import private_engine
 
 BACKENDS = ("bubblewrap", "docker")
 
 
 @pytest.fixture(scope="module")
 def docker_host() -> Iterator[str]:
-    problem = dockerd_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    with private_dockerd() as host:
+    with private_engine("dockerd") as host:
         yield host
 
 
-@pytest.fixture(params=BACKENDS)
-def sandbox_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxBackend]:
-    if request.param == "docker":
-        monkeypatch.setenv("DOCKER_HOST", request.getfixturevalue("docker_host"))
-    backend = make_backend(request.param)
+@contextmanager
+def backend_in_use(name: str) -> Iterator[SandboxBackend]:
+    """The backend ``name`` made the process's for the block (skipped with its problem when it cannot
+    run); afterwards the code runs' pooled containers are closed and the previous backend restored."""
+    backend = make_backend(name)
     problem = backend.problem()
     if problem is not None:
         pytest.skip(problem)
@@ -44,3 +42,11 @@ def sandbox_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     finally:
         close_all()
         use_backend(previous)
+
+
+@pytest.fixture(params=BACKENDS)
+def sandbox_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxBackend]:
+    if request.param == "docker":
+        monkeypatch.setenv("DOCKER_HOST", request.getfixturevalue("docker_host"))
+    with backend_in_use(request.param) as backend:
+        yield backend

@@ -34,7 +34,7 @@ from tests.sandbox._support import (
     memory_files,
     shared_memory_to_myself,
 )
-from tests.sandbox.backend_fixtures import docker_host  # noqa: F401 -- fixture
+from tests.sandbox.backend_fixtures import backend_in_use, docker_host  # noqa: F401 -- fixture
 
 DOUBLES = [{"input": "2", "output": "4"}, {"input": "5", "output": "10"}]
 LIMITS = SandboxLimits(timeout=6.0, cpu_seconds=1, memory_mb=256, disk_mb=8, file_size_mb=4, max_output_bytes=20_000)
@@ -102,15 +102,8 @@ class ThroughTheSeam:
 @pytest.fixture
 def docker(docker_host, monkeypatch) -> Iterator[object]:  # noqa: F811 -- the fixture above
     monkeypatch.setenv("DOCKER_HOST", docker_host)
-    backend = make_backend("docker")
-    if backend.problem() is not None:
-        pytest.skip(backend.problem())
-    previous = use_backend(backend)
-    try:
+    with backend_in_use("docker") as backend:
         yield backend
-    finally:
-        close_all()
-        use_backend(previous)
 
 
 @pytest.fixture(scope="module")
