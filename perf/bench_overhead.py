@@ -234,6 +234,11 @@ def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float) -> dict
     }
 
 
+def fmt(value: float | None, spec: str = ".2f") -> str:
+    """A table cell: the number in ``spec``, or a dash where there is none."""
+    return "–" if value is None else format(value, spec)
+
+
 def count_cache_entries(root: Path) -> int:
     return sum(1 for _ in root.glob("*/*.json")) if root.exists() else 0
 
@@ -467,8 +472,6 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
-        def fmt(v, spec=".2f"):
-            return "–" if v is None else format(v, spec)
         out_lines.append(
             f"| {row['instances']:,} | {row['suite_mb']:.1f} | {row['wall_s']:.2f} | {row['per_instance_ms']:.3f} "
             f"| {row['cpu_per_instance_ms']:.3f} | {row['max_rss_mb']:.0f} "
@@ -538,9 +541,6 @@ def report(results: dict, problems: list[str], json_path: str | None) -> int:
                                       f"`-n {name.removeprefix('floor_subtests_xdist')}`"
                                       if name.startswith("floor_subtests_xdist") else name)
         ph = run["phases_s"]
-
-        def fmt(v, spec=".2f"):
-            return "–" if v is None else format(v, spec)
 
         out.append(
             f"| {label}{'' if run['ok'] else ' ⚠'} | {run['wall_s']:.2f} | {fmt(run['per_instance_ms'], '.3f')} "
