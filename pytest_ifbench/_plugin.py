@@ -63,6 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from ._heap import SessionHeap
 
     config.pluginmanager.register(SessionHeap(config), "ifbench-heap")
+    from ._kept_reports import KeptReports
+
+    config.pluginmanager.register(KeptReports(config), "ifbench-kept-reports")
     from . import _collect
 
     if not config.pluginmanager.is_registered(_collect):
@@ -237,10 +240,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = config.stash[STATE_KEY]
     if state.responses is not None and not _is_worker(config):
         state.unmatched_responses = sorted(set(state.responses) - {i.spec.id for i in instances})
+    from .models.lookahead import Lookahead, width_for
+
+    state.lookahead = Lookahead(width_for(state.generation().concurrency))
     if not _is_worker(config):
-        # Start every selected instance now, in item order; the limiter keeps order under contention.
-        for index, item in enumerate(instances):
-            item.start_job(index)
+        # Jobs start in item order, each with its index as priority (the limiter keeps that order under
+        # contention), the first ones now and the rest as items run (see pytest_runtest_protocol).
+        state.lookahead.queue((item, index) for index, item in enumerate(instances))
+        state.lookahead.advance()
 
 
 def _worker_interactor(config: pytest.Config) -> Any:
@@ -269,23 +276,34 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return share_scheduler(config, log)
 
 
-#: Collection indices of the items queued to this xdist worker whose jobs were started.
-_QUEUED_STARTED = pytest.StashKey[set[int]]()
+#: Collection indices of the items queued to this xdist worker that joined its run order.
+_QUEUED_SEEN = pytest.StashKey[set[int]]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    if not _is_worker(item.config) or not isinstance(item, InstanceItem):
+    if not isinstance(item, InstanceItem):
         return
-    # xdist worker: start the jobs of this item, the next, and everything queued to this worker so far
-    # (its whole share, see pytest_xdist_make_scheduler), each with its collection index as priority.
-    for queued in (item, nextitem):
-        if isinstance(queued, InstanceItem):
-            queued.start_job(0)
+    lookahead = item.state.lookahead
+    if lookahead is None:
+        return
+    if _is_worker(item.config):
+        # xdist worker: this item and the next start now; the rest of what is queued to this worker so
+        # far (its whole share, see pytest_xdist_make_scheduler) joins the run order, each with its
+        # collection index as priority.
+        for queued in (item, nextitem):
+            if isinstance(queued, InstanceItem):
+                queued.start_job(0)
+        lookahead.queue(_newly_queued(item))
+    lookahead.advance(item)
+
+
+def _newly_queued(item: InstanceItem) -> list[tuple[InstanceItem, int]]:
+    """The instances xdist queued to this worker since the last call, in the order they will run."""
     interactor = _worker_interactor(item.config)
     if interactor is None:
-        return
-    started = item.config.stash.setdefault(_QUEUED_STARTED, set())
+        return []
+    started = item.config.stash.setdefault(_QUEUED_SEEN, set())
     fresh: list[int] = []
     with interactor.torun.lock() as pending:
         for index in reversed(pending):  # new indices arrive at the end: stop at the first one seen before
@@ -295,10 +313,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
                 fresh.append(index)
     started.update(fresh)
     items = item.session.items
-    for index in reversed(fresh):
-        queued = items[index]
-        if isinstance(queued, InstanceItem):
-            queued.start_job(index + 1)
+    return [(items[index], index + 1) for index in reversed(fresh) if isinstance(items[index], InstanceItem)]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -24,6 +24,7 @@ from .suite.run_settings import apply_overrides, generation_overrides
 
 if TYPE_CHECKING:
     from .models.background import BackgroundGenerator
+    from .models.lookahead import Lookahead
 
 STATE_KEY = pytest.StashKey["IfbenchState"]()
 #: Result records by node id, gathered from reports (on the xdist controller: from every worker).
@@ -47,11 +48,15 @@ class IfbenchState:
     providers: ProviderTable = field(default_factory=ProviderTable)
     sandbox: dict[str, Any] = field(default_factory=dict)
     generator: BackgroundGenerator | None = None
+    #: Starts instances' jobs a bounded distance ahead of the running item (see ``models.lookahead``).
+    lookahead: Lookahead | None = None
     #: Circuit breakers per endpoint, shared by the model's and the judges' clients (one set per process).
     breakers: Breakers = field(default_factory=Breakers)
     _runtime: Runtime | None = None
     _ruff_batcher: RuffBatcher | None = None
-    registered_markers: set[str] = field(default_factory=set)
+    #: The markers registered for instances, by name, with their decorator once collection made it
+    #: (shared by the items, see ``_collect.shared_mark``).
+    registered_markers: dict[str, pytest.MarkDecorator | None] = field(default_factory=dict)
     #: Suite data an importer already returned while pytest decided whether to collect a file.
     imported: dict[Path, Any] = field(default_factory=dict)
     #: Recorded response ids that matched no selected instance (likely typos).

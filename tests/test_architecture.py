@@ -22,8 +22,9 @@ LAYERS: dict[str, int] = {
     # 0: plain data, text helpers and self-contained leaves (the sandbox imports only the stdlib)
     "_version": 0, "_types": 0, "_params": 0, "_text": 0, "_redact": 0, "suite.jsonl": 0, "suite.safe_yaml": 0,
     "suite.yaml_cache": 0, "suite.errors": 0, "suite.detect": 0, "_user_cache": 0, "reports.metrics": 0, "suite": 0,
-    "models.background": 0, "models.local": 0, "models.local_tools": 0, "models.provider_api": 0, "sandbox": 0,
-    "ruff.rules_store": 0, "reports.stats": 0, "_ast_guard": 0, "_heap": 0,
+    "models.background": 0, "models.lookahead": 0, "models.local": 0, "models.local_tools": 0,
+    "models.provider_api": 0, "sandbox": 0,
+    "ruff.rules_store": 0, "reports.stats": 0, "_ast_guard": 0, "_heap": 0, "_kept_reports": 0,
     # 1: the verifier registry and the response cache
     "_registry": 1, "models.cache": 1,
     # 2: model access and the ruff runner
