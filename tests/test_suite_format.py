@@ -15,7 +15,7 @@ from pytest_ifbench._registry import Registry
 from pytest_ifbench._types import GenerationParams, Verdict
 from pytest_ifbench.suite.detect import is_suite_file
 from pytest_ifbench.suite.errors import NotASuite, SuiteError
-from pytest_ifbench.suite.format import load_suite, marker_name, parse_suite
+from pytest_ifbench.suite.format import _frozen, load_suite, marker_name, parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -653,3 +653,62 @@ def test_set_check_param_flag_overrides_default_fills_in_everywhere():
     set_check_param(data, "bench.", "compat", flag="paper")
     assert data["instances"][0]["checks"][0]["params"]["compat"] == "paper"
     assert data["instances"][0]["turns"][0]["checks"][0]["params"] == {"compat": "paper"}
+
+
+# --------------------------------------------------------------------------
+# memory: what a suite repeats is held once
+# --------------------------------------------------------------------------
+
+
+def test_a_check_written_the_same_way_again_is_the_same_spec(registry):
+    """A suite repeats its checks across instances; their specs (immutable) are shared, not copied."""
+    words = {"id": "w", "verifier": "ifbench.word_count", "params": {"min": 1, "max": 9}}
+    raw = {"ifbench": 1, "benchmark": "demo", "instances": [
+        {"id": f"i{n}", "prompt": "p", "checks": [dict(words, params=dict(words["params"])), dict(CASE)]}
+        for n in range(3)] + [
+        {"id": "other-params", "prompt": "p", "checks": [dict(words, params={"min": 1, "max": 8})]},
+        {"id": "described", "prompt": "p", "checks": [dict(words, description="Nine words at most.")]},
+        {"id": "turns", "prompt": "p", "protocol": "multi_turn",
+         "turns": [{"user": "a", "checks": [dict(words)]}, {"user": "b", "checks": [dict(words)]}]},
+    ]}
+    suite = parse_suite(Path("s.yaml"), raw, registry)
+    first, *others = [inst.checks for inst in suite.instances[:3]]
+    assert all(a is b for checks in others for a, b in zip(first, checks, strict=True))
+    other_params, described, turns = suite.instances[3:]
+    assert other_params.checks[0] is not first[0] and other_params.checks[0].params["max"] == 8
+    assert described.checks[0] is not first[0] and described.checks[0].description == "Nine words at most."
+    one, two = (turn.checks[0] for turn in turns.turns)
+    assert (one.turn, two.turn) == (1, 2) and one.id == "turn1.w" and two.id == "turn2.w"
+
+
+def test_checks_are_the_same_only_when_written_exactly_the_same():
+    """1, 1.0 and true are equal in Python; in a suite they are different parameters."""
+    forms = [_frozen({"a": value}) for value in (1, 1.0, True, "1", [1], {"b": 1}, None)]
+    assert len(set(forms)) == len(forms)
+    assert _frozen({"a": [1, {"b": "c"}]}) == _frozen({"a": [1, {"b": "c"}]})
+    assert _frozen({"a": {1, 2}}) is None and _frozen({"a": [b"x"]}) is None  # not plain data: never shared
+
+
+def test_a_bad_check_after_good_copies_of_it_is_still_named_exactly(registry):
+    good = {"id": "c", "verifier": "tmp.wrap", "params": {"line_length": 80}}
+    raw = {"ifbench": 1, "benchmark": "demo", "instances": [
+        {"id": "a", "prompt": "p", "checks": [dict(good)]},
+        {"id": "b", "prompt": "p", "checks": [dict(good)]},
+        {"id": "c", "prompt": "p", "checks": [dict(good), dict(good, params={"line_length": "80"})]}]}
+    err = parse_error(registry, raw)
+    assert str(err) == "s.yaml: instance 'c': checks[1].params.line_length: expected int, got '80'"
+
+
+def test_items_share_their_markers(pytester):
+    pytester.makefile(".yaml", suite="""
+        ifbench: 1
+        benchmark: demo
+        defaults: {category: style}
+        instances:
+          - {id: a, prompt: p, checks: [{id: c, verifier: ifbench.case, params: {mode: upper}}]}
+          - {id: b, prompt: p, checks: [{id: c, verifier: ifbench.case, params: {mode: upper}}]}
+    """)
+    items, _ = pytester.inline_genitems("suite.yaml", "--model=openai/x")
+    first, second = ([(m.name, id(m)) for m in item.own_markers] for item in items)
+    assert [name for name, _ in first] == ["ifbench", "demo", "category_style", "protocol_single_turn"]
+    assert first == second

@@ -83,3 +83,15 @@ def test_deep_nesting_is_refused_as_over_the_limit_whatever_libyaml_version(priv
         with pytest.raises(YamlLimitError, match="nested more than 100 levels deep"):
             check(deep)
     assert not private_cache.exists()
+
+
+def test_equal_strings_are_held_once_parsed_and_from_the_cache(private_cache):
+    text = b"ifbench: 1\ninstances:\n" + b"".join(
+        b"  - {id: i%d, prompt: same words, checks: [{id: c, verifier: ifbench.case, params: {mode: upper}}]}\n" % n
+        for n in range(3))
+    for _ in range(2):  # parsed, then read back from the cache
+        first, second, third = load_yaml(text)["instances"]
+        assert first["prompt"] is second["prompt"] is third["prompt"]
+        assert first["checks"][0]["verifier"] is third["checks"][0]["verifier"]
+        assert list(first["checks"][0]["params"])[0] is list(second["checks"][0]["params"])[0]  # keys too
+        assert first["id"] == "i0" and third["id"] == "i2"

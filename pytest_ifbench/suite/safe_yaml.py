@@ -180,9 +180,45 @@ def load_yaml(data: bytes, limits: YamlLimits | None = None) -> Any:
         if kept is not _yaml_cache.MISS:
             return kept
     check_shape(data, limits)
-    document = yaml.load(data, Loader=yaml.CSafeLoader)
+    document = share_equal_strings(yaml.load(data, Loader=yaml.CSafeLoader))
     if cacheable:
         _yaml_cache.put(data, document)
+    return document
+
+
+def share_equal_strings(document: Any) -> Any:
+    """``document`` with each distinct string (keys and values) held once.
+
+    The loader makes a new string for every scalar, so a suite of 50,000 instances held 50,000 copies
+    of each check's id, verifier name, parameter names and repeated values (and of a system prompt
+    every instance repeats) for the whole session: ~1 KB per instance in a suite of five small
+    checks. Sharing them also shrinks the kept parse (pickle stores a shared object once), which then
+    loads shared."""
+    seen: dict[str, str] = {}
+    share = seen.setdefault
+    visited: set[int] = set()  # an anchor's value appears once per alias: walk it once
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if id(node) in visited:
+            continue
+        if type(node) is dict:
+            visited.add(id(node))
+            items = list(node.items())
+            node.clear()
+            for key, value in items:
+                if type(value) is str:
+                    value = share(value, value)
+                elif type(value) in (dict, list):
+                    stack.append(value)
+                node[share(key, key) if type(key) is str else key] = value
+        elif type(node) is list:
+            visited.add(id(node))
+            for index, value in enumerate(node):
+                if type(value) is str:
+                    node[index] = share(value, value)
+                elif type(value) in (dict, list):
+                    stack.append(value)
     return document
 
 

@@ -49,8 +49,14 @@ def _enabled() -> bool:
     return os.environ.get("PYTEST_IFBENCH_YAML_CACHE") != "0"
 
 
+#: Part of every key: a document kept in an older form (before equal strings were shared, see
+#: ``safe_yaml.share_equal_strings``) is not read back, the file is parsed again.
+FORM = b"shared-strings"
+
+
 def _path(data: bytes) -> Path:
-    return user_cache_dir() / "yaml" / f"{hashlib.blake2b(data, digest_size=20).hexdigest()}.pickle"
+    digest = hashlib.blake2b(data, digest_size=20, person=FORM).hexdigest()
+    return user_cache_dir() / "yaml" / f"{digest}.pickle"
 
 
 def get(data: bytes) -> Any:
