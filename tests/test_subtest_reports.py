@@ -8,6 +8,7 @@ JUnit XML, and the outcome counts, with and without xdist.
 
 from __future__ import annotations
 
+import json
 import re
 from xml.etree import ElementTree
 
@@ -139,11 +140,49 @@ def pytest_unconfigure(config):
         "ids": {node: len({id(r.id) for r in rs}) for node, rs in by_node.items()},
         "contexts": {msg: len(ids) for msg, ids in contexts.items()}}))
 ''')
-    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache")
+    # -q: passed checks are counted ("subtests passed"), so kept (see test_only_an_instances_uncategorised...)
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q")
     result.assert_outcomes(passed=1, failed=2)
-    import json
-
     shared = json.loads((pytester.path / "shared.json").read_text())
-    assert set(shared["reports"].values()) == {5}  # setup, two checks, call, teardown
+    assert set(shared["reports"].values()) == {3}  # two checks and the call (setup/teardown: not kept)
     assert set(shared["keywords"].values()) == {1} and set(shared["ids"].values()) == {1}
     assert shared["contexts"] == {"words": 1, "short": 1, "upper": 1}
+
+
+def test_only_an_instances_uncategorised_reports_leave_the_kept_reports(pytester, stub_env):
+    """pytest keeps passed setups and teardowns (and, at the default verbosity, passed subtests) under
+    ``stats[""]``, which nothing reads: an instance's leave it; a plain test's, an instance's failed
+    teardown, failed check and own report stay; the summary and -rA read the same."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    pytester.makeconftest('''
+import json, pathlib, pytest
+
+def pytest_ifbench_instance_verified(item, record):
+    if item.name == "both-pass":
+        item.addfinalizer(lambda: 1 / 0)
+
+def _name(r):
+    check = r.context.msg if hasattr(r, "context") else ""
+    return f"{r.nodeid.rpartition('::')[2]}:{r.when}:{check}"
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    stats = config.pluginmanager.get_plugin("terminalreporter").stats
+    pathlib.Path("kept.json").write_text(json.dumps(
+        {key: sorted(_name(r) for r in reports if hasattr(r, "when")) for key, reports in stats.items()}))
+''')
+    for verbosity in ((), ("-q",)):
+        result = pytester.runpytest("suites", "test_plain.py", *stub_args(stub_env), "--ifbench-results=",
+                                    "--ifbench-no-cache", "-rA", *verbosity)
+        kept = json.loads((pytester.path / "kept.json").read_text())
+        assert kept[""] == ["test_plain:setup:", "test_plain:teardown:"]
+        assert kept["error"] == ["both-pass:teardown:"]
+        assert kept["passed"] == ["both-pass:call:", "test_plain:call:"]
+        assert kept["failed"] == ["one-fails:call:", "one-fails:call:upper"]
+        assert kept.get("subtests passed", []) == (
+            ["both-pass:call:short", "both-pass:call:words", "one-fails:call:words"] if verbosity else [])
+        summary = result.stdout.lines[-1]
+        assert "2 failed, 2 passed" in summary and "1 error" in summary
+        assert "PASSED suites/demo.yaml::both-pass" in result.stdout.str()
