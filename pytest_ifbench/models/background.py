@@ -1,10 +1,11 @@
 """Background generation: model calls run concurrently while items execute in order.
 
 One daemon thread runs an asyncio loop. Jobs (one per instance) are
-submitted in item order with their index as priority; every model call
-takes a slot from a :class:`PrioritySemaphore`, so when calls compete the
-earliest item wins and each item mostly finds its episode ready. Multi-turn
-jobs keep their turns sequential but overlap with other jobs.
+submitted in item order with their index as priority, a bounded distance
+ahead of the running item (:mod:`.lookahead`); every model call takes a slot
+from a :class:`PrioritySemaphore`, so when calls compete the earliest item
+wins and each item mostly finds its episode ready. Multi-turn jobs keep their
+turns sequential but overlap with other jobs.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ def start_wait_clock() -> list[float]:
     """Start counting, for the current task, the seconds spent waiting for a slot (the run's
     concurrency limit, the agent-run slots); returns the one-element total.
 
-    Every job is started at collection, so a job that waits in the queue for minutes before its
-    first call would otherwise report those minutes as its generation time (a 50,000-instance fill:
+    Jobs start well ahead of their items (up to the lookahead's width), so a job that waits in the
+    queue for minutes before its first call would otherwise report those minutes as its generation time (a 50,000-instance fill:
     4.6 million seconds "of generation"; JUnit and Allure show the same time)."""
     cell = [0.0]
     _WAITED.set(cell)
