@@ -30,8 +30,9 @@ def start_wait_clock() -> list[float]:
     concurrency limit, the agent-run slots); returns the one-element total.
 
     Jobs start well ahead of their items (up to the lookahead's width), so a job that waits in the
-    queue for minutes before its first call would otherwise report those minutes as its generation time (a 50,000-instance fill:
-    4.6 million seconds "of generation"; JUnit and Allure show the same time)."""
+    queue for minutes before its first call would otherwise report those minutes as its generation
+    time (a 50,000-instance fill: 4.6 million seconds "of generation"; JUnit and Allure showed the
+    same time)."""
     cell = [0.0]
     _WAITED.set(cell)
     return cell
