@@ -10,11 +10,24 @@ verbosity (~0.9 KB of the ~10 KB it kept) and one per check at the default one.
 :class:`KeptReports` takes an instance's report back out of ``stats[""]`` right after the terminal
 reporter put it there. Every report filed under a category (passed, failed, error, skipped,
 "subtests passed" with ``-q``/``-v``...) and every report of another test stays as pytest keeps it.
+
+What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id
+(``_plugin._share_keywords`` in the process that ran it, :class:`WorkerReportParts` on the xdist
+controller, which rebuilds every report from a worker's mapping), the reports of a check one
+context (:func:`check_context`).
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import pytest
+
+try:
+    from _pytest.subtests import SubtestContext
+except ImportError:  # pragma: no cover - a pytest without subtests: no contexts to share
+    SubtestContext = None  # type: ignore[assignment,misc]
 
 #: The marker every instance carries (see ``_collect.instance_markers``); reports name it in their
 #: keywords, in one process and on the xdist controller alike.
@@ -35,3 +48,42 @@ class KeptReports:
         unkept = getattr(reporter, "stats", {}).get("")
         if unkept and unkept[-1] is report:  # just filed there, by the terminal reporter's own hook
             unkept.pop()
+
+
+@functools.lru_cache(maxsize=4096)
+def check_context(name: str) -> Any:
+    """One (frozen) subtest context per check name, shared by every instance's report of that check."""
+    return SubtestContext(msg=name, kwargs={})
+
+
+class WorkerReportParts:
+    """On the xdist controller: an instance's reports, rebuilt from its worker's mappings, share one
+    keywords dict and one parsed node id, and a check's reports one context, as in the worker.
+
+    An instance's reports come from one worker, in order, from setup to teardown; what they share is
+    held from its first report to its teardown (reports of several workers interleave)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[Any, Any]] = {}
+
+    def share(self, report: Any) -> Any:
+        keywords = getattr(report, "keywords", None)
+        when = getattr(report, "when", None)
+        if when is None or not isinstance(keywords, dict) or INSTANCE_KEYWORD not in keywords:
+            return report
+        fields = report.__dict__
+        node_id = fields.get("_id")
+        known = self._open.get(report.nodeid)
+        if known is not None and known[0] == keywords:
+            report.keywords = known[0]
+            if node_id is not None and known[1] == node_id:
+                fields["_id"] = known[1]
+        else:
+            self._open[report.nodeid] = (keywords, node_id)
+        context = fields.get("context")
+        if context is not None and SubtestContext is not None and type(context) is SubtestContext \
+                and not context.kwargs and isinstance(context.msg, str):
+            fields["context"] = check_context(context.msg)
+        if when == "teardown":
+            self._open.pop(report.nodeid, None)
+        return report

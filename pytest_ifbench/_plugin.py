@@ -355,12 +355,22 @@ def pytest_report_to_serializable(config: pytest.Config, report: Any):
     return record_to_wire(data) if isinstance(data, dict) else data
 
 
+#: The xdist controller's sharing of what an instance's reports from a worker have in common.
+_WORKER_REPORT_PARTS = pytest.StashKey[Any]()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]):
+    from ._kept_reports import WorkerReportParts
     from .reports.records import record_from_wire
 
     report = yield
-    return record_from_wire(report) if report is not None else report
+    if report is None:
+        return report
+    parts = config.stash.get(_WORKER_REPORT_PARTS, None)
+    if parts is None:
+        parts = config.stash[_WORKER_REPORT_PARTS] = WorkerReportParts()
+    return parts.share(record_from_wire(report))
 
 
 def _redact_report(report: pytest.TestReport) -> None:

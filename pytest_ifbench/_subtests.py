@@ -17,13 +17,14 @@ and the caller falls back to ``subtests.test()``.
 
 from __future__ import annotations
 
-import functools
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from ._kept_reports import check_context
 
 try:
     from _pytest.runner import CallInfo, check_interactive_exception, get_reraise_exceptions
@@ -140,7 +141,7 @@ class SubtestReporter:
         # The item's result record rides on its own call report only: a copy on each of its subtest
         # reports would cross xdist's transport once per check (as JSON) for the controller to drop.
         report.__dict__.pop("ifbench_record", None)
-        sub_report = _subtest_report(report, _context(name), captured, logs)
+        sub_report = _subtest_report(report, check_context(name), captured, logs)
         # pytest's terminal reporter keeps every report to the end of the session: the copy made above
         # parsed the node id again; it shares the item's (the keywords are shared already, see _plugin).
         if getattr(sub_report, "_id", None) == getattr(report, "_id", False):
@@ -176,10 +177,6 @@ def _subtest_report(report: pytest.TestReport, context: SubtestContext, captured
     return sub_report
 
 
-@functools.lru_cache(maxsize=4096)
-def _context(name: str) -> SubtestContext:
-    """One (frozen) context per check name, shared by every instance's report of that check."""
-    return SubtestContext(msg=name, kwargs={})
 
 
 def subtest_reporter(item: pytest.Item) -> SubtestReporter | None:

@@ -115,9 +115,11 @@ def pytest_ifbench_instance_verified(item, record):
     assert "item-level output" in text[item_at:text.index("ifbench summary")]
 
 
-def test_an_instances_kept_reports_share_what_is_equal(pytester, stub_env):
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist-controller"])
+def test_an_instances_kept_reports_share_what_is_equal(pytester, stub_env, workers):
     """pytest's terminal reporter keeps every report to the end: an instance's reports share one keywords
-    dict and its node id, and the reports of a check share one context across instances."""
+    dict and its node id, and the reports of a check share one context across instances (on the xdist
+    controller too, which rebuilds every report from a worker's mapping)."""
     stub_env.add_rule("", Reply(content="hello there"))
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
     pytester.makeconftest('''
@@ -141,7 +143,8 @@ def pytest_unconfigure(config):
         "contexts": {msg: len(ids) for msg, ids in contexts.items()}}))
 ''')
     # -q: passed checks are counted ("subtests passed"), so kept (see test_only_an_instances_uncategorised...)
-    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q",
+                                *workers)
     result.assert_outcomes(passed=1, failed=2)
     shared = json.loads((pytester.path / "shared.json").read_text())
     assert set(shared["reports"].values()) == {3}  # two checks and the call (setup/teardown: not kept)
