@@ -64,7 +64,7 @@ def test_plain_lines_under_xdist_count_every_workers_steps(pytester, stub_env):
     stub_env.default = endless
     write_suite(pytester.path, "suites/live.yaml", SUITE)
     # Not a TTY: auto gives plain lines. One agent run at a time per worker keeps the items going for
-    # >= 1.6 s after the first one starts (every run otherwise starts at collection and may be over by then).
+    # >= 1.6 s after the first one starts (otherwise every run starts ahead of its item and may be over by then).
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", "--ifbench-agent-concurrency=1",
                                            "--ifbench-live-status-every=0.5")
     out = result.stdout.str()

@@ -80,7 +80,7 @@ def test_timing_steps_split_an_agent_run():
 
 def test_waiting_for_a_slot_is_not_generation_time(pytester, stub_env):
     """One call at a time: the third instance waits two replies for its slot, and its generation time,
-    the results file's and JUnit's, is still its own reply's (every job starts at collection)."""
+    the results file's and JUnit's, is still its own reply's (jobs start well ahead of their items)."""
     alluredir, junit = _run(pytester, stub_env, "--ifbench-concurrency=1", "--ifbench-results=results.json")
     records = json.loads((pytester.path / "results.json").read_text())["instances"]
     generation = {r["instance"]: r["durations"]["generation"] for r in records}
