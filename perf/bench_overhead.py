@@ -73,6 +73,7 @@ NON_DEPENDENCY_PLUGINS = ("hypothesispytest", "benchmark")
 #: pytest's final line: "10000 passed, 20000 subtests passed in 26.21s", "10 tests collected in 1.2s", ...
 #: Goal for the cached run's wall time per instance (README, performance section).
 OVERHEAD_GOAL_MS = 2.0
+_RSS_PHASES_ENV = "IFBENCH_BENCH_RSS_PHASES"  # see _rss_phases.py
 _SUMMARY = re.compile(rb"\b(passed|failed|errors?|collected|no tests ran|skipped|deselected)\b.* in [\d.]+s")
 
 
@@ -178,7 +179,7 @@ def inspect_python(option: str | None) -> tuple[str | None, str | None]:
     return option, None
 
 
-def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float) -> dict:
+def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float, env_extra: dict | None = None) -> dict:
     """Run ``python -m pytest ARGS`` with its output piped to ``log`` and timestamped.
 
     Returns wall time, phase times, CPU time (user + system, including reaped
@@ -191,6 +192,7 @@ def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float) -> dict
         env.pop(var, None)
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     env["PYTHONUNBUFFERED"] = "1"  # output arrives as written, so the phase stamps are meaningful
+    env.update(env_extra or {})
     cmd = [sys.executable, "-m", "pytest", *args]
     first = summary = None
     pending = b""
@@ -421,7 +423,11 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                     problems.append(f"{n}: fill runs rc={fill['rc']}, stub calls={server.calls} (expected >= {n})")
                     continue
                 server.reset()
-                run = run_pytest(base, cwd=work, log=work / "cached.log", timeout=args.timeout)
+                phases = work / "rss-phases.json"
+                run = run_pytest([*base, "-p", "_rss_phases"], cwd=work, log=work / "cached.log", timeout=args.timeout,
+                                 env_extra={"PYTHONPATH": os.pathsep.join(filter(None, [
+                                     str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")])),
+                                            _RSS_PHASES_ENV: str(phases)})
                 calls = server.calls
                 if calls != 0 or run["rc"] not in (0, 1):
                     problems.append(f"{n}: cached run rc={run['rc']}, stub calls={calls} (expected 0)")
@@ -439,6 +445,12 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                        "exit_s": round(run["wall_s"] - summary, 3) if summary is not None else None,
                        "results_mb": round(out.stat().st_size / 1e6, 2) if out.exists() else None,
                        "results_kb_per_instance": round(out.stat().st_size / n / 1000, 2) if out.exists() else None}
+                try:
+                    rss = json.loads(phases.read_text())
+                    row["collected_rss_mb"] = round(rss["collected_kb"] / 1024, 1)
+                    row["finished_rss_mb"] = round(rss["finished_kb"] / 1024, 1)
+                except (OSError, ValueError, KeyError):
+                    problems.append(f"{n}: no RSS at collection's and the session's end ({phases.name})")
                 if not args.no_floor:  # pytest's own memory for as many tests with as many subtests
                     module = work / "test_floor_subtests.py"
                     write_floor(module, n, args.checks)
@@ -460,6 +472,12 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
     for previous, row in zip(rows, rows[1:]):
         added = row["instances"] - previous["instances"]
         row["rss_kb_per_instance"] = round((row["max_rss_mb"] - previous["max_rss_mb"]) * 1024 / added, 2)
+        if "collected_rss_mb" in row and "collected_rss_mb" in previous:
+            row["collected_kb_per_instance"] = round(
+                (row["collected_rss_mb"] - previous["collected_rss_mb"]) * 1024 / added, 2)
+            row["finished_kb_per_instance"] = round(
+                ((row["finished_rss_mb"] - row["collected_rss_mb"])
+                 - (previous["finished_rss_mb"] - previous["collected_rss_mb"])) * 1024 / added, 2)
         if "floor_max_rss_mb" in row and "floor_max_rss_mb" in previous:
             row["floor_rss_kb_per_test"] = round(
                 (row["floor_max_rss_mb"] - previous["floor_max_rss_mb"]) * 1024 / added, 2)
@@ -467,21 +485,24 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
         f"### Growth: cached runs of N single-turn instances, {args.checks} checks each",
         "",
         "| instances | suite (MB) | wall (s) | per instance (ms) | CPU per instance (ms) | peak RSS (MB) "
-        "| RSS per added instance (KB) | bare pytest, per added test (KB) | exit (s) | results file (MB) "
-        "| per instance (KB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| RSS per added instance (KB) | of it: the collected suite (KB) | of it: each finished instance (KB) "
+        "| bare pytest, per added test (KB) | exit (s) | results file (MB) | per instance (KB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         out_lines.append(
             f"| {row['instances']:,} | {row['suite_mb']:.1f} | {row['wall_s']:.2f} | {row['per_instance_ms']:.3f} "
             f"| {row['cpu_per_instance_ms']:.3f} | {row['max_rss_mb']:.0f} "
-            f"| {fmt(row.get('rss_kb_per_instance'), '.1f')} | {fmt(row.get('floor_rss_kb_per_test'), '.1f')} "
+            f"| {fmt(row.get('rss_kb_per_instance'), '.1f')} | {fmt(row.get('collected_kb_per_instance'), '.1f')} "
+            f"| {fmt(row.get('finished_kb_per_instance'), '.1f')} | {fmt(row.get('floor_rss_kb_per_test'), '.1f')} "
             f"| {fmt(row['exit_s'])} | {fmt(row['results_mb'])} | {fmt(row['results_kb_per_instance'])} |")
     load = results["host"]
     out_lines += ["", f"*{load['cpus']} CPUs; load average {load['loadavg_before'][0]:.2f} before, "
                       f"{load['loadavg_after'][0]:.2f} after (wall times are noisy on a shared machine; "
-                      "CPU per instance is steadier). RSS per added instance: the slope from the row above; bare "
-                      f"pytest: the same slope for as many plain tests with {args.checks} subtests each "
+                      "CPU per instance is steadier). RSS per added instance: the slope of the peak from the row "
+                      "above; of it, the slopes of the RSS when collection ended (the items and parsed instances) and "
+                      "of what the run added from there to the session's end (kept reports, summary views); bare "
+                      f"pytest: the peak's slope for as many plain tests with {args.checks} subtests each "
                       "(``--no-floor`` skips them).*"]
     out_lines += [f"*{note}*" for note in results.get("notes", [])]
     if problems:
