@@ -160,19 +160,24 @@ class SubtestReporter:
 
 def _subtest_report(report: pytest.TestReport, context: SubtestContext, captured: Captured | None,
                     logs: CapturedLogs | None) -> SubtestReport:
-    """``SubtestReport._new(report, ...)``; for a passed check with nothing captured (nearly all of
-    them) made directly: ``_new`` copies the report through its JSON form and back, which changes
-    nothing in a report without a failure representation, at ~12 µs per check."""
+    """``SubtestReport._new(report, ...)``; for a check with no failure representation and nothing
+    captured (nearly all of them) made directly, with the same fields in the same order.
+
+    ``_new`` copies the report through its JSON form and back (6 µs per check; this takes 2.5), and
+    pytest's ``__init__`` ends with ``self.__dict__.update(extra)``, which gives every report a dict
+    of its own. Set one by one, the attributes stay in the object's compact inline storage
+    (CPython 3.11+) until something asks for ``__dict__``, which then works as ever: 370 instead
+    of 600 bytes for each check's report that pytest keeps to the end of the session."""
     plain = (report.longrepr is None and not report.sections and not (captured and (captured.out or captured.err))
              and logs is None)
     if not plain:
         return SubtestReport._new(report, context, captured_output=captured,  # type: ignore[arg-type]
                                   captured_logs=logs)  # type: ignore[arg-type]
-    fields = dict(report.__dict__)
-    fields.pop("context", None)
-    if "_id" in fields:  # pytest keeps the parsed node id there: the item's, shared (JSON carries text)
-        fields["nodeid"] = fields.pop("_id")
-    sub_report = SubtestReport(**fields)
+    sub_report = SubtestReport.__new__(SubtestReport)
+    for name, value in report.__dict__.items():  # the item's parsed node id (_id) and keywords: shared
+        if name in ("user_properties", "sections"):
+            value = list(value)  # as __init__ does: the report's own lists
+        setattr(sub_report, name, value)
     sub_report.context = context
     return sub_report
 

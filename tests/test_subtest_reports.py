@@ -189,3 +189,24 @@ def pytest_unconfigure(config):
         summary = result.stdout.lines[-1]
         assert "2 failed, 2 passed" in summary and "1 error" in summary
         assert "PASSED suites/demo.yaml::both-pass" in result.stdout.str()
+
+
+def test_a_passed_checks_report_has_exactly_the_fields_pytests_subtests_give_it():
+    """Made directly (no JSON round trip, no dict of its own until asked), it reads and serializes as
+    ``SubtestReport._new`` makes it."""
+    from _pytest.reports import TestReport
+    from _pytest.subtests import SubtestReport
+
+    from pytest_ifbench._kept_reports import check_context
+    from pytest_ifbench._subtests import _subtest_report
+
+    call = TestReport("suites/a.yaml::x", ("suites/a.yaml", None, "x (a.yaml)"), {"x": 1, "ifbench": 1}, "passed",
+                      None, "call", [], 0.25, 10.0, 10.25, [("prop", 1)], extra_field="kept")
+    ours, pytests = (_subtest_report(call, check_context("words"), None, None),
+                     SubtestReport._new(call, check_context("words"), None, None))
+    assert type(ours) is SubtestReport and ours._to_json() == pytests._to_json()
+    assert vars(ours) == vars(pytests) and list(vars(ours)) == list(vars(pytests))
+    assert ours.user_properties is not call.user_properties and ours.sections is not call.sections
+    failed = TestReport("suites/a.yaml::x", ("suites/a.yaml", None, "x"), {}, "failed", "boom", "call")
+    assert _subtest_report(failed, check_context("words"), None, None)._to_json() == \
+        SubtestReport._new(failed, check_context("words"), None, None)._to_json()
