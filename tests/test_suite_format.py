@@ -712,3 +712,15 @@ def test_items_share_their_markers(pytester):
     first, second = ([(m.name, id(m)) for m in item.own_markers] for item in items)
     assert [name for name, _ in first] == ["ifbench", "demo", "category_style", "protocol_single_turn"]
     assert first == second
+
+
+def test_equal_generation_settings_are_one_object(registry):
+    raw = {"ifbench": 1, "benchmark": "demo", "defaults": {"generation": {"temperature": 0.2, "stop": ["x"]}},
+           "instances": [{"id": "a", "prompt": "p", "checks": [dict(CASE)]},
+                         {"id": "b", "prompt": "p", "checks": [dict(CASE)]},
+                         {"id": "c", "prompt": "p", "checks": [dict(CASE)], "generation": {"seed": 3}},
+                         {"id": "d", "prompt": "p", "checks": [dict(CASE)], "generation": {"seed": 3}},
+                         {"id": "e", "prompt": "p", "checks": [dict(CASE)], "generation": {"seed": 4}}]}
+    a, b, c, d, e = (inst.generation for inst in parse_suite(Path("s.yaml"), raw, registry).instances)
+    assert a is b and c is d and c is not e and c is not a
+    assert (a.temperature, a.stop, a.seed, c.seed, c.temperature, e.seed) == (0.2, ("x",), None, 3, 0.2, 4)

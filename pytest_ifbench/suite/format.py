@@ -64,11 +64,13 @@ def _num(value: float) -> str:
 class _Reader:
     """Validation helpers bound to one file and instance, for precise messages."""
 
-    def __init__(self, path: Path, instance: str | None = None, checks: dict[Any, CheckSpec] | None = None):
+    def __init__(self, path: Path, instance: str | None = None, shared: _Reader | None = None):
         self.path = path
         self.instance = instance
-        #: Checks already read from this file, by their raw form and turn (see :func:`_check`).
-        self.checks: dict[Any, CheckSpec] = {} if checks is None else checks
+        #: Checks and generation settings already read from this file, by their raw form (and turn, or
+        #: base settings): see :func:`_check` and :func:`_generation`. An instance's reader shares its file's.
+        self.checks: dict[Any, CheckSpec] = {} if shared is None else shared.checks
+        self.generations: dict[Any, GenerationParams] = {} if shared is None else shared.generations
 
     def fail(self, field: str, message: str) -> SuiteError:
         return SuiteError(self.path, message, instance=self.instance, field=field)
@@ -137,8 +139,20 @@ def marker_name(prefix: str, value: Any) -> str:
 
 
 def _generation(r: _Reader, raw: Any, base: GenerationParams, field: str) -> GenerationParams:
+    """``base`` with ``raw``'s settings; the same settings over the same base before in the file give
+    that (immutable) result, as :func:`_check` does for checks (the defaults are read per instance)."""
     if raw is None:
         return base
+    key = (base, _frozen(raw)) if type(raw) is dict else None
+    if key is None or key[1] is None:
+        return _read_generation(r, raw, base, field)
+    known = r.generations.get(key)
+    if known is None:
+        known = r.generations[key] = _read_generation(r, raw, base, field)
+    return known
+
+
+def _read_generation(r: _Reader, raw: Any, base: GenerationParams, field: str) -> GenerationParams:
     r.expect(raw, dict, field)
     r.unknown_keys(raw, _GENERATION_KEYS, field)
     values: dict[str, Any] = {
@@ -422,7 +436,7 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         if instance_id in seen:
             raise SuiteError(path, "duplicate instance id", instance=instance_id, field="id")
         seen.add(instance_id)
-        ir = _Reader(path, instance_id, r.checks)
+        ir = _Reader(path, instance_id, r)
         ir.unknown_keys(raw, _INSTANCE_KEYS, "")
         instance = _instance(ir, raw, defaults, benchmark, path, registry, root, data.get("sandbox"))
         if protocols is not None and instance.protocol not in protocols:
