@@ -303,15 +303,15 @@ def _newly_queued(item: InstanceItem) -> list[tuple[InstanceItem, int]]:
     interactor = _worker_interactor(item.config)
     if interactor is None:
         return []
-    started = item.config.stash.setdefault(_QUEUED_SEEN, set())
+    seen = item.config.stash.setdefault(_QUEUED_SEEN, set())
     fresh: list[int] = []
     with interactor.torun.lock() as pending:
         for index in reversed(pending):  # new indices arrive at the end: stop at the first one seen before
             if isinstance(index, int):
-                if index in started:
+                if index in seen:
                     break
                 fresh.append(index)
-    started.update(fresh)
+    seen.update(fresh)
     items = item.session.items
     return [(items[index], index + 1) for index in reversed(fresh) if isinstance(items[index], InstanceItem)]
 
