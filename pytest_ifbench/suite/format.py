@@ -72,6 +72,18 @@ class _Reader:
         self.checks: dict[Any, CheckSpec] = {} if shared is None else shared.checks
         self.generations: dict[Any, GenerationParams] = {} if shared is None else shared.generations
 
+    def remembered(self, table: dict[Any, Any], context: Any, raw: Any, read: Callable[[], Any]) -> Any:
+        """``read()``, or what it gave before in this file for the same ``raw`` data in the same
+        ``context`` (the results are immutable); raw data that is not plain YAML is always read."""
+        frozen = _frozen(raw) if type(raw) is dict else None
+        if frozen is None:
+            return read()
+        key = (context, frozen)
+        known = table.get(key)
+        if known is None:
+            known = table[key] = read()
+        return known
+
     def fail(self, field: str, message: str) -> SuiteError:
         return SuiteError(self.path, message, instance=self.instance, field=field)
 
@@ -143,13 +155,7 @@ def _generation(r: _Reader, raw: Any, base: GenerationParams, field: str) -> Gen
     that (immutable) result, as :func:`_check` does for checks (the defaults are read per instance)."""
     if raw is None:
         return base
-    key = (base, _frozen(raw)) if type(raw) is dict else None
-    if key is None or key[1] is None:
-        return _read_generation(r, raw, base, field)
-    known = r.generations.get(key)
-    if known is None:
-        known = r.generations[key] = _read_generation(r, raw, base, field)
-    return known
+    return r.remembered(r.generations, base, raw, lambda: _read_generation(r, raw, base, field))
 
 
 def _read_generation(r: _Reader, raw: Any, base: GenerationParams, field: str) -> GenerationParams:
@@ -179,14 +185,7 @@ def _check(r: _Reader, raw: Any, field: str, registry: Registry, turn: int | Non
     same turn) is that one's spec: specs are immutable, and a suite repeats its checks across
     instances (a 50,000-instance suite of five checks held 250,000 specs with their parameters,
     ~1.9 KB per instance, for the whole session; now five)."""
-    key = (turn, _frozen(raw)) if type(raw) is dict else None
-    if key is not None and key[1] is not None:
-        known = r.checks.get(key)
-        if known is not None:
-            return known
-        spec = r.checks[key] = _read_check(r, raw, field, registry, turn)
-        return spec
-    return _read_check(r, raw, field, registry, turn)
+    return r.remembered(r.checks, turn, raw, lambda: _read_check(r, raw, field, registry, turn))
 
 
 #: Scalars a frozen form keeps by (type, value): 1, 1.0 and True are equal in Python, not in a suite.
