@@ -168,8 +168,6 @@ class InstanceItem(pytest.Function):
         #: One episode per sample (``generation.samples``); ``episode`` is sample 0.
         self.episodes: list[Episode] = []
         self.ifbench_record: dict[str, Any] | None = None
-        #: The keywords dict all of this item's reports share (see ``_plugin.pytest_runtest_makereport``).
-        self.report_keywords: Any = None
         #: Names of the subtests that failed, and how many ran (for the instance's own report).
         self.failed_subtests: list[str] = []
         self.subtest_count = 0

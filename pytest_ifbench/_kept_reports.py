@@ -11,10 +11,9 @@ verbosity (~0.9 KB of the ~10 KB it kept) and one per check at the default one.
 reporter put it there. Every report filed under a category (passed, failed, error, skipped,
 "subtests passed" with ``-q``/``-v``...) and every report of another test stays as pytest keeps it.
 
-What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id
-(``_plugin._share_keywords`` in the process that ran it, :class:`WorkerReportParts` on the xdist
-controller, which rebuilds every report from a worker's mapping), the reports of a check one
-context (:func:`check_context`).
+What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id,
+the reports of a check one context (:class:`ReportParts`, where pytest makes the reports and on the
+xdist controller, which rebuilds every report from a worker's mapping; :func:`check_context`).
 """
 
 from __future__ import annotations
@@ -56,12 +55,14 @@ def check_context(name: str) -> Any:
     return SubtestContext(msg=name, kwargs={})
 
 
-class WorkerReportParts:
-    """On the xdist controller: an instance's reports, rebuilt from its worker's mappings, share one
-    keywords dict and one parsed node id, and a check's reports one context, as in the worker.
+class ReportParts:
+    """An instance's reports share one keywords dict and one parsed node id, a check's reports one
+    context: each report comes with its own copies (pytest's ``dict.fromkeys(item.keywords)`` per
+    report where it is made; a new dict, node id and context per report where xdist's controller
+    rebuilds it from a worker's mapping), and pytest's terminal reporter keeps them to the end.
 
-    An instance's reports come from one worker, in order, from setup to teardown; what they share is
-    held from its first report to its teardown (reports of several workers interleave)."""
+    An instance's reports come in order, from setup to teardown (on the controller from one worker;
+    several workers' interleave); what they share is held from its first report to its teardown."""
 
     def __init__(self) -> None:
         self._open: dict[str, tuple[Any, Any]] = {}

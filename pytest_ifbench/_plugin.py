@@ -332,18 +332,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         if call.when == "call" or (call.when == "setup" and report.failed):
             report.ifbench_record = item.ifbench_record
     _redact_report(report)
-    _share_keywords(item, report)
-    return report
-
-
-def _share_keywords(item: InstanceItem, report: pytest.TestReport) -> None:
-    """pytest's terminal reporter keeps every report to the end of the session, each with its own copy
-    of the item's keywords; an instance's reports (setup, call, teardown and one per check) share one
-    when they are equal (~1 KB per five-check instance)."""
-    if item.report_keywords is not None and item.report_keywords == report.keywords:
-        report.keywords = item.report_keywords
-    else:
-        item.report_keywords = report.keywords
+    return _report_parts(item.config).share(report)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -355,22 +344,25 @@ def pytest_report_to_serializable(config: pytest.Config, report: Any):
     return record_to_wire(data) if isinstance(data, dict) else data
 
 
-#: The xdist controller's sharing of what an instance's reports from a worker have in common.
-_WORKER_REPORT_PARTS = pytest.StashKey[Any]()
+#: What an instance's reports share (see ``_kept_reports.ReportParts``), one for the session.
+_REPORT_PARTS = pytest.StashKey[Any]()
+
+
+def _report_parts(config: pytest.Config) -> Any:
+    parts = config.stash.get(_REPORT_PARTS, None)
+    if parts is None:
+        from ._kept_reports import ReportParts
+
+        parts = config.stash[_REPORT_PARTS] = ReportParts()
+    return parts
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]):
-    from ._kept_reports import WorkerReportParts
     from .reports.records import record_from_wire
 
     report = yield
-    if report is None:
-        return report
-    parts = config.stash.get(_WORKER_REPORT_PARTS, None)
-    if parts is None:
-        parts = config.stash[_WORKER_REPORT_PARTS] = WorkerReportParts()
-    return parts.share(record_from_wire(report))
+    return _report_parts(config).share(record_from_wire(report)) if report is not None else report
 
 
 def _redact_report(report: pytest.TestReport) -> None:

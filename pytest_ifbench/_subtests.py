@@ -142,10 +142,6 @@ class SubtestReporter:
         # reports would cross xdist's transport once per check (as JSON) for the controller to drop.
         report.__dict__.pop("ifbench_record", None)
         sub_report = _subtest_report(report, check_context(name), captured, logs)
-        # pytest's terminal reporter keeps every report to the end of the session: the copy made above
-        # parsed the node id again; it shares the item's (the keywords are shared already, see _plugin).
-        if getattr(sub_report, "_id", None) == getattr(report, "_id", False):
-            sub_report._id = report._id
         if sub_report.failed:
             # keyed like pytest's subtests: by the structured node id its teststatus hook looks up
             self.config.stash[failed_subtests_key][self.item.id] += 1
@@ -171,8 +167,13 @@ def _subtest_report(report: pytest.TestReport, context: SubtestContext, captured
     plain = (report.longrepr is None and not report.sections and not (captured and (captured.out or captured.err))
              and logs is None)
     if not plain:
-        return SubtestReport._new(report, context, captured_output=captured,  # type: ignore[arg-type]
-                                  captured_logs=logs)  # type: ignore[arg-type]
+        sub_report = SubtestReport._new(report, context, captured_output=captured,  # type: ignore[arg-type]
+                                        captured_logs=logs)  # type: ignore[arg-type]
+        # pytest keeps the report to the end of the session: the copy parsed the node id again; it
+        # shares the item's (its keywords are the call report's, shared already: _kept_reports)
+        if getattr(sub_report, "_id", None) == getattr(report, "_id", False):
+            sub_report._id = report._id
+        return sub_report
     sub_report = SubtestReport.__new__(SubtestReport)
     for name, value in report.__dict__.items():  # the item's parsed node id (_id) and keywords: shared
         if name in ("user_properties", "sections"):
@@ -180,8 +181,6 @@ def _subtest_report(report: pytest.TestReport, context: SubtestContext, captured
         setattr(sub_report, name, value)
     sub_report.context = context
     return sub_report
-
-
 
 
 def subtest_reporter(item: pytest.Item) -> SubtestReporter | None:
