@@ -61,6 +61,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from _common import source_revision, tail
+from _rss_phases import ENV as RSS_PHASES_ENV
 
 from pytest_ifbench.testing import StubServer
 
@@ -73,7 +74,6 @@ NON_DEPENDENCY_PLUGINS = ("hypothesispytest", "benchmark")
 #: pytest's final line: "10000 passed, 20000 subtests passed in 26.21s", "10 tests collected in 1.2s", ...
 #: Goal for the cached run's wall time per instance (README, performance section).
 OVERHEAD_GOAL_MS = 2.0
-_RSS_PHASES_ENV = "IFBENCH_BENCH_RSS_PHASES"  # see _rss_phases.py
 _SUMMARY = re.compile(rb"\b(passed|failed|errors?|collected|no tests ran|skipped|deselected)\b.* in [\d.]+s")
 
 
@@ -427,7 +427,7 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                 run = run_pytest([*base, "-p", "_rss_phases"], cwd=work, log=work / "cached.log", timeout=args.timeout,
                                  env_extra={"PYTHONPATH": os.pathsep.join(filter(None, [
                                      str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")])),
-                                            _RSS_PHASES_ENV: str(phases)})
+                                            RSS_PHASES_ENV: str(phases)})
                 calls = server.calls
                 if calls != 0 or run["rc"] not in (0, 1):
                     problems.append(f"{n}: cached run rc={run['rc']}, stub calls={calls} (expected 0)")
