@@ -66,6 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from ._kept_reports import KeptReports
 
     config.pluginmanager.register(KeptReports(config), "ifbench-kept-reports")
+    _register_check_bundles(config)
     from . import _collect
 
     if not config.pluginmanager.is_registered(_collect):
@@ -335,13 +336,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return _report_parts(item.config).share(report)
 
 
-@pytest.hookimpl(wrapper=True)
+#: The name of an xdist worker's ``_check_bundle.WorkerChecks``.
+_WORKER_CHECKS = "ifbench-worker-checks"
+
+
+def _register_check_bundles(config: pytest.Config) -> None:
+    """Under xdist, passed checks travel with their instance's call report (see ``_check_bundle``)."""
+    from ._check_bundle import ControllerChecks, WorkerChecks
+
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerChecks(config), _WORKER_CHECKS)
+    elif getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
+        config.pluginmanager.register(ControllerChecks(config), "ifbench-controller-checks")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_report_to_serializable(config: pytest.Config, report: Any):
-    """Result records cross xdist's transport as JSON text (see :func:`~.reports.records.record_to_wire`)."""
-    from .reports.records import record_to_wire
+    """Result records cross xdist's transport as JSON text (see :func:`~.reports.records.record_to_wire`),
+    and from a worker an instance's whole report (see ``_report_wire``): outermost, after every
+    other plugin's change to the mapping."""
+    from .reports.records import WIRE_KEY, record_to_wire
 
     data = yield
-    return record_to_wire(data) if isinstance(data, dict) else data
+    if not isinstance(data, dict):
+        return data
+    data = record_to_wire(data)
+    checks = config.pluginmanager.get_plugin(_WORKER_CHECKS)
+    if checks is not None:  # an xdist worker
+        from ._check_bundle import BUNDLE_KEY
+        from ._report_wire import pack
+
+        checks.attach(report, data)
+        data = pack(data, keep=(WIRE_KEY, BUNDLE_KEY))
+    return data
 
 
 #: What an instance's reports share (see ``_kept_reports.ReportParts``), one for the session.
@@ -357,12 +384,16 @@ def _report_parts(config: pytest.Config) -> Any:
     return parts
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]):
+    from ._check_bundle import detach, hold
+    from ._report_wire import unpack
     from .reports.records import record_from_wire
 
+    unpack(data)  # outermost: before any other plugin reads the mapping
+    checks = detach(config, data)
     report = yield
-    return _report_parts(config).share(record_from_wire(report)) if report is not None else report
+    return hold(_report_parts(config).share(record_from_wire(report)), checks) if report is not None else report
 
 
 def _redact_report(report: pytest.TestReport) -> None:

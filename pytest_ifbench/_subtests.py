@@ -110,6 +110,8 @@ class SubtestReporter:
         self.config = item.config
         self._capture = _SharedCapture(item.config)
         self._reraise = get_reraise_exceptions(item.config)
+        #: On an xdist worker: passed checks travel with the call report (see ``_check_bundle``).
+        self._bundle = item.config.pluginmanager.get_plugin("ifbench-worker-checks")
 
     def __enter__(self) -> SubtestReporter:
         self._capture.hold()
@@ -146,7 +148,8 @@ class SubtestReporter:
             # keyed like pytest's subtests: by the structured node id its teststatus hook looks up
             self.config.stash[failed_subtests_key][self.item.id] += 1
         with self._capture.suspended():
-            ihook.pytest_runtest_logreport(report=sub_report)
+            if self._bundle is None or not self._bundle.log(self.item, sub_report):
+                ihook.pytest_runtest_logreport(report=sub_report)
         if check_interactive_exception(call, sub_report):
             ihook.pytest_exception_interact(node=self.item, call=call, report=sub_report)
         if error is not None and (isinstance(error, self._reraise) or self.item.session.shouldfail):

@@ -30,3 +30,44 @@ def test_a_record_travels_as_json_text_and_comes_back_equal():
     report.__dict__.update(received)
     assert record_from_wire(report).ifbench_record == RECORD and not hasattr(report, WIRE_KEY)
     assert record_to_wire({"nodeid": "x"}) == {"nodeid": "x"}  # a report without a record is left alone
+
+
+REPORT = {"location": ("s.yaml", None, "a (s.yaml)"), "keywords": {"a": 1, "ifbench": 1}, "outcome": "passed",
+          "longrepr": None, "when": "call", "user_properties": [], "sections": [], "duration": 0.1 + 0.2,
+          "nodeid": "s.yaml::a", "text": "lone \ud800 surrogate, ünïcode", "$report_type": "TestReport"}
+
+
+def test_an_instance_report_travels_as_one_json_text_and_comes_back_the_same():
+    from pytest_ifbench._report_wire import PACKED_KEY, pack, unpack
+
+    data = pack(dict(REPORT, ifbench_record_json='{"x": 1}'), keep=("ifbench_record_json",))
+    assert set(data) == {PACKED_KEY, "ifbench_record_json"}  # the record's text is not escaped again
+    data["item_index"] = 3  # what xdist adds on the worker, after the hook
+    received = wire.loads(wire.dumps(data))
+    unpack(received)
+    assert received == dict(REPORT, ifbench_record_json='{"x": 1}', item_index=3)
+    assert list(received) == [*REPORT, "ifbench_record_json", "item_index"]  # the fields' order too
+    assert type(received["location"]) is tuple
+
+
+@pytest.mark.parametrize("change", [
+    {"user_properties": [("name", "value")]},  # a tuple JSON would turn into a list
+    {"sections": [("Captured stdout call", "x")]},
+    {"extra": {1: "an int key"}},
+    {"duration": float("nan")},
+    {"extra": object()},
+])
+def test_a_report_json_would_change_travels_as_before(change):
+    from pytest_ifbench._report_wire import pack
+
+    data = dict(REPORT, **change)
+    assert pack(data) is data
+
+
+def test_only_instance_reports_are_packed():
+    from pytest_ifbench._report_wire import pack, unpack
+
+    other = dict(REPORT, keywords={"test_x": 1})
+    assert pack(other) is other
+    unpack(other)  # a mapping that was not packed is left alone
+    assert other == dict(REPORT, keywords={"test_x": 1})

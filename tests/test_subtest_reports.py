@@ -210,3 +210,74 @@ def test_a_passed_checks_report_has_exactly_the_fields_pytests_subtests_give_it(
     failed = TestReport("suites/a.yaml::x", ("suites/a.yaml", None, "x"), {}, "failed", "boom", "call")
     assert _subtest_report(failed, check_context("words"), None, None)._to_json() == \
         SubtestReport._new(failed, check_context("words"), None, None)._to_json()
+
+
+#: conftest: on xdist workers, count the report messages sent per instance (and what a call report
+#: carries); on the controller, the order in which reports reach ``pytest_runtest_logreport``.
+MESSAGES_PROBE = '''
+import json, os, pathlib, pytest
+
+SENT = []
+SEEN = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):
+        return
+    for plugin in session.config.pluginmanager.get_plugins():
+        if type(plugin).__name__ == "WorkerInteractor":
+            send = plugin.sendevent
+
+            def counted(name, send=send, **kwargs):
+                if name == "testreport":
+                    data = kwargs["data"]
+                    SENT.append([data.get("nodeid") or json.loads(data["ifbench_report_json"])["nodeid"],
+                                 len(data.get("ifbench_checks", []))])
+                return send(name, **kwargs)
+
+            plugin.sendevent = counted
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    context = getattr(report, "context", None)
+    SEEN.append([report.nodeid, report.when, context.msg if context else None, report.outcome,
+                 getattr(getattr(report, "node", None), "gateway", None) is not None])
+
+
+def pytest_unconfigure(config):
+    who = config.workerinput["workerid"] if hasattr(config, "workerinput") else "controller"
+    pathlib.Path(f"messages-{who}.json").write_text(json.dumps(SENT if who != "controller" else SEEN))
+'''
+
+
+def test_under_xdist_passed_checks_travel_with_their_call_report(pytester, stub_env):
+    """A worker sends an instance as three messages (setup, the call carrying its passed checks,
+    teardown); a failed check goes at once, carrying the passed ones made before it. The controller's
+    plugins see every report in the order of one process (setup, the checks as made, call, teardown),
+    each with the worker's node."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makeconftest(MESSAGES_PROBE)
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache",
+                                "-n", "2", "-v")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*SUBPASSED[[]words[]] suites/demo.yaml::both-pass*",
+                                 "*SUBPASSED[[]short[]] suites/demo.yaml::both-pass*"], consecutive=True)
+    result.stdout.fnmatch_lines(["*SUBPASSED[[]words[]] suites/demo.yaml::one-fails*",
+                                 "*SUBFAILED[[]upper[]] suites/demo.yaml::one-fails*"], consecutive=True)
+    sent = [entry for path in pytester.path.glob("messages-gw*.json") for entry in json.loads(path.read_text())]
+    by_node: dict[str, list[int]] = {}
+    for nodeid, carried in sent:
+        by_node.setdefault(nodeid.split("::")[1], []).append(carried)
+    # one-fails: [words] passes first and rides on the failed [upper], which travels at once
+    assert by_node == {"both-pass": [0, 2, 0], "one-fails": [0, 1, 0, 0]}
+    seen = json.loads((pytester.path / "messages-controller.json").read_text())
+    for instance, checks in (("both-pass", [["words", "passed"], ["short", "passed"]]),
+                             ("one-fails", [["words", "passed"], ["upper", "failed"]])):
+        order = [[when, msg, outcome] for nodeid, when, msg, outcome, _ in seen if nodeid.endswith(f"::{instance}")]
+        assert order == [["setup", None, "passed"], *[["call", msg, outcome] for msg, outcome in checks],
+                         ["call", None, "failed" if instance == "one-fails" else "passed"],
+                         ["teardown", None, "passed"]]
+    assert all(has_node for *_, has_node in seen)
