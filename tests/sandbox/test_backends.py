@@ -92,3 +92,19 @@ def test_docker_takes_a_named_image_and_bubblewrap_does_not():
     assert isinstance(docker, ImageBackend) and not isinstance(make_backend("bubblewrap"), ImageBackend)
     imaged = docker.with_image("toolchain:1")
     assert imaged.name == "docker" and imaged.image == "toolchain:1" and repr(imaged) == "DockerBackend('toolchain:1')"
+
+
+def test_the_oom_kill_count_is_read_from_the_cgroups_file_and_unknown_stays_unknown(tmp_path):
+    """The docker backend reads a command's OOM kills before and after from one file found when its
+    container started; a reading that fails is None (not 0, which made a kill look like none)."""
+    from pytest_ifbench.sandbox.backends._docker_supervise import oom_kills
+
+    events = tmp_path / "memory.events"
+    events.write_text("low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n")
+    assert oom_kills(str(events)) == 2
+    events.write_text("under_oom 0\noom_kill 5\n")  # cgroup v1's memory.oom_control
+    assert oom_kills(str(events)) == 5
+    assert oom_kills(None) is None
+    assert oom_kills(str(tmp_path / "gone")) is None  # the container's cgroup was removed
+    events.write_text("low 0\n")
+    assert oom_kills(str(events)) is None

@@ -57,7 +57,7 @@ from ..backend import (
     sandbox_python,
 )
 from ._docker_image import LABEL, ensure_image, reap_leftovers
-from ._docker_supervise import no_python, oom_kills, outcome, split_status, supervise
+from ._docker_supervise import memory_events, no_python, oom_kills, outcome, split_status, supervise
 from ._quota import TmpfsQuota
 
 __all__ = ["DockerBackend", "DockerRun"]
@@ -150,6 +150,8 @@ class DockerRun:
         self.image = image
         self.control = dirs.root / ".control"
         self._container: Any = None
+        #: The container's OOM-kill counter file (``_docker_supervise.memory_events``), None until found.
+        self._events: str | None = None
         self._mounted: tuple[str, ...] = ()
         self._limits: tuple[int, int, float | None] | None = None
         self._cond = threading.Condition()
@@ -174,6 +176,7 @@ class DockerRun:
                 self._cond.wait()
             self._remove_container()
             self._container = self._create(need, cgroup)
+            self._events = memory_events(self._container)
             self._mounted, self._limits = need, cgroup
             self._running += 1
             return self._container
@@ -239,7 +242,7 @@ class DockerRun:
                 self._container.remove(force=True)
             except Exception:  # noqa: BLE001 -- already gone
                 pass
-            self._container = None
+            self._container, self._events = None, None
 
     # --- commands -------------------------------------------------------------------------------------
 
@@ -291,7 +294,10 @@ class DockerRun:
     def _exec(self, container: Any, argv: tuple[str, ...], limits: Limits, env: dict[str, str],
               stdin: str | None, disk_budget: int | None) -> CommandResult:
         supervisor, files = self.request(argv, limits, env, stdin)
-        oom_before = oom_kills(container)
+        if self._events is None:  # not found when the container started: try once more
+            self._events = memory_events(container)
+        events = self._events
+        oom_before = oom_kills(events)
         start = time.monotonic()
         try:
             api = self.client.api
@@ -305,7 +311,10 @@ class DockerRun:
             for path in files:
                 path.unlink(missing_ok=True)
         status, err = split_status(err)
-        oom = oom_kills(container) > oom_before
+        oom_after = oom_kills(events)
+        # Two reads of one file, found when the container started: no engine round trip that can fail
+        # under load in between (a failed reading counted as 0 hid a kill); unknown stays unknown.
+        oom = oom_before is not None and oom_after is not None and oom_after > oom_before
         if not status and not backstop:
             if self.image is not None and api.exec_inspect(exec_id).get("ExitCode") in (126, 127):
                 raise SandboxUnavailable(no_python(self.image, err))

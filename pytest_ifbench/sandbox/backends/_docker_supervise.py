@@ -7,6 +7,7 @@ containers of routed ones (:mod:`._docker_route`); the supervisor itself is :mod
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
 import threading
@@ -17,7 +18,7 @@ from typing import Any
 from .._namespaces import tree_usage
 from ..backend import CommandResult, Limits, RunDirs, classify
 
-__all__ = ["no_python", "oom_kills", "outcome", "split_status", "supervise"]
+__all__ = ["memory_events", "no_python", "oom_kills", "outcome", "split_status", "supervise"]
 
 #: What precedes the supervisor's status record on its stderr (``_docker_exec.MARK``).
 _MARK = b"\0IFBENCH-EXEC "
@@ -142,15 +143,17 @@ class _DiskWatch(threading.Thread):
         self.join(5)
 
 
-def oom_kills(container: Any) -> int:
-    """How many processes the container's memory cgroup has OOM-killed (cgroup v1 or v2), 0 if unknown."""
+def memory_events(container: Any) -> str | None:
+    """The file that counts the OOM kills in ``container``'s memory cgroup (cgroup v2's ``memory.events``
+    or v1's ``memory.oom_control``), None when it cannot be found. Looked up once per container, so a
+    command's before/after reading is two reads of a file, with no engine round trip in between."""
     try:
         container.reload()
         pid = container.attrs["State"]["Pid"]
         with open(f"/proc/{pid}/cgroup") as fh:
             lines = fh.read().splitlines()
-    except Exception:  # noqa: BLE001
-        return 0
+    except Exception:  # noqa: BLE001 -- the engine or /proc: the count is then unknown, not 0
+        return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if "memory" in controllers.split(","):
@@ -159,12 +162,18 @@ def oom_kills(container: Any) -> int:
     else:
         candidates = [f"/sys/fs/cgroup{path}/memory.events" for line in lines if line.startswith("0::")
                       for path in [line.split(":", 2)[2]]]
-    for name in candidates:
-        try:
-            with open(name) as fh:
-                for line in fh:
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1])
-        except OSError:
-            continue
-    return 0
+    return next((name for name in candidates if os.path.exists(name)), None)
+
+
+def oom_kills(events: str | None) -> int | None:
+    """How many processes the memory cgroup whose ``events`` file this is has OOM-killed; None if unknown."""
+    if events is None:
+        return None
+    try:
+        with open(events) as fh:
+            for line in fh:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
