@@ -155,6 +155,70 @@ def test_cache_hit_makes_no_call_and_stores_no_key(stub_env, tmp_path):
             assert FAKE_KEY not in path.read_text()
 
 
+def concurrently(*calls):
+    async def run():
+        try:
+            return await asyncio.gather(*(call() for call in calls), return_exceptions=True)
+        finally:
+            await close_sessions()
+
+    return asyncio.run(run())
+
+
+def test_an_identical_request_in_flight_is_paid_once(stub_env, tmp_path):
+    """Two identical requests at once (a dialogue opening with another instance's prompt): one call,
+    the second gets its reply as a cache hit; another sample, or no cache, is a call of its own."""
+    stub_env.latency = 0.3
+    c = client(stub_env, cache=ResponseCache(tmp_path / "cache"))
+    params = GenerationParams(max_tokens=20)
+    first, second, other = concurrently(lambda: c.complete(MESSAGES, params), lambda: c.complete(MESSAGES, params),
+                                        lambda: c.complete(MESSAGES, params, sample=1))
+    assert stub_env.calls == 2  # the request and its other sample
+    assert not first.cached and second.cached and second.text == first.text and not other.cached
+    assert c.stats.cache_hits == 1 and not c._in_flight
+    uncached = client(stub_env)
+    concurrently(lambda: uncached.complete(MESSAGES, params), lambda: uncached.complete(MESSAGES, params))
+    assert stub_env.calls == 4  # without the cache every request is sent, as asked
+
+
+def test_a_request_waiting_on_a_failed_one_calls_for_itself(stub_env, tmp_path):
+    stub_env.latency = 0.3
+    stub_env.inject_faults(Fault(kind="status", status=400, message="nope"))
+    c = client(stub_env, cache=ResponseCache(tmp_path / "cache"))
+    params = GenerationParams(max_tokens=20)
+    first, second = concurrently(lambda: c.complete(MESSAGES, params), lambda: c.complete(MESSAGES, params))
+    assert isinstance(first, ModelCallError)
+    assert not second.cached and second.text and stub_env.calls == 2
+
+
+def test_a_waiting_request_cancelled_leaves_the_first_alone(stub_env, tmp_path):
+    stub_env.latency = 0.5
+    c = client(stub_env, cache=ResponseCache(tmp_path / "cache"))
+    params = GenerationParams(max_tokens=20)
+
+    async def waiter():
+        await asyncio.sleep(0.05)
+        return await asyncio.wait_for(c.complete(MESSAGES, params), 0.1)
+
+    first, second = concurrently(lambda: c.complete(MESSAGES, params), waiter)
+    assert isinstance(second, asyncio.TimeoutError) and not first.cached and stub_env.calls == 1
+    assert not c._in_flight
+
+
+def test_a_first_request_cancelled_lets_the_waiting_one_call(stub_env, tmp_path):
+    stub_env.latency = 0.5
+    c = client(stub_env, cache=ResponseCache(tmp_path / "cache"))
+    params = GenerationParams(max_tokens=20)
+
+    async def waiter():
+        await asyncio.sleep(0.05)
+        return await c.complete(MESSAGES, params)
+
+    first, second = concurrently(lambda: asyncio.wait_for(c.complete(MESSAGES, params), 0.2), waiter)
+    assert isinstance(first, asyncio.TimeoutError) and not second.cached and second.text
+    assert not c._in_flight
+
+
 def test_failed_calls_are_not_cached(stub_env, tmp_path):
     cache = ResponseCache(tmp_path / "cache")
     stub_env.inject_faults(Fault(kind="status", status=400, message="nope"))

@@ -273,6 +273,9 @@ class ModelClient:
     direct: Transport | None = field(default=None, repr=False)
     #: The process's circuit breakers (the session shares one set between the model and the judges).
     breakers: Breakers = field(default_factory=Breakers, repr=False)
+    #: Calls on their way, by (event loop, cache key): an identical request waits for the first (see
+    #: :meth:`complete`).
+    _in_flight: dict[tuple[int, str], asyncio.Future[Any]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.direct is None and self.api_base and direct_route(self.model, self.api_base, self.extra):
@@ -314,22 +317,45 @@ class ModelClient:
         tools: Sequence[Mapping[str, Any]] = (),
         response_format: Mapping[str, Any] | None = None,
     ) -> Completion:
+        """The model's reply, from the response cache when it has one.
+
+        With the cache on, a request identical to one still on its way (the same cache key: a
+        dialogue opening with another instance's prompt, one prompt in two suites) waits for that
+        one's reply instead of paying for its own, and gets it as a cache hit, as it would have a
+        moment later; if that call fails or is cancelled, the waiting one calls for itself. Within
+        one process (xdist workers share finished entries through the cache directory only)."""
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
-        if self.cache is not None:
-            # A shared tier (S3, Redis) may read over the network on a local miss: off the event loop then.
-            shared = self.cache.shared is not None
-            entry = await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key)
-            if entry is not None and isinstance(entry.get("response"), dict) \
-                    and isinstance(entry["response"].get("raw_text"), str):  # else damaged: call again
+        if self.cache is None:
+            entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
+            return self._completion(entry["raw_text"], entry, cached=False)
+        # A shared tier (S3, Redis) may read over the network on a local miss: off the event loop then.
+        shared = self.cache.shared is not None
+        entry = await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key)
+        if entry is not None and isinstance(entry.get("response"), dict) \
+                and isinstance(entry["response"].get("raw_text"), str):  # else damaged: call again
+            self.stats.cache_hits += 1
+            return self._completion(entry["response"]["raw_text"], entry["response"], cached=True)
+        loop = asyncio.get_running_loop()
+        flight = (id(loop), key)
+        first = self._in_flight.get(flight)
+        if first is not None:
+            answer = await asyncio.shield(first)  # this caller's own cancellation leaves the first alone
+            if answer is not None:
                 self.stats.cache_hits += 1
-                return self._completion(entry["response"]["raw_text"], entry["response"], cached=True)
-        entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
-        if self.cache is not None:
+                return self._completion(answer["raw_text"], answer, cached=True)
+        mine = self._in_flight[flight] = loop.create_future()
+        answer = None
+        try:
+            answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
             self.cache.put(key, {
                 "model": self.model, "messages": list(messages), "params": params.litellm_kwargs(),
-                "sample": sample, "tools": list(tools), "response_format": response_format, "response": entry,
+                "sample": sample, "tools": list(tools), "response_format": response_format, "response": answer,
             })
-        return self._completion(entry["raw_text"], entry, cached=False)
+        finally:
+            if self._in_flight.get(flight) is mine:
+                del self._in_flight[flight]
+            mine.set_result(answer)  # None (failed, cancelled): whoever waited calls for itself
+        return self._completion(answer["raw_text"], answer, cached=False)
 
     async def _call_with_retries(self, messages, params, *, tools, response_format) -> dict[str, Any]:
         litellm = await litellm_module() if self.direct is None else None
