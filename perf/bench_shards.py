@@ -79,11 +79,13 @@ def _tables(summary: Path) -> str:
 
 
 def _tokens_masked(tables: str) -> str:
-    """The tables with the paid-token cells masked: with a shared cache a shard may find a reply another
-    shard paid for (an identical request of another instance), which a single run pays twice."""
+    """The tables with the paid-token cells masked (with a shared cache a shard may find a reply another
+    shard paid for: an identical request of another instance, which a single run pays for once only when
+    both are on their way at the same time) and the wall-clock ones (AgentIF's average latency)."""
     import re
 
-    return re.sub(r"\| \d+/\d+ \|", "| - |", tables)
+    tables = re.sub(r"\| \d+/\d+ \|", "| - |", tables)
+    return re.sub(r"(\| avg latency \(s\) \|) [\d.]+ \|", r"\1 - |", tables)
 
 
 def _verdicts(path: Path) -> dict:
@@ -172,7 +174,8 @@ def main() -> int:
     print(f"  one run:         {single_wall:6.1f} s  {single_calls} calls")
     for row in report["shards"]:
         print(f"  shard {row['shard']}:     {row['wall_s']:6.1f} s  {row['calls']} calls")
-    print(f"  merged report identical to the one run: tables {same_tables} (all but paid tokens {same_scores}), "
+    print(f"  merged report identical to the one run: tables {same_tables} (all but paid tokens and latency "
+          f"{same_scores}), "
           f"verdicts {same_verdicts}")
     print(f"  second machine (shared cache only): {', '.join(f'{w:.1f} s' for w in replay_walls)}; "
           f"{repaid} calls repaid; verdicts identical {replay_same}")
