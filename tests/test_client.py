@@ -191,31 +191,28 @@ def test_a_request_waiting_on_a_failed_one_calls_for_itself(stub_env, tmp_path):
     assert not second.cached and second.text and stub_env.calls == 2
 
 
-def test_a_waiting_request_cancelled_leaves_the_first_alone(stub_env, tmp_path):
+@pytest.mark.parametrize("cancelled", ["waiting", "first"])
+def test_a_cancelled_request_leaves_the_other_its_reply(stub_env, tmp_path, cancelled):
+    """A waiting request cancelled leaves the first alone (one call); the first one cancelled lets
+    the waiting one call for itself."""
     stub_env.latency = 0.5
     c = client(stub_env, cache=ResponseCache(tmp_path / "cache"))
     params = GenerationParams(max_tokens=20)
 
-    async def waiter():
-        await asyncio.sleep(0.05)
-        return await asyncio.wait_for(c.complete(MESSAGES, params), 0.1)
+    def request(timeout: float | None, delay: float = 0.0):
+        async def run():
+            await asyncio.sleep(delay)
+            call = c.complete(MESSAGES, params)
+            return await (asyncio.wait_for(call, timeout) if timeout else call)
 
-    first, second = concurrently(lambda: c.complete(MESSAGES, params), waiter)
-    assert isinstance(second, asyncio.TimeoutError) and not first.cached and stub_env.calls == 1
-    assert not c._in_flight
+        return run
 
-
-def test_a_first_request_cancelled_lets_the_waiting_one_call(stub_env, tmp_path):
-    stub_env.latency = 0.5
-    c = client(stub_env, cache=ResponseCache(tmp_path / "cache"))
-    params = GenerationParams(max_tokens=20)
-
-    async def waiter():
-        await asyncio.sleep(0.05)
-        return await c.complete(MESSAGES, params)
-
-    first, second = concurrently(lambda: asyncio.wait_for(c.complete(MESSAGES, params), 0.2), waiter)
-    assert isinstance(first, asyncio.TimeoutError) and not second.cached and second.text
+    first, second = concurrently(request(0.2 if cancelled == "first" else None),
+                                 request(0.1 if cancelled == "waiting" else None, delay=0.05))
+    if cancelled == "waiting":
+        assert isinstance(second, asyncio.TimeoutError) and not first.cached and stub_env.calls == 1
+    else:
+        assert isinstance(first, asyncio.TimeoutError) and not second.cached and second.text
     assert not c._in_flight
 
 
