@@ -1,7 +1,8 @@
 """The per-user cache folder for what only depends on tools and file contents (never on a run).
 
 ``$XDG_CACHE_HOME/pytest-ifbench`` (default ``~/.cache/pytest-ifbench``): rule
-expansions of a ruff binary, parsed suite files. Everything in it can be
+expansions of a ruff binary, parsed suite files, the compact price table
+(``models/prices.py``), agent CLIs. Everything in it can be
 deleted at any time; a damaged entry is treated as missing.
 """
 

@@ -257,6 +257,37 @@ def test_a_connection_refused_reaches_the_circuit_breaker(keys, monkeypatch):
         assert is_connection_failure(excinfo.value) and provider_error(ValueError("x"), 1) is None
 
 
+def test_the_price_table_is_kept_compact_in_the_user_cache(tmp_path, monkeypatch):
+    """The first process reads litellm's 3 MB file and keeps the fields it reads per model in the
+    per-user cache; later processes read that copy (a damaged one is made again); costs are the same."""
+    from pytest_ifbench.models import prices
+
+    full = json.loads(prices._price_file().read_text())
+    long_priced = next(name for name, entry in full.items()
+                       if isinstance(entry, dict) and "input_cost_per_token_above_200k_tokens" in entry)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    usage = prices.Usage(prompt=250_000, completion=1000)
+    prices.price_table.cache_clear()
+    try:
+        cost = prices.cost_of(long_priced, usage)
+        kept, = (tmp_path / "pytest-ifbench" / "prices").glob("*.json")
+        table = json.loads(kept.read_text())
+        assert table == {name: {key: value for key, value in entry.items() if key in prices._READ_FIELDS}
+                         for name, entry in full.items() if isinstance(entry, dict)}
+        assert "max_tokens" not in table["gpt-4o-mini"] and "input_cost_per_token_batches" not in table["gpt-4o-mini"]
+        table[long_priced]["input_cost_per_token_above_200k_tokens"] *= 2  # the copy is what is read
+        kept.write_text(json.dumps(table))
+        prices.price_table.cache_clear()
+        assert prices.cost_of(long_priced, usage) > cost
+        kept.write_text("{damaged")
+        prices.price_table.cache_clear()
+        assert prices.cost_of(long_priced, usage) == cost and prices.provider_of("gpt-4o-mini") == "openai"
+        assert json.loads(kept.read_text()) == {name: {k: v for k, v in entry.items() if k in prices._READ_FIELDS}
+                                                for name, entry in full.items() if isinstance(entry, dict)}
+    finally:
+        prices.price_table.cache_clear()
+
+
 @pytest.mark.parametrize(("model", "provider", "usage"), [
     ("gpt-4o-mini", "openai", {"prompt": 1000, "completion": 200, "cache_read": 400}),
     ("gpt-4o-mini", "openai", {"prompt": 10, "completion": 5}),

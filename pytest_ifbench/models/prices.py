@@ -15,11 +15,14 @@ cache at the cache-creation price), completion tokens at the output price, and t
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .._user_cache import user_cache_dir, write_atomically
 
 #: The file inside the litellm package (the copy litellm itself reads when it runs offline).
 PRICE_FILE = "model_prices_and_context_window_backup.json"
@@ -27,20 +30,58 @@ PRICE_FILE = "model_prices_and_context_window_backup.json"
 _LONG_PROMPT = 200_000
 
 
+#: The prices this module reads (each also as its ``_above_200k_tokens`` variant).
+_PRICES = ("input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost",
+           "cache_creation_input_token_cost")
+#: Every field of an entry this module reads; the rest of the table's ~30 fields per model is not kept.
+_READ_FIELDS = frozenset([*_PRICES, *(f"{name}_above_200k_tokens" for name in _PRICES), "litellm_provider", "mode"])
+#: The compact table's format; a change makes every kept copy stale.
+_INDEX_FORMAT = 2
+
+
 @functools.lru_cache(maxsize=1)
 def price_table() -> Mapping[str, Mapping[str, Any]]:
-    """The whole table by model name ({} when litellm is not installed or the file is unreadable)."""
+    """The table by model name, each entry with only the fields read here ({} when litellm is not
+    installed or the file is unreadable).
+
+    The file is 3 MB of JSON: parsing it took ~20-50 ms and left ~6 MB in every process that
+    chose a route or priced a reply. Its compact form (names, providers, modes, prices: ~0.3 MB) is
+    kept in the per-user cache, keyed by the file's path, size and modification time, and read
+    instead once it is there."""
+    source = _price_file()
+    if source is None:
+        return {}
+    stat = source.stat()
+    tag = hashlib.sha256(f"{_INDEX_FORMAT}:{source}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:24]
+    kept = user_cache_dir() / "prices" / f"{tag}.json"
+    try:
+        table = json.loads(kept.read_text(encoding="utf-8"))
+        if isinstance(table, dict):
+            return table
+    except (OSError, ValueError):
+        pass
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    table = {name: {key: value for key, value in entry.items() if key in _READ_FIELDS}
+             for name, entry in data.items() if isinstance(entry, dict)}
+    write_atomically(kept, json.dumps(table, separators=(",", ":")).encode())
+    return table
+
+
+def _price_file() -> Path | None:
+    """litellm's price table in the installed package (without importing litellm), or None."""
     from importlib.util import find_spec
 
     spec = find_spec("litellm")
     for location in (spec.submodule_search_locations or []) if spec else []:
-        try:
-            data = json.loads((Path(location) / PRICE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            return {name: entry for name, entry in data.items() if isinstance(entry, dict)}
-    return {}
+        path = Path(location) / PRICE_FILE
+        if path.is_file():
+            return path
+    return None
 
 
 def entry_for(model: str) -> Mapping[str, Any] | None:
