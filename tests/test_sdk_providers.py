@@ -272,9 +272,11 @@ def test_the_price_table_is_kept_compact_in_the_user_cache(tmp_path, monkeypatch
         cost = prices.cost_of(long_priced, usage)
         kept, = (tmp_path / "pytest-ifbench" / "prices").glob("*.json")
         table = json.loads(kept.read_text())
-        assert table == {name: {key: value for key, value in entry.items() if key in prices._READ_FIELDS}
+        assert table == {name: {key: value for key, value in entry.items()
+                                if key in prices._READ_FIELDS or prices._LONG_PRICE.fullmatch(key)}
                          for name, entry in full.items() if isinstance(entry, dict)}
         assert "max_tokens" not in table["gpt-4o-mini"] and "input_cost_per_token_batches" not in table["gpt-4o-mini"]
+        table_before = json.loads(kept.read_text())
         table[long_priced]["input_cost_per_token_above_200k_tokens"] *= 2  # the copy is what is read
         kept.write_text(json.dumps(table))
         prices.price_table.cache_clear()
@@ -282,8 +284,7 @@ def test_the_price_table_is_kept_compact_in_the_user_cache(tmp_path, monkeypatch
         kept.write_text("{damaged")
         prices.price_table.cache_clear()
         assert prices.cost_of(long_priced, usage) == cost and prices.provider_of("gpt-4o-mini") == "openai"
-        assert json.loads(kept.read_text()) == {name: {k: v for k, v in entry.items() if k in prices._READ_FIELDS}
-                                                for name, entry in full.items() if isinstance(entry, dict)}
+        assert json.loads(kept.read_text()) == table_before
     finally:
         prices.price_table.cache_clear()
 
@@ -312,3 +313,28 @@ def test_the_price_table_read_as_data_costs_what_litellm_costs(model, provider, 
     prompt, completion = litellm.cost_per_token(model=model, custom_llm_provider=provider, usage_object=theirs)
     assert cost_of(model, Usage(**usage)) == pytest.approx(prompt + completion, rel=1e-12)
     assert cost_of("openai/not-a-priced-model", Usage(**usage)) is None
+
+
+@pytest.mark.parametrize("prompt", [200_000, 272_001, 600_000])
+def test_long_prompt_prices_are_litellms_whatever_length_the_table_names(prompt):
+    """Models whose entries name several long-prompt lengths (``_above_128k``, ``_above_272k``...):
+    the longest length passed sets the prices, as litellm computes them."""
+    from litellm.types.utils import PromptTokensDetailsWrapper
+    from litellm.types.utils import Usage as LitellmUsage
+
+    from pytest_ifbench.models import prices
+    from pytest_ifbench.models.client import import_litellm
+
+    full = json.loads(prices._price_file().read_text())
+    models = [name for name, entry in full.items() if isinstance(entry, dict) and entry.get("mode") == "chat"
+              and entry.get("litellm_provider") == "openai" and "/" not in name
+              and any(prices._LONG_PRICE.fullmatch(key) and "_200k_" not in key for key in entry)][:3]
+    if not models:
+        pytest.skip("this litellm's table names no long-prompt length but 200k for OpenAI's models")
+    litellm = import_litellm()
+    for model in models:
+        theirs = LitellmUsage(prompt_tokens=prompt, completion_tokens=900, total_tokens=prompt + 900,
+                              prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=5000))
+        expected = sum(litellm.cost_per_token(model=model, custom_llm_provider="openai", usage_object=theirs))
+        ours = prices.cost_of(model, prices.Usage(prompt=prompt, completion=900, cache_read=5000))
+        assert ours == pytest.approx(expected, rel=1e-12), model

@@ -8,8 +8,8 @@ provider a bare model name (``gpt-4o-mini``, ``claude-sonnet-4-5``) belongs to.
 
 The cost is litellm's per-token arithmetic for plain chat calls: prompt tokens at the input price
 (those read from the provider's prompt cache at the cache-read price, those written to Anthropic's
-cache at the cache-creation price), completion tokens at the output price, and the
-``_above_200k_tokens`` prices for prompts past 200,000 tokens where the table has them.
+cache at the cache-creation price), completion tokens at the output price, and a long-prompt price
+(``_above_200k_tokens``, ``_above_272k_tokens``...) for prompts past the length it names.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,17 +27,17 @@ from .._user_cache import user_cache_dir, write_atomically
 
 #: The file inside the litellm package (the copy litellm itself reads when it runs offline).
 PRICE_FILE = "model_prices_and_context_window_backup.json"
-#: Where the table has separate prices for long prompts, the length past which they apply.
-_LONG_PROMPT = 200_000
 
 
-#: The prices this module reads (each also as its ``_above_200k_tokens`` variant).
+#: The prices this module reads, each also in its long-prompt variants (``_above_272k_tokens``...).
 _PRICES = ("input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost",
            "cache_creation_input_token_cost")
-#: Every field of an entry this module reads; the rest of the table's ~30 fields per model is not kept.
-_READ_FIELDS = frozenset([*_PRICES, *(f"{name}_above_200k_tokens" for name in _PRICES), "litellm_provider", "mode"])
+#: A long-prompt price: the price's name, then the prompt length past which it applies (``272k``, ``128000``).
+_LONG_PRICE = re.compile(rf"(?:{'|'.join(_PRICES)})_above_(\d+(?:\.\d+)?k?)_tokens")
+#: The other fields of an entry this module reads; the rest of the table's ~30 fields per model is not kept.
+_READ_FIELDS = frozenset([*_PRICES, "litellm_provider", "mode"])
 #: The compact table's format; a change makes every kept copy stale.
-_INDEX_FORMAT = 2
+_INDEX_FORMAT = 3
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,7 +67,7 @@ def price_table() -> Mapping[str, Mapping[str, Any]]:
         return {}
     if not isinstance(data, dict):
         return {}
-    table = {name: {key: value for key, value in entry.items() if key in _READ_FIELDS}
+    table = {name: {key: value for key, value in entry.items() if key in _READ_FIELDS or _LONG_PRICE.fullmatch(key)}
              for name, entry in data.items() if isinstance(entry, dict)}
     write_atomically(kept, json.dumps(table, separators=(",", ":")).encode())
     return table
@@ -126,23 +127,37 @@ class Usage:
 
 
 def cost_of(model: str, usage: Usage) -> float | None:
-    """What ``usage`` of ``model`` cost in USD at litellm's prices, or None if the model is not priced."""
+    """What ``usage`` of ``model`` cost in USD at litellm's prices, or None if the model is not priced.
+
+    As litellm prices a plain chat call: a prompt longer than a length the entry names
+    (``input_cost_per_token_above_272k_tokens``...) takes that length's prices, the longest such length
+    first, each price missing there from the next shorter one, then the base; a cache price missing
+    altogether is the input price."""
     entry = entry_for(model)
     if entry is None:
         return None
-    long = usage.prompt > _LONG_PROMPT
-
-    def price(name: str, fallback: float | None = None) -> float:
-        value = entry.get(f"{name}_above_200k_tokens") if long else None
-        if not isinstance(value, int | float):
-            value = entry.get(name)
-        if not isinstance(value, int | float):
-            return fallback if fallback is not None else 0.0
-        return float(value)
-
-    prompt_price = price("input_cost_per_token")
+    prices = {name: _number(entry.get(name)) for name in _PRICES}
+    lengths = {match.group(1) for key in entry if (match := _LONG_PRICE.fullmatch(key))}
+    for label in sorted(lengths, key=_length):
+        if usage.prompt > _length(label):
+            for name in _PRICES:
+                value = _number(entry.get(f"{name}_above_{label}_tokens"))
+                if value is not None:
+                    prices[name] = value
+    prompt_price = prices["input_cost_per_token"] or 0.0
+    cache_read = prices["cache_read_input_token_cost"]
+    cache_write = prices["cache_creation_input_token_cost"]
     plain = max(0, usage.prompt - usage.cache_read - usage.cache_write)
     return (plain * prompt_price
-            + usage.cache_read * price("cache_read_input_token_cost", prompt_price)
-            + usage.cache_write * price("cache_creation_input_token_cost", prompt_price)
-            + usage.completion * price("output_cost_per_token"))
+            + usage.cache_read * (prompt_price if cache_read is None else cache_read)
+            + usage.cache_write * (prompt_price if cache_write is None else cache_write)
+            + usage.completion * (prices["output_cost_per_token"] or 0.0))
+
+
+def _length(label: str) -> float:
+    """A long-prompt price's length: ``272k`` is 272,000 tokens."""
+    return float(label.removesuffix("k")) * (1000 if label.endswith("k") else 1)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
