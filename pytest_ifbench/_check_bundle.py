@@ -3,15 +3,15 @@
 An xdist worker sends every report to the controller as a message of its own: with the item's
 ``logstart``, ``logfinish`` and ``runtest_protocol_complete``, eleven for an instance with five checks.
 Each is a round of execnet framing, a hand-over between the controller's receiving thread and its
-main loop, and a turn of xdist's event loop: on a cached run of 6,000 instances under ``-n 2`` the
-controller spent 8.1 of the run's 24.8 CPU seconds on them, about as much as the whole run takes in
-one process (9.6 s of work after collection).
+main loop, and a turn of xdist's event loop; the controller handles every worker's reports, so its
+CPU bounds a large ``-n``. On a cached run of 6,000 instances under ``-n 2`` it used 9.7-9.9 CPU
+seconds, about as much as the whole run in one process; with the checks carried, 8.3-8.5.
 
 On a worker, :class:`WorkerChecks` logs a passed check to every plugin there but xdist's sender
 (``pytest_runtest_logreport`` through a subset of the hook, as pytest itself leaves out the conftests
 of other directories; and the worker's terminal reporter, whose output goes to the null device) and
-keeps its serialised mapping; the instance's call report, which comes right
-after its checks, carries them (:func:`WorkerChecks.attach`; a check that failed or was skipped
+keeps its serialised mapping; the instance's call report, which comes right after its checks,
+carries them (:func:`WorkerChecks.attach`; a check that failed or was skipped
 travels at once, as before, and carries the passed ones before it: xdist counts failures for
 ``--maxfail`` as they arrive). On the controller they are rebuilt with the report that carried them
 (:func:`detach`) and logged, each through the whole hook as before, right before it
