@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -218,6 +223,45 @@ def test_concurrent_writers_to_the_same_key(tmp_path):
     assert cache.get(k) in payloads
     assert len(cache) == 1
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [f"{k}.json"]
+
+
+def _mark(cache: ResponseCache, key: str, text: str, age: float = 0.0) -> Path:
+    path = cache._path(key).with_suffix(".inflight")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if age:
+        os.utime(path, (time.time() - age, time.time() - age))
+    return path
+
+
+def test_a_key_is_claimed_by_one_live_process_at_a_time(tmp_path):
+    """The mark beside an entry that lets another process wait for a reply instead of paying for it:
+    held while its process lives; taken over when that process is gone, when its pid now names
+    another process, when it comes from another host and is over an hour old, or is damaged and old."""
+    from pytest_ifbench.models.cache import _started
+
+    cache, key, host = ResponseCache(tmp_path / "c"), "ab" * 32, socket.gethostname()
+    assert cache.claim(key) and not cache.claim(key)  # this process holds it
+    cache.release(key)
+    assert cache.claim(key)
+    cache.release(key)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        live = f"{host} {sleeper.pid} {_started(sleeper.pid)}"
+        _mark(cache, key, live)
+        assert not cache.claim(key)
+        _mark(cache, key, f"{host} {sleeper.pid} 1")  # the pid is another process's now
+        assert cache.claim(key)
+        _mark(cache, key, live)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert cache.claim(key)  # its process died without a reply
+    for text, age, taken in (("elsewhere 1 1", 60, False), ("elsewhere 1 1", 7200, True),
+                             ("half-writ", 1, False), ("half-writ", 60, True)):
+        _mark(cache, key, text, age)
+        assert cache.claim(key) is taken, (text, age)
+    assert len(cache) == 0  # marks are not entries
 
 
 def test_cache_entries_are_redacted(tmp_path, monkeypatch):

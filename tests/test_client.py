@@ -7,6 +7,9 @@ through litellm (``PYTEST_IFBENCH_LITELLM_ONLY=1``), which must behave the same.
 from __future__ import annotations
 
 import asyncio
+import socket
+import subprocess
+import threading
 import time
 
 import pytest
@@ -189,6 +192,38 @@ def test_a_request_waiting_on_a_failed_one_calls_for_itself(stub_env, tmp_path):
     first, second = concurrently(lambda: c.complete(MESSAGES, params), lambda: c.complete(MESSAGES, params))
     assert isinstance(first, ModelCallError)
     assert not second.cached and second.text and stub_env.calls == 2
+
+
+@pytest.mark.parametrize("other", ["keeps its reply", "dies without one"])
+def test_a_request_another_process_is_fetching_waits_for_its_reply(stub_env, tmp_path, other):
+    """Another process (an xdist worker sharing the cache directory) marked the key: this one waits and
+    takes the reply it keeps, without a call; if that process dies without a reply, this one calls."""
+    from pytest_ifbench.models.cache import _started
+
+    cache = ResponseCache(tmp_path / "cache")
+    c = client(stub_env, cache=cache)
+    params = GenerationParams(max_tokens=20)
+    key = c.key(MESSAGES, params, sample=0, tools=(), response_format=None)
+    mark = cache._path(key).with_suffix(".inflight")
+    mark.parent.mkdir(parents=True)
+    holder = subprocess.Popen(["sleep", "30"])
+    mark.write_text(f"{socket.gethostname()} {holder.pid} {_started(holder.pid)}")
+
+    def the_other_process():
+        time.sleep(0.4)
+        if other == "keeps its reply":
+            cache.put(key, {"response": {"raw_text": "from the other worker", "prompt_tokens": 3}})
+            mark.unlink()
+        holder.kill()
+        holder.wait()
+
+    threading.Thread(target=the_other_process).start()
+    reply = complete(c)
+    if other == "keeps its reply":
+        assert reply.cached and reply.text == "from the other worker" and stub_env.calls == 0
+    else:
+        assert not reply.cached and stub_env.calls == 1
+    assert not mark.exists()  # released by whoever called
 
 
 @pytest.mark.parametrize("cancelled", ["waiting", "first"])

@@ -92,6 +92,26 @@ def test_xdist_results_are_complete(pytester, stub_env, workers):
     result.stdout.fnmatch_lines(["*ifbench summary*", "*demo*", "*more*"])
 
 
+def test_xdist_workers_pay_once_for_the_same_request(pytester, stub_env):
+    """Two suites ask the same two prompts and each worker runs one suite: with the response cache the
+    worker that asks second waits for the first one's reply (or finds it kept): two calls, not four."""
+    stub_env.latency = 0.5
+    stub_env.add_rule("lowercase", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    write_suite(pytester.path, "suites/more.yaml", SUITE.replace("benchmark: demo", "benchmark: more"))
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-n", "2", "-v",
+                                f"--ifbench-cache={pytester.path / 'cache'}")
+    result.assert_outcomes(passed=2, failed=4)
+    assert stub_env.calls == 2
+
+    def ran_on(suite: str) -> set[str]:
+        return {line.split("]")[0] for line in result.stdout.lines if line.startswith("[gw") and f"{suite}::" in line}
+
+    assert len(ran_on("demo.yaml")) == len(ran_on("more.yaml")) == 1  # each suite on one worker...
+    assert ran_on("demo.yaml") != ran_on("more.yaml")  # ...not the same one
+    assert not list((pytester.path / "cache").rglob("*.inflight"))
+
+
 def test_litellm_env_vars_still_work(pytester, stub_env, monkeypatch):
     monkeypatch.setenv("OPENAI_API_BASE", stub_env.url)
     write_suite(pytester.path, "suites/demo.yaml", SUITE)

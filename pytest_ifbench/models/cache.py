@@ -12,6 +12,11 @@ a run reads: :mod:`pytest_ifbench.scale.tier`) may stand behind the directory: a
 local miss asks it and writes what it returns into the directory (backfill), and
 every entry written here is offered to it (write-through), as the same redacted
 text. The tier decides what is worth the network; this module only calls it.
+
+While a process asks the model for a key it keeps a mark beside the entry
+(``<key>.inflight``: host, pid, the process's start time), so that another
+process sharing the directory waits for the reply instead of paying for it
+(:meth:`ResponseCache.claim`; the waiting is ``ModelClient.complete``'s).
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -87,6 +94,39 @@ class ResponseCache:
             self._write(key, redact(fetched))  # type: ignore[arg-type]  # backfill, redacted like a put
         return entry
 
+    def peek(self, key: str) -> dict[str, Any] | None:
+        """The entry in the directory itself (never the shared tier), or None."""
+        try:
+            return _entry(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def claim(self, key: str) -> bool:
+        """Mark ``key`` as being asked of the model by this process (a ``.inflight`` file beside the entry,
+        naming the host and process): True when no other live process has marked it, so another process
+        (an xdist worker sharing the directory) waits for this one's reply instead of paying for its own.
+        A mark whose process is gone (same host) or older than an hour (another host) is taken over."""
+        path = self._path(key).with_suffix(".inflight")
+        for _ in range(2):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            except FileExistsError:
+                if not _abandoned(path):
+                    return False
+                path.unlink(missing_ok=True)
+                continue
+            except OSError:  # a read-only or full directory: nobody can wait on this process
+                return True
+            with os.fdopen(fd, "w") as handle:
+                handle.write(f"{socket.gethostname()} {os.getpid()} {_started(os.getpid())}")
+            return True
+        return False
+
+    def release(self, key: str) -> None:
+        """Remove this process's mark on ``key`` (see :meth:`claim`)."""
+        self._path(key).with_suffix(".inflight").unlink(missing_ok=True)
+
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
         text = redact(json.dumps(dict(entry), ensure_ascii=False, indent=1))
         self._write(key, text)
@@ -113,6 +153,43 @@ class ResponseCache:
             return 0
         # A write killed half-way leaves a ``.tmp-*.json`` file; it is never read, so not an entry.
         return sum(1 for p in self.root.glob("*/*.json") if not p.name.startswith(".tmp-"))
+
+
+#: A mark from another host is taken over after this long (its process cannot be asked).
+_MARK_MAX_AGE = 3600.0
+
+
+def _abandoned(path: Path) -> bool:
+    """Whether the process that wrote the mark ``path`` is gone (see :meth:`ResponseCache.claim`)."""
+    try:
+        host, pid_text, started = path.read_text(encoding="utf-8").split()
+        pid = int(pid_text)
+        age = time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):  # being written right now, or damaged
+        try:
+            return time.time() - path.stat().st_mtime > 10
+        except OSError:
+            return True
+    if host != socket.gethostname():
+        return age > _MARK_MAX_AGE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):  # alive under another user; or not a pid at all
+        return False
+    return _started(pid) != started  # the pid now names another process (one killed left its mark)
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (Linux's /proc), or "-" where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "-"
 
 
 def _entry(text: str | None) -> dict[str, Any] | None:

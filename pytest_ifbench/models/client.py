@@ -118,6 +118,10 @@ class RetryPolicy:
     sleep: Callable[[float], Awaitable[object]] = field(default=asyncio.sleep, repr=False, compare=False)
 
 
+#: How often a request waiting on another process's identical one looks for its reply.
+_CLAIM_POLL_SECONDS = 0.05
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
     """One model reply with its accounting. ``text`` is after reasoning stripping."""
@@ -322,8 +326,9 @@ class ModelClient:
         With the cache on, a request identical to one still on its way (the same cache key: a
         dialogue opening with another instance's prompt, one prompt in two suites) waits for that
         one's reply instead of paying for its own, and gets it as a cache hit, as it would have a
-        moment later; if that call fails or is cancelled, the waiting one calls for itself. Within
-        one process (xdist workers share finished entries through the cache directory only)."""
+        moment later; if that call fails or is cancelled, the waiting one calls for itself. In one
+        process through an in-memory map; between processes sharing the cache directory (xdist
+        workers) through a mark beside the entry (:meth:`ResponseCache.claim`)."""
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
         if self.cache is None:
             entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
@@ -344,18 +349,43 @@ class ModelClient:
                 self.stats.cache_hits += 1
                 return self._completion(answer["raw_text"], answer, cached=True)
         mine = self._in_flight[flight] = loop.create_future()
-        answer = None
+        answer, claimed = None, False
         try:
+            answer = await self._from_another_process(key)
+            if answer is not None:
+                self.stats.cache_hits += 1
+                return self._completion(answer["raw_text"], answer, cached=True)
+            claimed = True
             answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
             self.cache.put(key, {
                 "model": self.model, "messages": list(messages), "params": params.litellm_kwargs(),
                 "sample": sample, "tools": list(tools), "response_format": response_format, "response": answer,
             })
         finally:
+            if claimed:
+                self.cache.release(key)
             if self._in_flight.get(flight) is mine:
                 del self._in_flight[flight]
             mine.set_result(answer)  # None (failed, cancelled): whoever waited calls for itself
         return self._completion(answer["raw_text"], answer, cached=False)
+
+    async def _from_another_process(self, key: str) -> dict[str, Any] | None:
+        """The reply another process (an xdist worker sharing the cache directory) is fetching for ``key``,
+        once it is kept; None when this process is to call (it has claimed the key then: no other process
+        is fetching it, or the one that was gave up, was cancelled or died, or took longer than a call may
+        take under the retry policy)."""
+        assert self.cache is not None
+        policy = self.retry
+        patience = time.monotonic() + policy.max_attempts * policy.timeout + policy.max_total_wait
+        while not self.cache.claim(key):
+            if time.monotonic() > patience:
+                return None  # paying twice beats waiting forever on a process that hangs
+            await asyncio.sleep(_CLAIM_POLL_SECONDS)
+            entry = self.cache.peek(key)
+            if entry is not None and isinstance(entry.get("response"), dict) \
+                    and isinstance(entry["response"].get("raw_text"), str):
+                return entry["response"]
+        return None
 
     async def _call_with_retries(self, messages, params, *, tools, response_format) -> dict[str, Any]:
         litellm = await litellm_module() if self.direct is None else None
