@@ -125,7 +125,10 @@ class ResponseCache:
 
     def release(self, key: str) -> None:
         """Remove this process's mark on ``key`` (see :meth:`claim`)."""
-        self._path(key).with_suffix(".inflight").unlink(missing_ok=True)
+        try:
+            self._path(key).with_suffix(".inflight").unlink(missing_ok=True)
+        except OSError:  # a directory made read-only meanwhile: the mark is taken over once this process ends
+            pass
 
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
         text = redact(json.dumps(dict(entry), ensure_ascii=False, indent=1))
