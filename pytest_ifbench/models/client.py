@@ -122,6 +122,12 @@ class RetryPolicy:
 _CLAIM_POLL_SECONDS = 0.05
 
 
+def _kept_reply(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reply a response-cache entry keeps; None for none or a damaged one (then the model is asked)."""
+    response = entry.get("response") if entry is not None else None
+    return response if isinstance(response, dict) and isinstance(response.get("raw_text"), str) else None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
     """One model reply with its accounting. ``text`` is after reasoning stripping."""
@@ -335,11 +341,10 @@ class ModelClient:
             return self._completion(entry["raw_text"], entry, cached=False)
         # A shared tier (S3, Redis) may read over the network on a local miss: off the event loop then.
         shared = self.cache.shared is not None
-        entry = await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key)
-        if entry is not None and isinstance(entry.get("response"), dict) \
-                and isinstance(entry["response"].get("raw_text"), str):  # else damaged: call again
+        kept = _kept_reply(await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key))
+        if kept is not None:
             self.stats.cache_hits += 1
-            return self._completion(entry["response"]["raw_text"], entry["response"], cached=True)
+            return self._completion(kept["raw_text"], kept, cached=True)
         loop = asyncio.get_running_loop()
         flight = (id(loop), key)
         first = self._in_flight.get(flight)
@@ -381,10 +386,9 @@ class ModelClient:
             if time.monotonic() > patience:
                 return None  # paying twice beats waiting forever on a process that hangs
             await asyncio.sleep(_CLAIM_POLL_SECONDS)
-            entry = self.cache.peek(key)
-            if entry is not None and isinstance(entry.get("response"), dict) \
-                    and isinstance(entry["response"].get("raw_text"), str):
-                return entry["response"]
+            kept = _kept_reply(self.cache.peek(key))
+            if kept is not None:
+                return kept
         return None
 
     async def _call_with_retries(self, messages, params, *, tools, response_format) -> dict[str, Any]:
