@@ -33,20 +33,14 @@ from typing import Any
 
 import pytest
 
+from ._xdist import worker_interactor
+
 #: The key of the checks' mappings in the call report's mapping.
 BUNDLE_KEY = "ifbench_checks"
 #: The rebuilt checks on the controller's call report, until they are logged.
 _PENDING_ATTR = "_ifbench_checks"
 #: What xdist adds to each report's mapping on the worker; a carried check gets its call report's.
 _XDIST_KEYS = ("item_index", "worker_id", "testrun_uid")
-
-
-def _xdist_sender(config: pytest.Config) -> Any:
-    """xdist's worker plugin (it sends every logged report to the controller), or None."""
-    for plugin in config.pluginmanager.get_plugins():
-        if type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "sendevent"):
-            return plugin
-    return None
 
 
 def _unseen_terminal(config: pytest.Config) -> Any:
@@ -104,7 +98,7 @@ class WorkerChecks:
     def _caller(self, item: pytest.Item) -> Any:
         """``pytest_runtest_logreport`` for ``item`` without xdist's sender (None: no sender found)."""
         if not self._sender_looked_up:
-            self._sender, self._sender_looked_up = _xdist_sender(self._config), True
+            self._sender, self._sender_looked_up = worker_interactor(self._config), True
             self._left_out = [self._sender, *filter(None, [_unseen_terminal(self._config)])]
         if self._sender is None:
             return None

@@ -14,6 +14,7 @@ import pytest
 from . import _ast_guard
 from ._collect import InstanceError, InstanceItem, SuiteFile
 from ._state import RECORDS_KEY, STATE_KEY, build_state
+from ._xdist import worker_interactor
 from .suite.detect import is_suite_file
 from .suite.run_settings import settings_by_benchmark
 
@@ -251,17 +252,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.lookahead.advance()
 
 
-def _worker_interactor(config: pytest.Config) -> Any:
-    """xdist's worker-side plugin, which holds the queue of item indices handed to this worker.
-
-    It registers without a name, and its module runs as execnet's ``__channelexec__`` (not importable
-    as ``xdist.remote``), so it is found by its class name and its ``torun`` queue."""
-    for plugin in config.pluginmanager.get_plugins():
-        if type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "torun"):
-            return plugin
-    return None
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n`` (``--dist load``) on suites: each worker gets its share of the collection up front, so its
@@ -301,7 +291,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def _newly_queued(item: InstanceItem) -> list[tuple[InstanceItem, int]]:
     """The instances xdist queued to this worker since the last call, in the order they will run."""
-    interactor = _worker_interactor(item.config)
+    interactor = worker_interactor(item.config)
     if interactor is None:
         return []
     seen = item.config.stash.setdefault(_QUEUED_SEEN, set())
@@ -344,7 +334,7 @@ def _register_check_bundles(config: pytest.Config) -> None:
     """Under xdist, passed checks travel with their instance's call report (see ``_check_bundle``)."""
     from ._check_bundle import ControllerChecks, WorkerChecks
 
-    if hasattr(config, "workerinput"):
+    if _is_worker(config):
         config.pluginmanager.register(WorkerChecks(config), _WORKER_CHECKS)
     elif getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
         config.pluginmanager.register(ControllerChecks(config), "ifbench-controller-checks")
