@@ -8,8 +8,12 @@ take reports from the hooks as they come). For an instance that is two of its re
 verbosity (~0.9 KB of the ~10 KB it kept) and one per check at the default one.
 
 :class:`KeptReports` takes an instance's report back out of ``stats[""]`` right after the terminal
-reporter put it there. Every report filed under a category (passed, failed, error, skipped,
-"subtests passed" with ``-q``/``-v``...) and every report of another test stays as pytest keeps it.
+reporter put it there. With ``-q`` or ``-v`` a passed check is filed under ``"subtests passed"``
+instead, which pytest only counts (the summary line's "30000 subtests passed" and its colour; no
+``-r`` character lists it): there the check's report is replaced by :data:`COUNTED_CHECK`, one shared
+stand-in (~1.4 KB per instance with five checks; every plugin got the report itself through the
+hook). Every other report filed under a category (passed, failed, error, skipped...) and every
+report of another test stays as pytest keeps it.
 
 What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id,
 the reports of a check one context (:class:`ReportParts`, where pytest makes the reports and on the
@@ -33,8 +37,28 @@ except ImportError:  # pragma: no cover - a pytest without subtests: no contexts
 INSTANCE_KEYWORD = "ifbench"
 
 
+class CountedCheck:
+    """What ``stats["subtests passed"]`` holds for an instance's passed check (see the module docstring):
+    it counts towards the summary line like the report it stands for."""
+
+    __slots__ = ()
+    count_towards_summary = True
+    outcome = "passed"
+    passed, failed, skipped = True, False, False
+    when = "call"
+
+    def __repr__(self) -> str:
+        return "<a passed check's report, counted (its plugins got it through pytest_runtest_logreport)>"
+
+
+#: The one stand-in for every passed check's report in ``stats["subtests passed"]``.
+COUNTED_CHECK = CountedCheck()
+_COUNTED_CATEGORY = "subtests passed"
+
+
 class KeptReports:
-    """Drops instances' reports from ``stats[""]`` (see the module docstring)."""
+    """Drops instances' reports from ``stats[""]`` and stands in for passed checks' (see the module
+    docstring)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
@@ -43,10 +67,14 @@ class KeptReports:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if INSTANCE_KEYWORD not in report.keywords:
             return
-        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
-        unkept = getattr(reporter, "stats", {}).get("")
+        stats = getattr(self._config.pluginmanager.get_plugin("terminalreporter"), "stats", {})
+        unkept = stats.get("")
         if unkept and unkept[-1] is report:  # just filed there, by the terminal reporter's own hook
             unkept.pop()
+        elif report.passed and hasattr(report, "context"):
+            counted = stats.get(_COUNTED_CATEGORY)
+            if counted and counted[-1] is report:
+                counted[-1] = COUNTED_CHECK
 
 
 @functools.lru_cache(maxsize=4096)
