@@ -47,6 +47,61 @@ def test_collect_only_makes_no_model_calls(pytester, stub_env):
     assert stub_env.calls == 0
 
 
+def test_a_suites_instances_share_one_fixture_closure_and_still_get_every_fixture(pytester, stub_env):
+    """pytest computes an item's fixture closure from its function and file; every instance of a suite has
+    the same, so they share one (as a parametrized function's items do): an autouse fixture of a conftest
+    (and of a deeper one, for its directory only), the ``usefixtures`` option and a fixture asked for by
+    name reach every instance they reach without sharing."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/a.yaml", bulk_suite(3))
+    write_suite(pytester.path, "suites/deeper/b.yaml", bulk_suite(2))
+    pytester.makeconftest("""
+import pytest
+
+seen = []
+
+@pytest.fixture(autouse=True)
+def everywhere(request):
+    seen.append(("auto", request.node.name))
+
+@pytest.fixture
+def marked(request):
+    seen.append(("marked", request.node.name))
+
+@pytest.fixture
+def asked(request):
+    return request.node.name
+
+def pytest_ifbench_instance_verified(item, record):
+    seen.append(("asked", item._request.getfixturevalue("asked")))
+
+def pytest_unconfigure(config):
+    import json, pathlib
+    pathlib.Path("seen.json").write_text(json.dumps(seen))
+""")
+    (pytester.path / "suites" / "deeper" / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture(autouse=True)\ndef deeper(request):\n"
+        "    request.config._deeper = [*getattr(request.config, '_deeper', []), request.node.name]\n\n"
+        "def pytest_unconfigure(config):\n"
+        "    import pathlib\n    pathlib.Path('deeper.txt').write_text(' '.join(getattr(config, '_deeper', [])))\n")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache",
+                                "-o", "usefixtures=marked")
+    result.assert_outcomes(passed=5)
+    seen = json.loads((pytester.path / "seen.json").read_text())
+    names = ["q000", "q001", "q002", "q000", "q001"]
+    assert [n for kind, n in seen if kind == "auto"] == names
+    assert [n for kind, n in seen if kind == "asked"] == names
+    assert [n for kind, n in seen if kind == "marked"] == names
+    assert (pytester.path / "deeper.txt").read_text() == "q000 q001"
+
+    items = pytester.inline_run("suites", *stub_args(stub_env), "--collect-only").getcalls(
+        "pytest_collection_finish")[0].session.items
+    by_suite = {}
+    for item in items:
+        by_suite.setdefault(item.parent.name, set()).add(id(item._fixtureinfo))
+    assert {name: len(infos) for name, infos in by_suite.items()} == {"a.yaml": 1, "b.yaml": 1}
+
+
 def test_markers_are_listed(pytester):
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1).replace(
         "    prompt: question 0", "    prompt: question 0\n    category: Skill.md\n    scaffold: Claude Code"))
