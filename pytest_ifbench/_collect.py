@@ -10,7 +10,7 @@ is reported as an *error*; the call phase verifies, one subtest per check.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -172,10 +172,10 @@ class InstanceItem(pytest.Function):
         self.spec = instance
         self.episode: Episode | None = None
         #: One episode per sample (``generation.samples``); ``episode`` is sample 0.
-        self.episodes: list[Episode] = []
+        self.episodes: Sequence[Episode] = ()
         self.ifbench_record: dict[str, Any] | None = None
         #: Names of the subtests that failed, and how many ran (for the instance's own report).
-        self.failed_subtests: list[str] = []
+        self.failed_subtests: Sequence[str] = ()
         self.subtest_count = 0
         #: The instance's real generation time (its episodes', samples concurrently: the longest), None when
         #: it never ran; and how long setup waited for it (generation ran in the background meanwhile).
@@ -319,7 +319,7 @@ class InstanceItem(pytest.Function):
                         raise
         # Set after the loop so the subtests' own reports carry neither (records are big,
         # and under xdist every report travels to the controller).
-        self.failed_subtests, self.subtest_count = failed, len(groups)
+        self.failed_subtests, self.subtest_count = tuple(failed), len(groups)
         self.ifbench_record = record
         if record["status"] == "not_applicable":  # no scored check applied: neither passed nor failed
             pytest.skip("not applicable: none of this instance's checks applied")

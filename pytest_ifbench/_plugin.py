@@ -407,7 +407,7 @@ def _redact_report(report: pytest.TestReport) -> None:
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     if isinstance(item, InstanceItem):  # the report has the record now; free the episodes
         item.close_workspaces()
-        item.episodes, item.episode, item.ifbench_record = [], None, None
+        item.episodes, item.episode, item.ifbench_record = (), None, None
 
 
 _PREVIOUS_BACKEND = pytest.StashKey[Any]()

@@ -229,10 +229,10 @@ class SummaryViews:
             if key == "turns":
                 value = [self._turn(t) for t in value or () if isinstance(t, Mapping)]
             elif key == "judge_calls":
-                value = [self._share({"model": c.get("model"), "cached": c.get("cached")})
-                         for c in value or () if isinstance(c, Mapping)]
+                value = self._share([self._share({"model": c.get("model"), "cached": c.get("cached")})
+                                     for c in value or () if isinstance(c, Mapping)])
             elif key == "sample_responses":
-                value = []
+                value = self._share([])
             elif key == "checks":
                 value = [self._share(self._check(c)) if isinstance(c, Mapping) else c for c in value or ()]
             elif key in ("tokens", "durations", "agent"):
