@@ -345,7 +345,7 @@ def pytest_report_to_serializable(config: pytest.Config, report: Any):
     """Result records cross xdist's transport as JSON text (see :func:`~.reports.records.record_to_wire`),
     and from a worker an instance's whole report (see ``_report_wire``): outermost, after every
     other plugin's change to the mapping."""
-    from .reports.records import WIRE_KEY, record_to_wire
+    from .reports.records import WIRE_ASCII_KEY, WIRE_KEY, record_to_wire
 
     data = yield
     if not isinstance(data, dict):
@@ -357,7 +357,7 @@ def pytest_report_to_serializable(config: pytest.Config, report: Any):
         from ._report_wire import pack
 
         checks.attach(report, data)
-        data = pack(data, keep=(WIRE_KEY, BUNDLE_KEY))
+        data = pack(data, keep=(WIRE_KEY, WIRE_ASCII_KEY, BUNDLE_KEY))
     return data
 
 

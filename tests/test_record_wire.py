@@ -5,7 +5,14 @@ from __future__ import annotations
 import execnet.gateway_base as wire
 import pytest
 
-from pytest_ifbench.reports.records import WIRE_KEY, record_from_wire, record_to_wire
+from pytest_ifbench.reports.records import (
+    RECORD_TEXT_ATTR,
+    WIRE_ASCII_KEY,
+    WIRE_KEY,
+    dumps_record,
+    record_from_wire,
+    record_to_wire,
+)
 
 RECORD = {"nodeid": "s.yaml::a", "agent": {"trajectory": {"tools": [
     {"name": "Read", "input_schema": {"properties": {"offset": {"minimum": -9007199254740991,
@@ -18,18 +25,32 @@ def test_execnet_cannot_carry_the_record_itself():
         wire.dumps({"ifbench_record": RECORD})
 
 
-def test_a_record_travels_as_json_text_and_comes_back_equal():
-    data = record_to_wire({"nodeid": "s.yaml::a", "ifbench_record": RECORD})
-    assert "ifbench_record" not in data and isinstance(data[WIRE_KEY], str)
-    received = wire.loads(wire.dumps(data))
-
+def _received(data):
     class Report:
         pass
 
     report = Report()
-    report.__dict__.update(received)
-    assert record_from_wire(report).ifbench_record == RECORD and not hasattr(report, WIRE_KEY)
+    report.__dict__.update(wire.loads(wire.dumps(data)))
+    return record_from_wire(report)
+
+
+def test_a_record_travels_as_json_text_and_comes_back_equal():
+    """As the results journal writes it (non-ASCII as it is), so the controller writes that text as it came."""
+    record = dict(RECORD, text="ünïcode, 中文")
+    data = record_to_wire({"nodeid": "s.yaml::a", "ifbench_record": record})
+    assert "ifbench_record" not in data and data[WIRE_KEY] == dumps_record(record) and "中文" in data[WIRE_KEY]
+    report = _received(data)
+    assert report.ifbench_record == record and not hasattr(report, WIRE_KEY)
+    assert getattr(report, RECORD_TEXT_ATTR) == dumps_record(record)
     assert record_to_wire({"nodeid": "x"}) == {"nodeid": "x"}  # a report without a record is left alone
+
+
+def test_a_record_utf8_cannot_carry_travels_escaped_and_is_encoded_again_for_the_journal():
+    data = record_to_wire({"nodeid": "s.yaml::a", "ifbench_record": RECORD})  # a lone surrogate
+    assert WIRE_KEY not in data and data[WIRE_ASCII_KEY].isascii()
+    report = _received(data)
+    assert report.ifbench_record == RECORD and not hasattr(report, RECORD_TEXT_ATTR)
+    assert not hasattr(report, WIRE_ASCII_KEY)
 
 
 REPORT = {"location": ("s.yaml", None, "a (s.yaml)"), "keywords": {"a": 1, "ifbench": 1}, "outcome": "passed",

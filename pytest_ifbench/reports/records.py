@@ -150,6 +150,10 @@ def plain(record: dict[str, Any]) -> dict[str, Any]:
 
 #: The key a result record travels under between xdist processes: its JSON text (see :func:`record_to_wire`).
 WIRE_KEY = "ifbench_record_json"
+#: ...and of a record UTF-8 cannot carry (a lone surrogate): its JSON text with non-ASCII characters escaped.
+WIRE_ASCII_KEY = "ifbench_record_ascii_json"
+#: A rebuilt report's record as the worker wrote it (:data:`WIRE_KEY`): the results journal's line for it.
+RECORD_TEXT_ATTR = "ifbench_record_text"
 
 
 def record_to_wire(data: dict[str, Any]) -> dict[str, Any]:
@@ -157,22 +161,40 @@ def record_to_wire(data: dict[str, Any]) -> dict[str, Any]:
 
     xdist sends reports through execnet, whose serializer cannot write every value JSON can: an integer
     below -2**31 (the agent CLIs' tool schemas say ``"minimum": -9007199254740991``) raises
-    ``struct.error`` and ends the run in an INTERNALERROR. JSON text (ASCII, so a lone surrogate travels
-    too) carries any record unchanged; :func:`record_from_wire` turns it back on the controller."""
+    ``struct.error`` and ends the run in an INTERNALERROR. JSON text carries any record unchanged;
+    :func:`record_from_wire` turns it back on the controller. The text is the one the results journal
+    writes (:func:`dumps_record`), so the controller writes it as it came instead of encoding the record
+    again; a record with a lone surrogate, which execnet's UTF-8 cannot carry, travels ASCII-escaped."""
     record = data.pop("ifbench_record", None)
     if record is not None:
-        try:
-            data[WIRE_KEY] = json.dumps(record, allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError, RecursionError):
-            data[WIRE_KEY] = json.dumps(json_safe(record), allow_nan=False, separators=(",", ":"))
+        text = dumps_record(record)
+        if text.isascii() or _utf8_encodable(text):
+            data[WIRE_KEY] = text
+        else:
+            data[WIRE_ASCII_KEY] = dumps_record(record, ascii=True)
     return data
 
 
+def _utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def record_from_wire(report: Any) -> Any:
-    """``report`` (rebuilt from a worker's mapping) with the record :func:`record_to_wire` encoded."""
-    text = getattr(report, "__dict__", {}).pop(WIRE_KEY, None)
+    """``report`` (rebuilt from a worker's mapping) with the record :func:`record_to_wire` encoded, and
+    the journal's text for it (:data:`RECORD_TEXT_ATTR`) when it came in that form."""
+    fields = getattr(report, "__dict__", {})
+    text = fields.pop(WIRE_KEY, None)
     if isinstance(text, str):
         report.ifbench_record = json.loads(text)
+        fields[RECORD_TEXT_ATTR] = text
+    else:
+        text = fields.pop(WIRE_ASCII_KEY, None)
+        if isinstance(text, str):
+            report.ifbench_record = json.loads(text)
     return report
 
 
@@ -189,13 +211,13 @@ def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mappin
     tmp.replace(path)
 
 
-def dumps_record(value: Any) -> str:
+def dumps_record(value: Any, *, ascii: bool = False) -> str:
     """``value`` as compact JSON text; what ``json.dumps`` refuses is made :func:`json_safe` first."""
     # Compact: the C encoder is ~5x faster than indent=; use `python -m json.tool` to read it.
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=ascii, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):  # a date, a cycle, NaN, a 5,000-digit int, ...
-        return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(json_safe(value), ensure_ascii=ascii, allow_nan=False, separators=(",", ":"))
 
 
 #: Parts longer than this as JSON are not shared (:class:`SummaryViews`): rarely equal, and costly to compare.

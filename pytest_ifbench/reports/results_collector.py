@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from .._state import RECORDS_KEY, STATE_KEY
-from .records import SummaryViews
+from .records import RECORD_TEXT_ATTR, SummaryViews
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -63,20 +63,21 @@ class ResultsCollector:
 
     def _collect(self, report: pytest.TestReport) -> None:
         record = report.__dict__.pop("ifbench_record", None)
+        text = report.__dict__.pop(RECORD_TEXT_ATTR, None)  # as a worker wrote it (under xdist)
         if record is not None:
             if not _is_worker(self.config):
-                self.add(record)
+                self.add(record, text)
         elif report.failed:
             crash = getattr(report.longrepr, "reprcrash", None)
             text = crash.message if crash is not None else str(report.longrepr).strip()
             self.unrecorded.setdefault(report.nodeid, (text.splitlines() or ["failed"])[0])
 
-    def add(self, record: dict[str, Any]) -> None:
-        """Stream ``record`` to the journal and keep its compact view."""
+    def add(self, record: dict[str, Any], text: str | None = None) -> None:
+        """Stream ``record`` to the journal (``text``: its JSON text, when known) and keep its compact view."""
         nodeid = record["nodeid"]
         if self.journal is not None:
             try:
-                self.journal.add(record)
+                self.journal.add(record, text)
             except OSError as exc:  # a full disk, a directory that cannot be made: keep the records
                 self.journal_error = exc
                 for queued in self.journal.take_pending():

@@ -54,14 +54,16 @@ class ResultsJournal:
     def __len__(self) -> int:
         return len(self._index) + len(self._pending)
 
-    def add(self, record: Mapping[str, Any]) -> None:
-        """Queue ``record``; a later record of the same node id replaces it. Queued records reach the
-        operating system (redacted) within :data:`FLUSH_SECONDS` or :data:`FLUSH_BYTES`, whichever comes
-        first: reading the secret-looking environment variables costs ~0.07 ms per redaction, so a
-        batch is redacted at once. Raises ``OSError`` when the journal cannot be written."""
+    def add(self, record: Mapping[str, Any], text: str | None = None) -> None:
+        """Queue ``record`` (``text``: its :func:`~.records.dumps_record` text, when the caller has it); a
+        later record of the same node id replaces it. Queued records reach the operating system (redacted)
+        within :data:`FLUSH_SECONDS` or :data:`FLUSH_BYTES`, whichever comes first: reading the
+        secret-looking environment variables costs ~0.07 ms per redaction, so a batch is redacted at once.
+        Raises ``OSError`` when the journal cannot be written."""
         if self._file is None:
             self._open()
-        text = dumps_record(record)
+        if text is None:
+            text = dumps_record(record)
         self._pending.append((str(record.get("nodeid")), text))
         self._pending_chars += len(text)
         if self._pending_chars >= FLUSH_BYTES or time.monotonic() - self._flushed >= FLUSH_SECONDS:
