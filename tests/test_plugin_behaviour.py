@@ -72,8 +72,17 @@ def marked(request):
 def asked(request):
     return request.node.name
 
+@pytest.fixture
+def appended(request):
+    seen.append(("appended", request.node.name))
+
+def pytest_collection_modifyitems(items):
+    for item in items:  # a common conftest idiom, without a guard
+        item.fixturenames.append("appended")
+
 def pytest_ifbench_instance_verified(item, record):
     seen.append(("asked", item._request.getfixturevalue("asked")))
+    seen.append(("names", item.fixturenames.count("appended")))
 
 def pytest_unconfigure(config):
     import json, pathlib
@@ -92,6 +101,8 @@ def pytest_unconfigure(config):
     assert [n for kind, n in seen if kind == "auto"] == names
     assert [n for kind, n in seen if kind == "asked"] == names
     assert [n for kind, n in seen if kind == "marked"] == names
+    assert [n for kind, n in seen if kind == "appended"] == names
+    assert [n for kind, n in seen if kind == "names"] == [1] * 5  # each item's own list
     assert (pytester.path / "deeper.txt").read_text() == "q000 q001"
 
     items = pytester.inline_run("suites", *stub_args(stub_env), "--collect-only").getcalls(
