@@ -9,11 +9,11 @@ verbosity (~0.9 KB of the ~10 KB it kept) and one per check at the default one.
 
 :class:`KeptReports` takes an instance's report back out of ``stats[""]`` right after the terminal
 reporter put it there. With ``-q`` or ``-v`` a passed check is filed under ``"subtests passed"``
-instead, which pytest only counts (the summary line's "30000 subtests passed" and its colour; no
-``-r`` character lists it): there the check's report is replaced by :data:`COUNTED_CHECK`, one shared
-stand-in (~1.4 KB per instance with five checks; every plugin got the report itself through the
-hook). Every other report filed under a category (passed, failed, error, skipped...) and every
-report of another test stays as pytest keeps it.
+instead, which pytest only counts: there the report stays (conftests read every report in ``stats``,
+``nodeid`` and ``caplog`` included), but its two empty lists, ``sections`` and ``user_properties``,
+become one shared empty tuple (112 bytes a check; every plugin got the report with its own lists
+through the hook). Every other report filed under a category (passed, failed, error, skipped...)
+and every report of another test stays as pytest keeps it.
 
 What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id,
 the reports of a check one context (:class:`ReportParts`, where pytest makes the reports and on the
@@ -37,27 +37,13 @@ except ImportError:  # pragma: no cover - a pytest without subtests: no contexts
 INSTANCE_KEYWORD = "ifbench"
 
 
-class CountedCheck:
-    """What ``stats["subtests passed"]`` holds for an instance's passed check (see the module docstring):
-    it counts towards the summary line like the report it stands for."""
-
-    __slots__ = ()
-    count_towards_summary = True
-    outcome = "passed"
-    passed, failed, skipped = True, False, False
-    when = "call"
-
-    def __repr__(self) -> str:
-        return "<a passed check's report, counted (its plugins got it through pytest_runtest_logreport)>"
-
-
-#: The one stand-in for every passed check's report in ``stats["subtests passed"]``.
-COUNTED_CHECK = CountedCheck()
+#: What a kept passed check's empty ``sections`` and ``user_properties`` become.
+_NOTHING: tuple[()] = ()
 _COUNTED_CATEGORY = "subtests passed"
 
 
 class KeptReports:
-    """Drops instances' reports from ``stats[""]`` and stands in for passed checks' (see the module
+    """Drops instances' reports from ``stats[""]`` and slims their passed checks' (see the module
     docstring)."""
 
     def __init__(self, config: pytest.Config) -> None:
@@ -74,7 +60,11 @@ class KeptReports:
         elif report.passed and hasattr(report, "context"):
             counted = stats.get(_COUNTED_CATEGORY)
             if counted and counted[-1] is report:
-                counted[-1] = COUNTED_CHECK
+                # attribute by attribute: asking for __dict__ would give the report a dict of its own
+                if not report.sections:
+                    report.sections = _NOTHING  # type: ignore[assignment]
+                if not report.user_properties:
+                    report.user_properties = _NOTHING  # type: ignore[assignment]
 
 
 @functools.lru_cache(maxsize=4096)

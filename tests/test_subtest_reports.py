@@ -140,25 +140,26 @@ def pytest_unconfigure(config):
         "reports": {node: len(rs) for node, rs in by_node.items()},
         "keywords": {node: len({id(r.keywords) for r in rs}) for node, rs in by_node.items()},
         "ids": {node: len({id(r.id) for r in rs}) for node, rs in by_node.items()},
-        "contexts": {msg: len(ids) for msg, ids in contexts.items()}}))
+        "contexts": {msg: len(ids) for msg, ids in contexts.items()},
+        "empty": len({id(getattr(r, name)) for r in config.pluginmanager.get_plugin("terminalreporter").stats[
+            "subtests passed"] for name in ("sections", "user_properties")})}))
 ''')
-    # -v: a failed check is kept, and one that passed is counted by a stand-in (see test_only_an_instances...)
-    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-v",
+    # -q: passed checks are counted ("subtests passed"), so kept (see test_only_an_instances_uncategorised...)
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q",
                                 *workers)
     result.assert_outcomes(passed=1, failed=2)
     shared = json.loads((pytester.path / "shared.json").read_text())
-    assert shared["reports"] == {"suites/demo.yaml::both-pass": 1, "suites/demo.yaml::one-fails": 2}
+    assert set(shared["reports"].values()) == {3}  # two checks and the call (setup/teardown: not kept)
     assert set(shared["keywords"].values()) == {1} and set(shared["ids"].values()) == {1}
-    assert shared["contexts"] == {"upper": 1}
+    assert shared["contexts"] == {"words": 1, "short": 1, "upper": 1}
+    assert shared["empty"] == 1  # the kept passed checks' sections and user_properties: one shared tuple
 
 
 def test_only_an_instances_uncategorised_reports_leave_the_kept_reports(pytester, stub_env):
     """pytest keeps passed setups and teardowns (and, at the default verbosity, passed subtests) under
     ``stats[""]``, which nothing reads: an instance's leave it; a plain test's, an instance's failed
     teardown, failed check and own report stay; the summary and -rA read the same. With -q a passed
-    check is counted under "subtests passed", which pytest only counts: a shared stand-in is kept there."""
-    from pytest_ifbench._kept_reports import COUNTED_CHECK
-
+    check is filed under "subtests passed", which pytest only counts: it stays, every field readable."""
     stub_env.add_rule("", Reply(content="hello there"))
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
@@ -170,8 +171,6 @@ def pytest_ifbench_instance_verified(item, record):
         item.addfinalizer(lambda: 1 / 0)
 
 def _name(r):
-    if not hasattr(r, "nodeid"):
-        return repr(r)
     check = r.context.msg if hasattr(r, "context") else ""
     return f"{r.nodeid.rpartition('::')[2]}:{r.when}:{check}"
 
@@ -189,7 +188,8 @@ def pytest_unconfigure(config):
         assert kept["error"] == ["both-pass:teardown:"]
         assert kept["passed"] == ["both-pass:call:", "test_plain:call:"]
         assert kept["failed"] == ["one-fails:call:", "one-fails:call:upper"]
-        assert kept.get("subtests passed", []) == [repr(COUNTED_CHECK)] * (3 if verbosity else 0)
+        assert kept.get("subtests passed", []) == (
+            ["both-pass:call:short", "both-pass:call:words", "one-fails:call:words"] if verbosity else [])
         summary = result.stdout.lines[-1]
         assert "2 failed, 2 passed" in summary and "1 error" in summary
         assert ("3 subtests passed" in summary) == bool(verbosity)
