@@ -35,6 +35,8 @@ import pytest
 
 from ._xdist import worker_interactor
 
+#: The name an xdist worker's :class:`WorkerChecks` is registered under.
+WORKER_CHECKS = "ifbench-worker-checks"
 #: The key of the checks' mappings in the call report's mapping.
 BUNDLE_KEY = "ifbench_checks"
 #: The rebuilt checks on the controller's call report, until they are logged.

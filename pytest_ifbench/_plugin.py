@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from . import _ast_guard
+from ._check_bundle import WORKER_CHECKS
 from ._collect import InstanceError, InstanceItem, SuiteFile
 from ._state import RECORDS_KEY, STATE_KEY, build_state
 from ._xdist import worker_interactor
@@ -326,16 +327,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return _report_parts(item.config).share(report)
 
 
-#: The name of an xdist worker's ``_check_bundle.WorkerChecks``.
-_WORKER_CHECKS = "ifbench-worker-checks"
-
-
 def _register_check_bundles(config: pytest.Config) -> None:
     """Under xdist, passed checks travel with their instance's call report (see ``_check_bundle``)."""
     from ._check_bundle import ControllerChecks, WorkerChecks
 
     if _is_worker(config):
-        config.pluginmanager.register(WorkerChecks(config), _WORKER_CHECKS)
+        config.pluginmanager.register(WorkerChecks(config), WORKER_CHECKS)
     elif getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
         config.pluginmanager.register(ControllerChecks(config), "ifbench-controller-checks")
 
@@ -351,7 +348,7 @@ def pytest_report_to_serializable(config: pytest.Config, report: Any):
     if not isinstance(data, dict):
         return data
     data = record_to_wire(data)
-    checks = config.pluginmanager.get_plugin(_WORKER_CHECKS)
+    checks = config.pluginmanager.get_plugin(WORKER_CHECKS)
     if checks is not None:  # an xdist worker
         from ._check_bundle import BUNDLE_KEY
         from ._report_wire import pack

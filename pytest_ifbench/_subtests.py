@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from ._check_bundle import WORKER_CHECKS
 from ._kept_reports import check_context
 
 try:
@@ -111,7 +112,7 @@ class SubtestReporter:
         self._capture = _SharedCapture(item.config)
         self._reraise = get_reraise_exceptions(item.config)
         #: On an xdist worker: passed checks travel with the call report (see ``_check_bundle``).
-        self._bundle = item.config.pluginmanager.get_plugin("ifbench-worker-checks")
+        self._bundle = item.config.pluginmanager.get_plugin(WORKER_CHECKS)
 
     def __enter__(self) -> SubtestReporter:
         self._capture.hold()
