@@ -12,8 +12,13 @@ reporter put it there. With ``-q`` or ``-v`` a passed check is filed under ``"su
 instead, which pytest only counts: there the report stays (conftests read every report in ``stats``,
 ``nodeid`` and ``caplog`` included), but its two empty lists, ``sections`` and ``user_properties``,
 become one shared empty tuple (112 bytes a check; every plugin got the report with its own lists
-through the hook). Every other report filed under a category (passed, failed, error, skipped...)
-and every report of another test stays as pytest keeps it.
+through the hook); so do an instance's passed call report's, filed under ``"passed"`` (for ``-rA``).
+Every other report filed under a category (failed, error, skipped...) and every report of another
+test stays as pytest keeps it.
+
+An instance's item, too, stays to the end (``session.items``). Once its run is over -- nothing adds
+to them after its teardown -- its empty ``extra_keyword_matches`` set and its empty
+``user_properties`` and ``_report_sections`` lists become shared empty ones (~0.3 KB an instance).
 
 What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id,
 the reports of a check one context (:class:`ReportParts`, where pytest makes the reports and on the
@@ -37,9 +42,12 @@ except ImportError:  # pragma: no cover - a pytest without subtests: no contexts
 INSTANCE_KEYWORD = "ifbench"
 
 
-#: What a kept passed check's empty ``sections`` and ``user_properties`` become.
+#: What the empty lists of a kept passed report and of a finished item become.
 _NOTHING: tuple[()] = ()
-_COUNTED_CATEGORY = "subtests passed"
+#: What a finished item's empty ``extra_keyword_matches`` becomes.
+_NO_KEYWORDS: frozenset[str] = frozenset()
+#: Where the terminal reporter files a passed check's report, and a passed call's.
+_PASSED_CATEGORY = {True: "subtests passed", False: "passed"}
 
 
 class KeptReports:
@@ -57,14 +65,27 @@ class KeptReports:
         unkept = stats.get("")
         if unkept and unkept[-1] is report:  # just filed there, by the terminal reporter's own hook
             unkept.pop()
-        elif report.passed and hasattr(report, "context"):
-            counted = stats.get(_COUNTED_CATEGORY)
-            if counted and counted[-1] is report:
+        elif report.passed:
+            kept = stats.get(_PASSED_CATEGORY[hasattr(report, "context")])
+            if kept and kept[-1] is report:
                 # attribute by attribute: asking for __dict__ would give the report a dict of its own
                 if not report.sections:
                     report.sections = _NOTHING  # type: ignore[assignment]
                 if not report.user_properties:
                     report.user_properties = _NOTHING  # type: ignore[assignment]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        try:
+            return (yield)
+        finally:
+            if INSTANCE_KEYWORD in item.keywords:
+                if not item.extra_keyword_matches:
+                    item.extra_keyword_matches = _NO_KEYWORDS  # type: ignore[assignment]
+                if not item.user_properties:
+                    item.user_properties = _NOTHING  # type: ignore[assignment]
+                if not item._report_sections:
+                    item._report_sections = _NOTHING  # type: ignore[assignment]
 
 
 @functools.lru_cache(maxsize=4096)

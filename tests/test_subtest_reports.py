@@ -141,8 +141,18 @@ def pytest_unconfigure(config):
         "keywords": {node: len({id(r.keywords) for r in rs}) for node, rs in by_node.items()},
         "ids": {node: len({id(r.id) for r in rs}) for node, rs in by_node.items()},
         "contexts": {msg: len(ids) for msg, ids in contexts.items()},
-        "empty": len({id(getattr(r, name)) for r in config.pluginmanager.get_plugin("terminalreporter").stats[
-            "subtests passed"] for name in ("sections", "user_properties")})}))
+        "empty": len({id(getattr(r, name)) for key in ("subtests passed", "passed")
+                      for r in config.pluginmanager.get_plugin("terminalreporter").stats[key]
+                      for name in ("sections", "user_properties")}),
+        "items": ITEMS}))
+
+ITEMS = {}
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    for name in ("extra_keyword_matches", "user_properties", "_report_sections"):
+        values = [getattr(item, name) for item in session.items]
+        ITEMS[name] = [len({id(v) for v in values}), sum(len(v) for v in values)]
 ''')
     # -q: passed checks are counted ("subtests passed"), so kept (see test_only_an_instances_uncategorised...)
     result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q",
@@ -152,7 +162,11 @@ def pytest_unconfigure(config):
     assert set(shared["reports"].values()) == {3}  # two checks and the call (setup/teardown: not kept)
     assert set(shared["keywords"].values()) == {1} and set(shared["ids"].values()) == {1}
     assert shared["contexts"] == {"words": 1, "short": 1, "upper": 1}
-    assert shared["empty"] == 1  # the kept passed checks' sections and user_properties: one shared tuple
+    # the empty sections and user_properties of the kept passed checks and calls: one shared tuple
+    assert shared["empty"] == 1
+    # a finished instance's empty set and lists: one shared empty each (the items are the workers' under -n)
+    assert shared["items"] == {name: [0, 0] if workers else [1, 0] for name in (
+        "extra_keyword_matches", "user_properties", "_report_sections")}
 
 
 def test_only_an_instances_uncategorised_reports_leave_the_kept_reports(pytester, stub_env):
