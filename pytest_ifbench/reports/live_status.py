@@ -98,24 +98,31 @@ def add_up(snapshots: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 class _Items:
-    """This process's ifbench items: how many were collected and how many have finished."""
+    """This process's ifbench items: how many were collected and how many have finished (counted where
+    they run: in one process, or on each xdist worker; the controller runs none)."""
 
     def __init__(self) -> None:
-        self.ids: set[str] = set()
+        self.total = 0
         self.done = 0
 
     def snapshot(self) -> dict[str, Any]:
-        return {"total": len(self.ids), "done": self.done, **BOARD.snapshot()}
+        return {"total": self.total, "done": self.done, **BOARD.snapshot()}
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from .._collect import InstanceItem
 
-        self.ids = {item.nodeid for item in session.items if isinstance(item, InstanceItem)}
+        self.total = sum(isinstance(item, InstanceItem) for item in session.items)
 
-    def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        if nodeid in self.ids:
-            self.done += 1
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+        from .._collect import InstanceItem
+
+        try:
+            return (yield)
+        finally:
+            if isinstance(item, InstanceItem):
+                self.done += 1
 
 
 class _Writer(_Items):
@@ -310,7 +317,7 @@ WRITING_HOOKS = ("pytest_runtest_logstart", "pytest_runtest_logreport", "pytest_
                  "pytest_collectreport", "pytest_internalerror",
                  "pytest_keyboard_interrupt", "pytest_sessionfinish")
 for _hook in WRITING_HOOKS:
-    if _hook in ("pytest_runtest_logstart", "pytest_runtest_logfinish"):  # below: they count too
+    if _hook == "pytest_runtest_logstart":  # below: it notes that items started, too
         continue
     setattr(_View, _hook, _quiet_around(_hook))
 _XDIST_HOOKS = ("pytest_testnodedown", "pytest_testnodeready", "pytest_xdist_node_collection_finished")
@@ -325,16 +332,6 @@ def _logstart(self: _View) -> Iterator[None]:
 
 
 _View.pytest_runtest_logstart = pytest.hookimpl(hookwrapper=True, tryfirst=True)(_logstart)  # type: ignore[method-assign]
-
-
-def _logfinish(self: _View, nodeid: str) -> Iterator[None]:
-    with self.quiet():
-        if nodeid in self.ids:
-            self.done += 1
-        yield
-
-
-_View.pytest_runtest_logfinish = pytest.hookimpl(hookwrapper=True, tryfirst=True)(_logfinish)  # type: ignore[method-assign]
 
 
 def _mode(config: pytest.Config) -> str:

@@ -28,6 +28,9 @@ JOURNAL_KEY = "partial"
 FLUSH_SECONDS = 0.25
 #: ...or once this many characters of records are queued.
 FLUSH_BYTES = 256 * 1024
+#: A journal line's length is kept in the low bits of its index entry (a line of 1 TiB is never held).
+_LENGTH_BITS = 40
+_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
 
 
 def journal_path(results: Path) -> Path:
@@ -48,8 +51,9 @@ class ResultsJournal:
         self._pending: list[tuple[str, str]] = []
         self._pending_chars = 0
         self._flushed = time.monotonic()
-        #: node id -> (offset, length) of its latest line in the journal.
-        self._index: dict[str, tuple[int, int]] = {}
+        #: node id -> where its latest line is in the journal, ``offset << _LENGTH_BITS | length``: one int
+        #: instead of a tuple of two (~90 bytes less per instance).
+        self._index: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._index) + len(self._pending)
@@ -79,7 +83,7 @@ class ResultsJournal:
         if len(lines) != len(pending):  # cannot happen (see above); never misplace a record if it did
             lines = [redact(text).encode("utf-8", "replace") for _, text in pending]
         for (nodeid, _), line in zip(pending, lines):
-            self._index[nodeid] = (self._offset, len(line))
+            self._index[nodeid] = self._offset << _LENGTH_BITS | len(line)
             self._offset += len(line) + 1
         self._file.write(b"\n".join(lines) + b"\n")
         self._file.flush()
@@ -108,9 +112,9 @@ class ResultsJournal:
             fd = source.fileno()
             separator = b""
             for nodeid in sorted(self._index):
-                offset, length = self._index[nodeid]
+                span = self._index[nodeid]
                 out.write(separator)
-                out.write(os.pread(fd, length, offset))
+                out.write(os.pread(fd, span & _LENGTH_MASK, span >> _LENGTH_BITS))
                 separator = b","
             out.write(b"]}")
         tmp.replace(self.target)
