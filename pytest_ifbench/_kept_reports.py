@@ -18,7 +18,8 @@ test stays as pytest keeps it.
 
 An instance's item, too, stays to the end (``session.items``). Once its run is over -- nothing adds
 to them after its teardown -- its empty ``extra_keyword_matches`` set and its empty
-``user_properties`` and ``_report_sections`` lists become shared empty ones (~0.3 KB an instance).
+``user_properties`` and ``_report_sections`` lists become shared empty ones, its fixture names the
+suite's shared list again, and pytest's per-phase outcomes for ``tmp_path`` go (~0.6 KB an instance).
 
 What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id,
 the reports of a check one context (:class:`ReportParts`, where pytest makes the reports and on the
@@ -36,6 +37,10 @@ try:
     from _pytest.subtests import SubtestContext
 except ImportError:  # pragma: no cover - a pytest without subtests: no contexts to share
     SubtestContext = None  # type: ignore[assignment,misc]
+try:
+    from _pytest.tmpdir import tmppath_result_key
+except ImportError:  # pragma: no cover - a pytest that keeps no outcomes for tmp_path's retention
+    tmppath_result_key = None
 
 #: The marker every instance carries (see ``_collect.instance_markers``); reports name it in their
 #: keywords, in one process and on the xdist controller alike.
@@ -80,12 +85,24 @@ class KeptReports:
             return (yield)
         finally:
             if INSTANCE_KEYWORD in item.keywords:
-                if not item.extra_keyword_matches:
-                    item.extra_keyword_matches = _NO_KEYWORDS  # type: ignore[assignment]
-                if not item.user_properties:
-                    item.user_properties = _NOTHING  # type: ignore[assignment]
-                if not item._report_sections:
-                    item._report_sections = _NOTHING  # type: ignore[assignment]
+                _slim_finished(item)
+
+
+def _slim_finished(item: pytest.Item) -> None:
+    """What a finished instance's item keeps (see the module docstring)."""
+    if not item.extra_keyword_matches:
+        item.extra_keyword_matches = _NO_KEYWORDS  # type: ignore[assignment]
+    if not item.user_properties:
+        item.user_properties = _NOTHING  # type: ignore[assignment]
+    if not item._report_sections:
+        item._report_sections = _NOTHING  # type: ignore[assignment]
+    # Its own copy of the fixture names (see _collect.SuiteFile.collect) is no longer read: the suite's shared one
+    closure = getattr(getattr(item, "_fixtureinfo", None), "names_closure", None)
+    if isinstance(closure, list) and item.fixturenames == closure:
+        item.fixturenames = closure
+    # pytest's outcomes of each phase, for tmp_path's retention at its teardown, which then drops them (as here)
+    if tmppath_result_key is not None and tmppath_result_key in item.stash:
+        del item.stash[tmppath_result_key]
 
 
 @functools.lru_cache(maxsize=4096)
