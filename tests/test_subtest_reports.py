@@ -150,9 +150,12 @@ ITEMS = {}
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
-    for name in ("extra_keyword_matches", "user_properties", "_report_sections"):
+    from _pytest.tmpdir import tmppath_result_key
+
+    for name in ("extra_keyword_matches", "user_properties", "_report_sections", "fixturenames"):
         values = [getattr(item, name) for item in session.items]
-        ITEMS[name] = [len({id(v) for v in values}), sum(len(v) for v in values)]
+        ITEMS[name] = [len({id(v) for v in values}), sum(len(v) == 0 for v in values)]
+    ITEMS["tmp_path outcomes"] = sum(tmppath_result_key in item.stash for item in session.items)
 ''')
     # -q: passed checks are counted ("subtests passed"), so kept (see test_only_an_instances_uncategorised...)
     result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q",
@@ -164,9 +167,12 @@ def pytest_sessionfinish(session):
     assert shared["contexts"] == {"words": 1, "short": 1, "upper": 1}
     # the empty sections and user_properties of the kept passed checks and calls: one shared tuple
     assert shared["empty"] == 1
-    # a finished instance's empty set and lists: one shared empty each (the items are the workers' under -n)
-    assert shared["items"] == {name: [0, 0] if workers else [1, 0] for name in (
-        "extra_keyword_matches", "user_properties", "_report_sections")}
+    # a finished instance's empty set and lists: one shared empty each; its fixture names: the suite's list;
+    # pytest's outcomes for tmp_path: gone (under -n the items are the workers')
+    assert shared["items"] == {"extra_keyword_matches": [0, 0] if workers else [1, 2],
+                               "user_properties": [0, 0] if workers else [1, 2],
+                               "_report_sections": [0, 0] if workers else [1, 2],
+                               "fixturenames": [0, 0] if workers else [1, 0], "tmp_path outcomes": 0}
 
 
 def test_only_an_instances_uncategorised_reports_leave_the_kept_reports(pytester, stub_env):
