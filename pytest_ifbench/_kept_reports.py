@@ -29,6 +29,7 @@ xdist controller, which rebuilds every report from a worker's mapping; :func:`ch
 from __future__ import annotations
 
 import functools
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -80,7 +81,7 @@ class KeptReports:
                     report.user_properties = _NOTHING  # type: ignore[assignment]
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
         try:
             return (yield)
         finally:

@@ -38,7 +38,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +115,7 @@ class _Items:
         self.total = sum(isinstance(item, InstanceItem) for item in session.items)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
         from .._collect import InstanceItem
 
         try:
