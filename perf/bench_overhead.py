@@ -23,9 +23,9 @@ OpenAI-compatible stub server in this process on 127.0.0.1 with 0 ms latency.
 fill run and a cached run, with wall and CPU per instance, peak RSS and its
 slope per added instance, the exit phase and the results file's size.
 
-Every pytest run is a subprocess with ``-q -p no:cacheprovider`` and its output
-goes to a log file. The output is read through a pipe and timestamped, which
-splits each run into phases: *to first result* (start-up + collection + first
+Every pytest run is a subprocess with ``-q -p no:cacheprovider`` (the growth table's without ``-q``
+with ``--default-verbosity``) and its output goes to a log file. The output is read through a pipe
+and timestamped, which splits each run into phases: *to first result* (start-up + collection + first
 item), *items* (first result -> final summary line; includes writing the
 results file), and *exit* (summary line -> process exit: pytest's unconfigure,
 its ``gc.collect()`` calls, interpreter teardown).
@@ -264,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--growth", default=None, metavar="N,N,...",
                         help="instead of the runs above, the growth table: for each N (e.g. 1000,10000,50000) a "
                              "fill run and a cached run; ms/instance, CPU, peak RSS, exit and results file size")
+    parser.add_argument("--default-verbosity", action="store_true",
+                        help="run the growth table's pytest runs (and its floor) at pytest's default verbosity "
+                             "instead of -q: with -q or -v pytest keeps every passed subtest's report to count it")
     parser.add_argument("--json", dest="json_path", default=None, help="write the results as JSON here")
     parser.add_argument("--timeout", type=float, default=900.0, help="limit per pytest run, s (default: 900)")
     args = parser.parse_args(argv)
@@ -397,8 +400,10 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
         "host": {"python": platform.python_version(), "platform": platform.platform(),
                  "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()},
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "rows": [],
+        "verbosity": "default" if args.default_verbosity else "-q",
     }
     problems: list[str] = []
+    quiet = [] if args.default_verbosity else ["-q"]
     server = StubServer(latency=0.0, host="127.0.0.1").start()
     try:
         for n in sizes:
@@ -406,7 +411,7 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                 work = Path(tmp)
                 suite, cache, out = work / "suite.yaml", work / "cache", work / "ifbench-results.json"
                 write_suite(suite, n, args.checks)
-                base = [str(suite), "-q", "-p", "no:cacheprovider",
+                base = [str(suite), *quiet, "-p", "no:cacheprovider",
                         *(f"-pno:{name}" for name in (() if args.all_plugins else NON_DEPENDENCY_PLUGINS)),
                         "--model=openai/stub", f"--api-base={server.url}", f"--ifbench-cache={cache}",
                         f"--ifbench-results={out.name}", "--ifbench-timeout=60", "--ifbench-max-wait=10"]
@@ -454,7 +459,7 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                 if not args.no_floor:  # pytest's own memory for as many tests with as many subtests
                     module = work / "test_floor_subtests.py"
                     write_floor(module, n, args.checks)
-                    floor = run_pytest([str(module), "-q", "-p", "no:cacheprovider", "-p", "no:ifbench",
+                    floor = run_pytest([str(module), *quiet, "-p", "no:cacheprovider", "-p", "no:ifbench",
                                         *(f"-pno:{name}" for name in NON_DEPENDENCY_PLUGINS)],
                                        cwd=work, log=work / "floor.log", timeout=args.timeout)
                     if floor["rc"] == 0:
@@ -482,7 +487,8 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
             row["floor_rss_kb_per_test"] = round(
                 (row["floor_max_rss_mb"] - previous["floor_max_rss_mb"]) * 1024 / added, 2)
     out_lines = [
-        f"### Growth: cached runs of N single-turn instances, {args.checks} checks each",
+        f"### Growth: cached runs of N single-turn instances, {args.checks} checks each, "
+        f"{'the default verbosity' if args.default_verbosity else '`-q`'}",
         "",
         "| instances | suite (MB) | wall (s) | per instance (ms) | CPU per instance (ms) | peak RSS (MB) "
         "| RSS per added instance (KB) | of it: the collected suite (KB) | of it: each finished instance (KB) "
