@@ -296,6 +296,40 @@ def test_two_gigabytes_of_memfds_in_eight_processes_stay_within_the_run_memory_c
     assert run_python("print('next')", limits=limits).stdout == "next\n"  # the next job runs
 
 
+def test_the_engine_tells_an_oom_kill_when_the_containers_cgroup_is_gone(docker_host):  # noqa: F811
+    """When the OOM killer takes a container's first process, the container and its cgroup go with it and the
+    command's OOM-kill count cannot be read after it ran: the engine's record of the container says why."""
+    import time
+
+    import docker as client
+    from docker.types import Mount
+
+    from pytest_ifbench.sandbox.backends._docker import SYSTEM_DIRS
+    from pytest_ifbench.sandbox.backends._docker_image import ensure_image
+    from pytest_ifbench.sandbox.backends._docker_supervise import engine_saw_oom
+
+    engine = client.DockerClient(base_url=docker_host)
+    mounts = [Mount(f"/{name}", f"/{name}", type="bind", read_only=True) for name in SYSTEM_DIRS
+              if os.path.exists(f"/{name}")]
+    seen = {}
+    for name, argv in (("over the cap", ["-c", "b = bytearray(256 << 20)"]), ("exits", ["-c", "pass"]),
+                       ("still running", ["-c", "import time; time.sleep(30)"])):
+        container = engine.containers.create(ensure_image(engine), ["/usr/bin/python3", "-I", "-S", *argv],
+                                             mounts=mounts, read_only=True, network_mode="none", mem_limit="64m",
+                                             memswap_limit="64m")
+        try:
+            container.start()
+            if name != "still running":
+                container.wait(timeout=30)
+            began = time.monotonic()
+            seen[name] = engine_saw_oom(container, wait=0.3)
+            assert time.monotonic() - began < 2, name
+        finally:
+            container.remove(force=True)
+    assert seen == {"over the cap": True, "exits": False, "still running": False}
+    assert engine_saw_oom(container) is False  # removed: the engine no longer knows it
+
+
 def test_a_page_cache_heavy_job_stays_within_the_run_memory_cap(docker):
     """Reading three times the cap in files that are not in the page cache completes (the cache is charged
     to the run and reclaimed, nothing is killed) and the run's memory never exceeds the cap."""

@@ -57,7 +57,7 @@ from ..backend import (
     sandbox_python,
 )
 from ._docker_image import LABEL, ensure_image, reap_leftovers
-from ._docker_supervise import memory_events, no_python, oom_kills, outcome, split_status, supervise
+from ._docker_supervise import engine_saw_oom, memory_events, no_python, oom_kills, outcome, split_status, supervise
 from ._quota import TmpfsQuota
 
 __all__ = ["DockerBackend", "DockerRun"]
@@ -315,6 +315,8 @@ class DockerRun:
         # Two reads of one file, found when the container started: no engine round trip that can fail
         # under load in between (a failed reading counted as 0 hid a kill); unknown stays unknown.
         oom = oom_before is not None and oom_after is not None and oom_after > oom_before
+        if oom_before is not None and oom_after is None and not backstop:
+            oom = engine_saw_oom(container)  # the cgroup is gone: its first process was killed, the container with it
         if not status and not backstop:
             if self.image is not None and api.exec_inspect(exec_id).get("ExitCode") in (126, 127):
                 raise SandboxUnavailable(no_python(self.image, err))

@@ -18,7 +18,7 @@ from typing import Any
 from .._namespaces import tree_usage
 from ..backend import CommandResult, Limits, RunDirs, classify
 
-__all__ = ["memory_events", "no_python", "oom_kills", "outcome", "split_status", "supervise"]
+__all__ = ["engine_saw_oom", "memory_events", "no_python", "oom_kills", "outcome", "split_status", "supervise"]
 
 #: What precedes the supervisor's status record on its stderr (``_docker_exec.MARK``).
 _MARK = b"\0IFBENCH-EXEC "
@@ -163,6 +163,23 @@ def memory_events(container: Any) -> str | None:
         candidates = [f"/sys/fs/cgroup{path}/memory.events" for line in lines if line.startswith("0::")
                       for path in [line.split(":", 2)[2]]]
     return next((name for name in candidates if os.path.exists(name)), None)
+
+
+def engine_saw_oom(container: Any, wait: float = 2.0) -> bool:
+    """Whether the engine recorded an OOM kill in ``container`` (``State.OOMKilled``), asked once it has
+    stopped (for at most ``wait`` seconds). For a command whose cgroup count could not be read after it
+    ran because the cgroup was gone: the OOM killer took the container's first process, and the
+    container -- its cgroup, the command, often the supervisor -- went with it."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            container.reload()
+            state = container.attrs.get("State") or {}
+        except Exception:  # noqa: BLE001 -- docker.errors.*: already removed, or the engine is away
+            return False
+        if state.get("OOMKilled") or not state.get("Running") or time.monotonic() >= deadline:
+            return bool(state.get("OOMKilled"))
+        time.sleep(0.05)
 
 
 def oom_kills(events: str | None) -> int | None:
