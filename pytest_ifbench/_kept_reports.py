@@ -52,8 +52,6 @@ INSTANCE_KEYWORD = "ifbench"
 _NOTHING: tuple[()] = ()
 #: What a finished item's empty ``extra_keyword_matches`` becomes.
 _NO_KEYWORDS: frozenset[str] = frozenset()
-#: Where the terminal reporter files a passed check's report, and a passed call's.
-_PASSED_CATEGORY = {True: "subtests passed", False: "passed"}
 
 
 class KeptReports:
@@ -72,7 +70,7 @@ class KeptReports:
         if unkept and unkept[-1] is report:  # just filed there, by the terminal reporter's own hook
             unkept.pop()
         elif report.passed:
-            kept = stats.get(_PASSED_CATEGORY[hasattr(report, "context")])
+            kept = stats.get("subtests passed" if hasattr(report, "context") else "passed")  # a check's, a call's
             if kept and kept[-1] is report:
                 # attribute by attribute: asking for __dict__ would give the report a dict of its own
                 if not report.sections:
