@@ -19,7 +19,8 @@ test stays as pytest keeps it.
 An instance's item, too, stays to the end (``session.items``). Once its run is over -- nothing adds
 to them after its teardown -- its empty ``extra_keyword_matches`` set and its empty
 ``user_properties`` and ``_report_sections`` lists become shared empty ones, its fixture names the
-suite's shared list again, and pytest's per-phase outcomes for ``tmp_path`` go (~0.6 KB an instance).
+suite's shared list again, and what pytest stashed for its phases goes (the outcomes for ``tmp_path``,
+the evaluated ``xfail`` mark), with the stash's table (~0.8 KB an instance).
 
 What is kept shares what is equal: an instance's reports one keywords dict and one parsed node id,
 the reports of a check one context (:class:`ReportParts`, where pytest makes the reports and on the
@@ -42,6 +43,15 @@ try:
     from _pytest.tmpdir import tmppath_result_key
 except ImportError:  # pragma: no cover - a pytest that keeps no outcomes for tmp_path's retention
     tmppath_result_key = None
+try:
+    from _pytest.skipping import xfailed_key
+except ImportError:  # pragma: no cover - a pytest that keeps no evaluated xfail mark per item
+    xfailed_key = None
+
+#: pytest's per-item state of a run's phases, read only while the item runs: each phase's outcome for
+#: ``tmp_path``'s retention (which that fixture itself drops at its teardown) and the evaluated ``xfail``
+#: mark (set at setup, read by the call and each phase's report).
+_PHASE_KEYS = tuple(key for key in (tmppath_result_key, xfailed_key) if key is not None)
 
 #: The marker every instance carries (see ``_collect.instance_markers``); reports name it in their
 #: keywords, in one process and on the xdist controller alike.
@@ -99,9 +109,14 @@ def _slim_finished(item: pytest.Item) -> None:
     closure = getattr(getattr(item, "_fixtureinfo", None), "names_closure", None)
     if isinstance(closure, list) and item.fixturenames == closure:
         item.fixturenames = closure
-    # pytest's outcomes of each phase, for tmp_path's retention at its teardown, which then drops them (as here)
-    if tmppath_result_key is not None and tmppath_result_key in item.stash:
-        del item.stash[tmppath_result_key]
+    stash = item.stash
+    for key in _PHASE_KEYS:
+        if key in stash:
+            del stash[key]
+    if not len(stash):  # a dict that held keys keeps its table: a new, empty stash is 160 bytes smaller
+        item.stash = pytest.Stash()
+        if getattr(item, "_store", None) is stash:  # pytest's old name for it, still an alias
+            item._store = item.stash
 
 
 @functools.lru_cache(maxsize=4096)

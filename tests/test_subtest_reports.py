@@ -123,7 +123,7 @@ def test_an_instances_kept_reports_share_what_is_equal(pytester, stub_env, worke
     stub_env.add_rule("", Reply(content="hello there"))
     write_suite(pytester.path, "suites/demo.yaml", SUITE)
     pytester.makeconftest('''
-import json, pathlib, pytest
+import json, pathlib, sys, pytest
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
@@ -156,6 +156,10 @@ def pytest_sessionfinish(session):
         values = [getattr(item, name) for item in session.items]
         ITEMS[name] = [len({id(v) for v in values}), sum(len(v) == 0 for v in values)]
     ITEMS["tmp_path outcomes"] = sum(tmppath_result_key in item.stash for item in session.items)
+    # what is left in their stashes, stashes whose dict kept a table, and stashes their old alias does not name
+    ITEMS["stash"] = [sum(len(item.stash) for item in session.items),
+                      sum(sys.getsizeof(item.stash._storage) > sys.getsizeof({}) for item in session.items),
+                      sum(item._store is not item.stash for item in session.items)]
 ''')
     # -q: passed checks are counted ("subtests passed"), so kept (see test_only_an_instances_uncategorised...)
     result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q",
@@ -168,11 +172,13 @@ def pytest_sessionfinish(session):
     # the empty sections and user_properties of the kept passed checks and calls: one shared tuple
     assert shared["empty"] == 1
     # a finished instance's empty set and lists: one shared empty each; its fixture names: the suite's list;
-    # pytest's outcomes for tmp_path: gone (under -n the items are the workers')
+    # pytest's outcomes for tmp_path and its evaluated xfail mark: gone, the stash a new, empty one (under -n
+    # the items are the workers')
     assert shared["items"] == {"extra_keyword_matches": [0, 0] if workers else [1, 2],
                                "user_properties": [0, 0] if workers else [1, 2],
                                "_report_sections": [0, 0] if workers else [1, 2],
-                               "fixturenames": [0, 0] if workers else [1, 0], "tmp_path outcomes": 0}
+                               "fixturenames": [0, 0] if workers else [1, 0], "tmp_path outcomes": 0,
+                               "stash": [0, 0, 0]}
 
 
 def test_only_an_instances_uncategorised_reports_leave_the_kept_reports(pytester, stub_env):
