@@ -160,6 +160,30 @@ def test_a_pooled_run_leaves_nothing_to_the_next_job(docker):
     assert len(pool_for(docker)) == 1  # one container served both jobs
 
 
+@pytest.mark.parametrize("how", ["killed", "removed"])
+def test_a_pooled_runs_container_that_is_gone_is_replaced_for_the_next_job(docker, how):
+    """Between two jobs the pooled run's container died (its first process killed, an engine restart) or was
+    removed: the next job runs in a new container, never fails for it."""
+    import docker as client
+
+    assert run_python("pass", limits=LIMITS).ok
+    engine = client.from_env()
+    gone = engine.containers.list(filters={"label": "pytest-ifbench.sandbox"})
+    assert len(gone) == 1
+    if how == "killed":
+        gone[0].kill()
+        gone[0].wait(timeout=30)
+    else:
+        gone[0].remove(force=True)
+    res = run_python("print(6 * 7)", limits=LIMITS)
+    assert res.ok and res.stdout == "42\n", res
+    now = engine.containers.list(filters={"label": "pytest-ifbench.sandbox"})
+    assert [c.id for c in now] != [gone[0].id] and len(now) == 1
+    assert len(pool_for(docker)) == 1  # the same pooled run, in a new container
+    if how == "killed":
+        assert engine.containers.list(all=True, filters={"id": gone[0].id}) == []  # the dead one was removed
+
+
 def test_emptying_keeps_the_mount_points_of_an_install_below_tmp(tmp_path):
     """A checkout or venv below /tmp is bound inside the run's /tmp: deleting its mount point's
     directory on the host would unmount it in the container, so only what else is there goes."""

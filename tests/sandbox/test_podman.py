@@ -89,3 +89,26 @@ def test_the_proxy_route_carries_only_the_commands_own_traffic(ws):
     preambles = server.preambles
     assert preambles[0] == b"IFBENCH-RELAY cli\n"
     assert len(preambles) == 2 and preambles[1].startswith(b"IFBENCH-RELAY refused not the agent CLI: "), preambles
+
+
+@pytest.mark.parametrize("how", ["killed", "removed"])
+def test_a_container_that_is_gone_is_replaced_and_the_workspace_stays(ws, podman_host, how):
+    """Between two commands the workspace's container died or was removed: the next command runs in a new
+    one, with the workspace's files."""
+    import docker
+
+    assert ws.run("echo kept > kept.txt", limits=QUICK).ok
+    client = docker.DockerClient(base_url=podman_host)
+    try:
+        (gone,) = client.containers.list(all=True, filters={"label": "pytest-ifbench.sandbox"})
+        if how == "killed":
+            gone.kill()
+            gone.wait(timeout=30)
+        else:
+            gone.remove(force=True)
+        res = ws.run("cat kept.txt", limits=QUICK)
+        assert res.ok and res.stdout == "kept\n", res
+        now = client.containers.list(all=True, filters={"label": "pytest-ifbench.sandbox"})
+        assert len(now) == 1 and now[0].id != gone.id
+    finally:
+        client.close()

@@ -23,6 +23,10 @@ and the same walk as bubblewrap's watchdog kills a command growing past the budg
 runs under :mod:`._docker_exec` (rlimits as with bubblewrap, a subreaper that ends its whole process
 tree, the timeout and output caps).  ``extra_ro`` paths are bind mounts: a command naming a path the
 container does not have yet gets a new container with it (the files live on the host, nothing is lost).
+So does a command whose container is gone -- stopped since the last command (its first process killed,
+an engine restart) or removed -- and the run's next command after one that took its container with it
+(an OOM kill of the first process); only when a new container, too, stops before the command starts
+is it the backend's error.
 
 A command given the proxy route (a real agent CLI) runs in a container of its own behind the relay,
 with the same mounts and limits (:mod:`._docker_route`).  With a named image (``DockerBackend(image)``,
@@ -57,7 +61,16 @@ from ..backend import (
     sandbox_python,
 )
 from ._docker_image import LABEL, ensure_image, reap_leftovers
-from ._docker_supervise import engine_saw_oom, memory_events, no_python, oom_kills, outcome, split_status, supervise
+from ._docker_supervise import (
+    container_gone,
+    engine_saw_oom,
+    memory_events,
+    no_python,
+    oom_kills,
+    outcome,
+    split_status,
+    supervise,
+)
 from ._quota import TmpfsQuota
 
 __all__ = ["DockerBackend", "DockerRun"]
@@ -236,6 +249,11 @@ class DockerRun:
         self._limits = cgroup
         return True
 
+    def _forget(self, container: Any) -> None:
+        """``container`` is gone: if it is still the run's, it is removed and the next command gets a new one."""
+        if self._container is container:
+            self._remove_container()
+
     def _remove_container(self) -> None:
         if self._container is not None:
             try:
@@ -260,9 +278,24 @@ class DockerRun:
 
             return run_routed(self, argv, limits=limits, env=dict(env), stdin=stdin, route=route, extra=extra,
                               disk_budget=disk_budget)
+        try:
+            return self._run_pooled(argv, extra, limits, dict(env), stdin, disk_budget)
+        except _ContainerGone:  # died or was removed since its last command: once more, in a new one
+            try:
+                return self._run_pooled(argv, extra, limits, dict(env), stdin, disk_budget)
+            except _ContainerGone:
+                raise SandboxUnavailable("docker: a new container stopped before a command could start in it"
+                                         " (see the engine's log)") from None
+
+    def _run_pooled(self, argv: tuple[str, ...], extra: Sequence[str], limits: Limits, env: dict[str, str],
+                    stdin: str | None, disk_budget: int | None) -> CommandResult:
         container = self._ensure(extra, limits)
         try:
-            return self._exec(container, argv, limits, dict(env), stdin, disk_budget)
+            return self._exec(container, argv, limits, env, stdin, disk_budget)
+        except _ContainerGone:
+            with self._cond:
+                self._forget(container)
+            raise
         finally:
             with self._cond:
                 self._running -= 1
@@ -301,8 +334,13 @@ class DockerRun:
         start = time.monotonic()
         try:
             api = self.client.api
-            exec_id = api.exec_create(container.id, supervisor, stdin=True, user="0", workdir="/",
-                                      environment={})["Id"]
+            try:
+                exec_id = api.exec_create(container.id, supervisor, stdin=True, user="0", workdir="/",
+                                          environment={})["Id"]
+            except Exception:
+                if container_gone(container):  # nothing ran: the caller retries in a new container
+                    raise _ContainerGone from None
+                raise
             out, err, backstop, disk = supervise(api.exec_start(exec_id, socket=True), self.dirs, limits,
                                                  disk_budget, start)
             if backstop:
@@ -317,6 +355,9 @@ class DockerRun:
         oom = oom_before is not None and oom_after is not None and oom_after > oom_before
         if oom_before is not None and oom_after is None and not backstop:
             oom = engine_saw_oom(container)  # the cgroup is gone: its first process was killed, the container with it
+            if container_gone(container):
+                with self._cond:
+                    self._forget(container)
         if not status and not backstop:
             if self.image is not None and api.exec_inspect(exec_id).get("ExitCode") in (126, 127):
                 raise SandboxUnavailable(no_python(self.image, err))
@@ -338,6 +379,10 @@ class DockerRun:
             self._remove_container()
         shutil.rmtree(self.control, ignore_errors=True)
         self._quota.release(keep=keep)
+
+
+class _ContainerGone(Exception):
+    """The run's container stopped or was removed before a command could start in it."""
 
 
 def _check_extra(path: str) -> None:

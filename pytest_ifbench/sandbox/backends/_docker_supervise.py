@@ -18,7 +18,8 @@ from typing import Any
 from .._namespaces import tree_usage
 from ..backend import CommandResult, Limits, RunDirs, classify
 
-__all__ = ["engine_saw_oom", "memory_events", "no_python", "oom_kills", "outcome", "split_status", "supervise"]
+__all__ = ["container_gone", "engine_saw_oom", "memory_events", "no_python", "oom_kills", "outcome", "split_status",
+           "supervise"]
 
 #: What precedes the supervisor's status record on its stderr (``_docker_exec.MARK``).
 _MARK = b"\0IFBENCH-EXEC "
@@ -180,6 +181,20 @@ def engine_saw_oom(container: Any, wait: float = 2.0) -> bool:
         if state.get("OOMKilled") or not state.get("Running") or time.monotonic() >= deadline:
             return bool(state.get("OOMKilled"))
         time.sleep(0.05)
+
+
+def container_gone(container: Any) -> bool:
+    """Whether ``container`` no longer runs: stopped (its first process died, the engine restarted) or
+    removed. An engine that cannot be asked is not taken for a gone container."""
+    import docker.errors
+
+    try:
+        container.reload()
+    except docker.errors.NotFound:
+        return True
+    except Exception:  # noqa: BLE001 -- docker.errors.*, requests.*: the engine is away, not the container
+        return False
+    return not (container.attrs.get("State") or {}).get("Running")
 
 
 def oom_kills(events: str | None) -> int | None:
