@@ -2,6 +2,8 @@
 and stderr multiplexed, its status record last) while the disk watch runs, and turning what it reported
 into a :class:`~..backend.CommandResult`.  Shared by ``docker exec`` commands (:mod:`._docker`) and the
 containers of routed ones (:mod:`._docker_route`); the supervisor itself is :mod:`._docker_exec`.
+What the command's outcome may need from the engine is here too: whether it OOM-killed the container
+(:func:`engine_saw_oom`), whether the container is gone (:func:`container_gone`).
 """
 
 from __future__ import annotations
