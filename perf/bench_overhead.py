@@ -24,7 +24,8 @@ fill run and a cached run, with wall and CPU per instance, peak RSS and its
 slope per added instance, the exit phase and the results file's size.
 
 Every pytest run is a subprocess with ``-q -p no:cacheprovider`` (the growth table's without ``-q``
-with ``--default-verbosity``) and its output goes to a log file. The output is read through a pipe
+with ``--default-verbosity``, and with ``-o NAME=VALUE`` for each ``--ini NAME=VALUE``) and its output
+goes to a log file. The output is read through a pipe
 and timestamped, which splits each run into phases: *to first result* (start-up + collection + first
 item), *items* (first result -> final summary line; includes writing the
 results file), and *exit* (summary line -> process exit: pytest's unconfigure,
@@ -267,12 +268,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--default-verbosity", action="store_true",
                         help="run the growth table's pytest runs (and its floor) at pytest's default verbosity "
                              "instead of -q: with -q or -v pytest keeps every passed subtest's report to count it")
+    parser.add_argument("--ini", action="append", default=[], metavar="NAME=VALUE",
+                        help="with --growth: an ini option for its pytest runs and their floor (-o NAME=VALUE; "
+                             "repeatable), e.g. verbosity_subtests=0: with -q, pytest then neither prints, counts "
+                             "nor keeps passed subtests, as at the default verbosity")
     parser.add_argument("--json", dest="json_path", default=None, help="write the results as JSON here")
     parser.add_argument("--timeout", type=float, default=900.0, help="limit per pytest run, s (default: 900)")
     args = parser.parse_args(argv)
     if args.instances < 1 or args.repeat < 1 or args.fill_concurrency < 1 or args.workers < 0:
         parser.error("--instances, --repeat and --fill-concurrency must be >= 1, --workers >= 0")
     n = args.instances
+    if args.ini and not args.growth:
+        parser.error("--ini applies to the growth table: give --growth too")
+    if any("=" not in ini for ini in args.ini):
+        parser.error("--ini: NAME=VALUE")
     if args.growth:
         try:
             sizes = sorted({int(part) for part in args.growth.split(",") if part.strip()})
@@ -400,10 +409,10 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
         "host": {"python": platform.python_version(), "platform": platform.platform(),
                  "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()},
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "rows": [],
-        "verbosity": "default" if args.default_verbosity else "-q",
+        "verbosity": "default" if args.default_verbosity else "-q", "ini": args.ini,
     }
     problems: list[str] = []
-    quiet = [] if args.default_verbosity else ["-q"]
+    quiet = [*([] if args.default_verbosity else ["-q"]), *(arg for ini in args.ini for arg in ("-o", ini))]
     server = StubServer(latency=0.0, host="127.0.0.1").start()
     try:
         for n in sizes:
@@ -488,7 +497,8 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                 (row["floor_max_rss_mb"] - previous["floor_max_rss_mb"]) * 1024 / added, 2)
     out_lines = [
         f"### Growth: cached runs of N single-turn instances, {args.checks} checks each, "
-        f"{'the default verbosity' if args.default_verbosity else '`-q`'}",
+        f"{'the default verbosity' if args.default_verbosity else '`-q`'}"
+        + "".join(f", `-o {ini}`" for ini in args.ini),
         "",
         "| instances | suite (MB) | wall (s) | per instance (ms) | CPU per instance (ms) | peak RSS (MB) "
         "| RSS per added instance (KB) | of it: the collected suite (KB) | of it: each finished instance (KB) "
