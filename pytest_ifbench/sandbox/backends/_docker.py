@@ -250,9 +250,11 @@ class DockerRun:
         return True
 
     def _forget(self, container: Any) -> None:
-        """``container`` is gone: if it is still the run's, it is removed and the next command gets a new one."""
-        if self._container is container:
-            self._remove_container()
+        """``container`` is done for (gone, or its command's processes may outlive it): if it is still the
+        run's, it is removed and the next command gets a new one."""
+        with self._cond:
+            if self._container is container:
+                self._remove_container()
 
     def _remove_container(self) -> None:
         if self._container is not None:
@@ -293,8 +295,7 @@ class DockerRun:
         try:
             return self._exec(container, argv, limits, env, stdin, disk_budget)
         except _ContainerGone:
-            with self._cond:
-                self._forget(container)
+            self._forget(container)
             raise
         finally:
             with self._cond:
@@ -344,7 +345,7 @@ class DockerRun:
             out, err, backstop, disk = supervise(api.exec_start(exec_id, socket=True), self.dirs, limits,
                                                  disk_budget, start)
             if backstop:
-                self._remove_container()  # the supervisor did not end in time: the whole container goes
+                self._forget(container)  # the supervisor did not end in time: the whole container goes
         finally:
             for path in files:
                 path.unlink(missing_ok=True)
@@ -356,15 +357,13 @@ class DockerRun:
         if oom_before is not None and oom_after is None and not backstop:
             oom = engine_saw_oom(container)  # the cgroup is gone: its first process was killed, the container with it
             if container_gone(container):
-                with self._cond:
-                    self._forget(container)
+                self._forget(container)
         if not status and not backstop:
             if self.image is not None and api.exec_inspect(exec_id).get("ExitCode") in (126, 127):
                 raise SandboxUnavailable(no_python(self.image, err))
             # The supervisor itself died (the cgroup's OOM killer may pick it): its orphans would
             # outlive the command, so the whole container goes; the next command gets a new one.
-            with self._cond:
-                self._remove_container()
+            self._forget(container)
         return outcome(argv, status, out, err, backstop=backstop, disk=disk, oom=oom, cpu=limits.cpu_limit(),
                        start=start)
 
