@@ -25,11 +25,10 @@ slope per added instance, the exit phase and the results file's size.
 
 Every pytest run is a subprocess with ``-q -p no:cacheprovider`` (the growth table's without ``-q``
 with ``--default-verbosity``, and with ``-o NAME=VALUE`` for each ``--ini NAME=VALUE``) and its output
-goes to a log file. The output is read through a pipe
-and timestamped, which splits each run into phases: *to first result* (start-up + collection + first
-item), *items* (first result -> final summary line; includes writing the
-results file), and *exit* (summary line -> process exit: pytest's unconfigure,
-its ``gc.collect()`` calls, interpreter teardown).
+goes to a log file. The output is read through a pipe and timestamped, which splits each run into
+phases: *to first result* (start-up + collection + first item), *items* (first result -> final
+summary line; includes writing the results file), and *exit* (summary line -> process exit: pytest's
+unconfigure, its ``gc.collect()`` calls, interpreter teardown).
 
 Usage (from the repository root)::
 
@@ -412,7 +411,8 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
         "verbosity": "default" if args.default_verbosity else "-q", "ini": args.ini,
     }
     problems: list[str] = []
-    quiet = [*([] if args.default_verbosity else ["-q"]), *(arg for ini in args.ini for arg in ("-o", ini))]
+    # the verbosity and ini options of every pytest run of the table (the floor's too)
+    options = [*([] if args.default_verbosity else ["-q"]), *(arg for ini in args.ini for arg in ("-o", ini))]
     server = StubServer(latency=0.0, host="127.0.0.1").start()
     try:
         for n in sizes:
@@ -420,7 +420,7 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                 work = Path(tmp)
                 suite, cache, out = work / "suite.yaml", work / "cache", work / "ifbench-results.json"
                 write_suite(suite, n, args.checks)
-                base = [str(suite), *quiet, "-p", "no:cacheprovider",
+                base = [str(suite), *options, "-p", "no:cacheprovider",
                         *(f"-pno:{name}" for name in (() if args.all_plugins else NON_DEPENDENCY_PLUGINS)),
                         "--model=openai/stub", f"--api-base={server.url}", f"--ifbench-cache={cache}",
                         f"--ifbench-results={out.name}", "--ifbench-timeout=60", "--ifbench-max-wait=10"]
@@ -468,7 +468,7 @@ def growth(sizes: list[int], args: argparse.Namespace) -> int:
                 if not args.no_floor:  # pytest's own memory for as many tests with as many subtests
                     module = work / "test_floor_subtests.py"
                     write_floor(module, n, args.checks)
-                    floor = run_pytest([str(module), *quiet, "-p", "no:cacheprovider", "-p", "no:ifbench",
+                    floor = run_pytest([str(module), *options, "-p", "no:cacheprovider", "-p", "no:ifbench",
                                         *(f"-pno:{name}" for name in NON_DEPENDENCY_PLUGINS)],
                                        cwd=work, log=work / "floor.log", timeout=args.timeout)
                     if floor["rc"] == 0:
