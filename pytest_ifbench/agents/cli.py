@@ -140,7 +140,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     binary = str(root / "node_modules" / ".bin" / scaffold.binary)
     replacing = bool(system) and replace_system and scaffold.replaces_system
     system_note = None if not system else ("replaced" if replacing else "appended")
-    route = ProxyRoute(socket=workspace.root / "proxy.sock", port=PROXY_PORT)
+    route = ProxyRoute(socket=workspace.root / "proxy.sock", port=PROXY_PORT, launcher=scaffold.launcher)
     meter = Meter(options, progress=progress, who=name)
     proxy = RecordingProxy(client, log_path=log_path, session_id=session, socket_path=route.socket, submit=submit,
                            defaults=params, max_tokens_cap=max_tokens_cap,

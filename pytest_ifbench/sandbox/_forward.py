@@ -3,7 +3,7 @@
 Run *inside* the sandbox by file path, like :mod:`._bootstrap` (standard library
 only, never ``pytest_ifbench``; Python 3.8+ so any interpreter will do)::
 
-    python -I -S -B /run/ifbench/forward.py PORT SOCKET -- COMMAND [ARGS...]
+    python -I -S -B /run/ifbench/forward.py [--launcher] PORT SOCKET -- COMMAND [ARGS...]
 
 The sandbox has its own network namespace holding nothing but a loopback
 interface, so nothing outside is reachable.  When a real agent CLI must talk to
@@ -31,11 +31,17 @@ commands *it* runs (the agent's tool calls) live in the same sandbox and could
 reach ``127.0.0.1:PORT`` too.  So every accepted connection is traced to the
 processes holding its client socket (``/proc/net/tcp`` gives the socket's
 inode, ``/proc/<pid>/fd`` who holds it).  It is the CLI's when every holder is
-the command itself, or a process whose executable lies in the command's
-installation (the ``node_modules`` tree its executable is in: Kilo's launcher
-starts its native binary) and whose parents up to the command are such
-processes too.  A tool command -- a shell and everything below it, an orphan,
-anything else -- fails the test.  The CLI's connections reach ``SOCKET``
+the command itself or, with ``--launcher`` (a command that only starts the CLI's
+program: Kilo's node script starts its native binary), a child of the command
+whose executable lies in the command's installation (the ``node_modules`` tree
+its executable is in).  Nothing deeper: a tool command -- a shell and
+everything below it, an orphan, anything else -- fails the test even when it
+runs a program of the installation (two of the CLIs are Bun executables that
+run any script given ``BUN_BE_BUN=1``).  A holder that fails it but is a child
+of the CLI or exiting is watched for up to 0.7 s: a child the CLI is starting
+or losing holds the CLI's socket for a moment, and the connection is the CLI's
+once no stranger holds it; a process that failed the test once fails it for
+that connection whatever it runs next.  The CLI's connections reach ``SOCKET``
 preceded by one line, ``IFBENCH-RELAY cli``; any other connection gets an
 HTTP 403 from the relay itself (its bytes never leave the sandbox) and the
 proxy gets a one-line notice, ``IFBENCH-RELAY refused <who>``, so the refusal
@@ -58,6 +64,7 @@ import selectors
 import socket
 import subprocess
 import sys
+import time
 
 _CHUNK = 65536
 #: Bytes buffered per direction before the relay stops reading from the sender.
@@ -70,6 +77,10 @@ _FORBIDDEN = (b'{"type":"error","error":{"type":"permission_error","message":"re
               b'only the agent CLI itself may call the model"}}')
 _FORBIDDEN_REPLY = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n"
                     b"Content-Length: " + str(len(_FORBIDDEN)).encode() + b"\r\n\r\n" + _FORBIDDEN)
+#: Pauses (seconds, 0.7 in all) before tracing a connection again while a process other than the CLI,
+#: but maybe passing through, holds its client socket (see :func:`_foreign`); the relay serves no other
+#: connection meanwhile.
+_SETTLE = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
 
 
 class _Link:
@@ -100,8 +111,9 @@ class Relay:
     def __init__(self, listener, target, owner=None):
         self.listener = listener
         self.target = target
-        #: (pid of the command, its installation prefix): connections are checked (see the module
-        #: doc); None relays every connection unchecked (only before the command has started).
+        #: (pid of the command, its installation prefix, whether it is a launcher): connections are
+        #: checked (see the module doc); None relays every connection unchecked (only before the
+        #: command has started).
         self.owner = owner
         self.sel = selectors.DefaultSelector()
         self.sel.register(listener, selectors.EVENT_READ, None)
@@ -142,7 +154,7 @@ class Relay:
             client, _ = self.listener.accept()
         except OSError:
             return
-        refused = None if self.owner is None else _foreign(client, self.listener.getsockname()[1], *self.owner)
+        refused = None if self.owner is None else _foreign(client, self.listener.getsockname()[1], self.owner)
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             upstream.connect(self.target)
@@ -254,31 +266,53 @@ def _describe(pid):
     return f"pid {pid} ({argv})"
 
 
-def _is_cli(pid, command_pid, prefix):
-    """Whether ``pid`` is the command or a process of its installation started by one (see the module doc)."""
-    for _ in range(64):
-        if pid == command_pid:
-            return True
-        parent, exe = _status(pid)
-        if not exe.startswith(prefix) or parent <= 1:
-            return False
-        pid = parent
-    return False
+def _is_cli(pid, owner):
+    """Whether ``pid`` is the command or, for a launcher, its child running a program of its installation
+    (``owner``: see :attr:`Relay.owner`)."""
+    command_pid, prefix, launcher = owner
+    if pid == command_pid:
+        return True
+    if not launcher:
+        return False
+    parent, exe = _status(pid)
+    return parent == command_pid and exe.startswith(prefix)
 
 
-def _foreign(client, server_port, command_pid, prefix):
-    """None when ``client`` (an accepted connection) is the command's own, else who made it."""
+def _foreign(client, server_port, owner):
+    """None when ``client`` (an accepted connection) is the command's own, else who made it.
+
+    A stranger among the holders that may be passing through is looked at again after each pause of
+    :data:`_SETTLE`: a child a CLI process is starting (Kilo runs ``git`` beside its requests; the
+    kernel shows the new program in ``/proc/<pid>/exe`` before it closes the close-on-exec
+    descriptors) or a process on its way out (no executable any more) holds the CLI's socket for a
+    moment. The connection is the CLI's once no stranger holds it. A process seen as a stranger stays
+    one for this connection, whatever it runs later: a launcher's child that connected before it ran a
+    program of the installation (as the CLI may) did so as something else."""
     try:
         inode = _client_inode(client.getpeername()[1], server_port)
     except OSError:
         inode = None
-    holders = _holders(inode) if inode is not None else []
-    if not holders:
-        return "a connection whose client socket no process holds (already closed)"
-    strangers = [pid for pid in holders if not _is_cli(pid, command_pid, prefix)]
-    if not strangers:
-        return None
-    return f"not the agent CLI: a connection from {_describe(strangers[0])}"
+    seen = {}  # pid -> how it looked when first seen as a stranger
+    for pause in (*_SETTLE, None):
+        holders = _holders(inode) if inode is not None else []
+        if not holders:
+            return "a connection whose client socket no process holds (already closed)"
+        strangers = [pid for pid in holders if pid in seen or not _is_cli(pid, owner)]
+        if not strangers:
+            return None
+        for pid in strangers:
+            seen.setdefault(pid, _describe(pid))
+        if pause is None or not any(_passing(pid, owner) for pid in strangers):
+            break
+        time.sleep(pause)
+    return f"not the agent CLI: a connection from {seen[strangers[0]]}"
+
+
+def _passing(pid, owner):
+    """Whether stranger ``pid`` may hold the CLI's socket only for a moment: a child of the CLI (being
+    started) or a process that has lost its executable (exiting)."""
+    parent, exe = _status(pid)
+    return not exe or (parent > 1 and _is_cli(parent, owner))
 
 
 def installation(executable):
@@ -344,18 +378,27 @@ def _drop_capabilities():
 
 
 def main(argv):
-    """``argv`` = [this file, [--as UID:GID], PORT, SOCKET, "--", COMMAND, ARGS...]; never returns.
+    """``argv`` = [this file, [--as UID:GID], [--launcher], PORT, SOCKET, "--", COMMAND, ARGS...]; never
+    returns.
 
     ``--as``: the relay runs as root of a container (the docker backend) and starts the command as
     ``UID:GID``, then drops every capability but those it needs to trace connections to the command's
-    processes (:data:`_KEPT_CAPABILITIES`)."""
+    processes (:data:`_KEPT_CAPABILITIES`). ``--launcher``: the command's children running a program
+    of its installation are the command too (see the module doc)."""
     ids = None
-    if len(argv) > 2 and argv[1] == "--as":
-        uid, _, gid = argv[2].partition(":")
+    launcher = False
+    while len(argv) > 1 and argv[1] in ("--as", "--launcher"):
+        if argv[1] == "--launcher":
+            launcher = True
+            argv = argv[:1] + argv[2:]
+            continue
+        uid, _, gid = argv[2].partition(":") if len(argv) > 2 else ("", "", "")
+        if not (uid.isdigit() and gid.isdigit()):
+            break
         ids = (int(uid), int(gid))
         argv = argv[:1] + argv[3:]
     if len(argv) < 5 or argv[3] != "--":
-        print("usage: forward.py [--as UID:GID] PORT SOCKET -- COMMAND [ARGS...]", file=sys.stderr)
+        print("usage: forward.py [--as UID:GID] [--launcher] PORT SOCKET -- COMMAND [ARGS...]", file=sys.stderr)
         os._exit(2)
     port, target, command = int(argv[1]), argv[2], argv[4:]
     if not _undumpable():
@@ -376,7 +419,7 @@ def main(argv):
         child.kill()
         print("ifbench relay: cannot drop its capabilities", file=sys.stderr, flush=True)
         os._exit(2)
-    relay.owner = (child.pid, installation(command[0]))
+    relay.owner = (child.pid, installation(command[0]), launcher)
     pidfd = None
     try:
         pidfd = os.pidfd_open(child.pid)

@@ -127,6 +127,8 @@ class Jail:
     socket: str | None = None
     port: int = 0
     python: str = ""
+    #: With ``socket``: the command is a launcher (see :class:`~.backend.ProxyRoute`).
+    launcher: bool = False
     #: > 0: no host directory at all -- :data:`MOUNT` and ``/tmp`` are fresh tmpfs mounts of this many
     #: bytes each (a kernel-enforced disk cap; ``workspace``/``home``/``tmp`` are ignored, there is no
     #: ``HOME`` directory: point ``HOME`` at :data:`MOUNT`).  Everything written vanishes with the sandbox.
@@ -184,7 +186,8 @@ def command_line(jail: Jail, argv: Sequence[str], *, env: Mapping[str, str], rli
         if not jail.python or not 0 < jail.port < 65536:
             raise ValueError("a socket route needs a port (1-65535) and the sandbox's python")
         inner += ["--ro-bind", src["sock"], SOCKET, "--ro-bind", src["fwd"], FORWARDER_MOUNT]
-        command = [jail.python, "-I", "-S", "-B", FORWARDER_MOUNT, str(jail.port), SOCKET, "--", *command]
+        command = [jail.python, "-I", "-S", "-B", FORWARDER_MOUNT, *(["--launcher"] if jail.launcher else []),
+                   str(jail.port), SOCKET, "--", *command]
     inner += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", MOUNT]
     if info_fd is not None:
         inner += ["--info-fd", str(info_fd)]

@@ -130,10 +130,16 @@ class CommandResult:
 class ProxyRoute:
     """The only way out of the sandbox, for real agent CLIs: inside, ``127.0.0.1:port`` is relayed to
     the host's Unix ``socket`` (the recording proxy).  Set e.g. ``ANTHROPIC_BASE_URL`` to :attr:`url`.
-    When we are root the socket is handed to the sandbox uid (``chown``) so that it may connect."""
+    When we are root the socket is handed to the sandbox uid (``chown``) so that it may connect.
+
+    Only the command's own connections pass (the relay traces each one to the processes holding it):
+    the command's process, and with ``launcher`` also its children running a program of the command's
+    installation, for a command that only starts the real program (Kilo's node script).  Anything the
+    command runs below that -- its tool commands -- is refused and reported to the proxy."""
 
     socket: Path
     port: int
+    launcher: bool = False
 
     @property
     def url(self) -> str:

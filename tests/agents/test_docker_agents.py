@@ -66,6 +66,12 @@ def test_a_curl_loop_cannot_make_model_calls(agents, on_docker, stub_env, tmp_pa
     relay.test_a_curl_loop_cannot_make_model_calls(agents, stub_env, tmp_path)
 
 
+@pytest.mark.parametrize("cli", ["claude_code", "kilo"])
+def test_a_program_of_the_installation_run_by_a_tool_command_is_refused(cli, agents, on_docker, stub_env, tmp_path):
+    """The relay runs as root of the container here (``--as``), and Kilo's is a launcher (``--launcher``)."""
+    relay.test_a_program_of_the_installation_run_by_a_tool_command_is_refused(cli, agents, stub_env, tmp_path)
+
+
 def test_malformed_relay_json_crashes_nothing(agents, on_docker, stub_env, tmp_path):
     relay.test_malformed_relay_json_crashes_nothing(agents, stub_env, tmp_path)
 
@@ -81,7 +87,7 @@ def test_filling_the_disk_is_the_agents_failure_not_an_error(agents, on_docker, 
 @pytest.mark.parametrize("name", ["claude_code", "kilo", "droid"])
 def test_each_shipped_cli_writes_a_file_through_the_container_and_the_proxy(name, agents, on_docker, stub_env,
                                                                           tmp_path):
-    """Kilo's launcher starts its native binary and Droid is one: the relay's installation rule holds."""
+    """Kilo's launcher starts its native binary (its child is the CLI too) and Droid is one."""
     runners.test_a_real_cli_writes_a_file_through_sandbox_and_proxy(name, agents, stub_env, tmp_path)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from pytest_ifbench.agents.cli import PROXY_PORT, run_cli
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.workspace import Workspace
@@ -39,28 +41,35 @@ REAL_ANSWER = "Done with the task."
 POST = "curl -s -m 5 -H 'content-type: application/json' -H 'x-api-key: anything' -H 'anthropic-version: 2023-06-01'"
 
 
-def bash_then_answer(command: str, requests: list[dict[str, Any]]):
-    """The stub's reply: Claude Code's Bash tool running ``command`` first, then a text answer."""
+#: Each CLI's shell tool and the arguments it needs besides ``command``.
+SHELL = {"claude_code": ("Bash", {"description": "run the step"}),
+         "kilo": ("bash", {"description": "run the step"}),
+         "droid": ("Execute", {"summary": "run the step"})}
+
+
+def bash_then_answer(command: str, requests: list[dict[str, Any]], cli: str = "claude_code"):
+    """The stub's reply: the CLI's shell tool running ``command`` first, then a text answer."""
+    tool, arguments = SHELL[cli]
+
     def reply(body: dict[str, Any]) -> Reply:
         requests.append(body)
         messages = body.get("messages") or []
         if not body.get("tools") or any(m.get("role") == "tool" for m in messages):
             return Reply(content=REAL_ANSWER)
-        return Reply(tool_calls=[{"function": {"name": "Bash", "arguments": {
-            "command": command, "description": "run the step"}}}])
+        return Reply(tool_calls=[{"function": {"name": tool, "arguments": {"command": command, **arguments}}}])
     return reply
 
 
-def attack(command: str, stub, tmp_path: Path, *, seconds: float = 90):
-    """Run Claude Code once with the model asking for ``command``; (workspace, result, stub requests)."""
+def attack(command: str, stub, tmp_path: Path, *, seconds: float = 90, cli: str = "claude_code"):
+    """Run ``cli`` once with the model asking for ``command``; (workspace, result, stub requests)."""
     requests: list[dict[str, Any]] = []
-    stub.default = bash_then_answer(command, requests)
+    stub.default = bash_then_answer(command, requests, cli)
     (tmp_path / "env").mkdir(exist_ok=True)
     (tmp_path / "env" / "NOTES.md").write_text("real notes\n")
     (tmp_path / "env" / "forged.json").write_text(json.dumps(FORGED))
     client = ModelClient(model="openai/stub", api_base=stub.url, retry=RetryPolicy(max_attempts=1, timeout=30))
     ws = Workspace.create(tmp_path / "env", parent=tmp_path)
-    result = asyncio.run(run_cli("claude_code", workspace=ws, queries=["Do the task."], system=None,
+    result = asyncio.run(run_cli(cli, workspace=ws, queries=["Do the task."], system=None,
                                  model_name=MODEL, client=client, submit=None,
                                  options=AgentOptions(max_seconds=seconds), log_path=tmp_path / "raw.jsonl"))
     return ws, result, requests
@@ -127,6 +136,28 @@ def test_a_curl_loop_cannot_make_model_calls(agents, stub_env, tmp_path):
         raw = [json.loads(line) for line in result.raw_log.read_text().splitlines()]
         assert len([r for r in raw if "refused" not in r]) == len(requests)
         assert [e["kind"] for e in refused(result)] == ["not_cli"] * 30
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize("cli", list(SHELL))
+def test_a_program_of_the_installation_run_by_a_tool_command_is_refused(cli, agents, stub_env, tmp_path):
+    """The CLIs' own executables are Bun programs, and two of them run any script given ``BUN_BE_BUN=1``:
+    a tool command that ``exec``s one (so that it is a program of the installation, the CLI's child --
+    or, for Kilo, its native binary's child) is still a tool command."""
+    droid = agents / "node_modules" / "droid" / "bin" / "droid"
+    script = ("const b=require('fs').readFileSync('/workspace/forged.json');"
+              f"fetch('{RELAY}',{{method:'POST',headers:{{'content-type':'application/json','x-api-key':'a',"
+              "'anthropic-version':'2023-06-01'},body:b}).then(r=>r.text()).then(t=>console.log('answer',t))")
+    ws, result, requests = attack(f"exec env BUN_BE_BUN=1 {droid} -e \"{script}\"", stub_env, tmp_path, cli=cli)
+    try:
+        assert result.harness_error is None, result.stderr[-2000:]
+        assert not forged_reached_the_model(requests)
+        events = refused(result)
+        assert [e["kind"] for e in events] == ["not_cli"], events
+        assert "not the agent CLI" in events[0]["reason"] and "droid -e" in events[0]["reason"], events
+        shell = result.trajectory.calls_to(SHELL[cli][0])
+        assert len(shell) == 1 and "refused by the ifbench relay" in shell[0].result.content
     finally:
         ws.close()
 

@@ -142,9 +142,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _relay(port, sock, *command):
-    return subprocess.run([sys.executable, "-I", "-S", "-B", ns.FORWARDER, str(port), str(sock), "--", *command],
-                          capture_output=True, text=True, timeout=60)
+def _relay(port, sock, *command, options=()):
+    return subprocess.run([sys.executable, "-I", "-S", "-B", ns.FORWARDER, *options, str(port), str(sock), "--",
+                           *command], capture_output=True, text=True, timeout=60)
 
 
 def test_relay_forwards_concurrent_connections_with_half_close(tmp_path):
@@ -184,3 +184,89 @@ def test_relay_passes_the_exit_status_and_stdio_through(tmp_path):
         assert missing.returncode == 127 and "no-such-command" in missing.stderr
     finally:
         server.close()
+
+
+#: The relay's command: a client whose socket is held by a child too (``/bin/sh -c ARGV[2]``, the socket
+#: as its fd 9), as when a CLI starts a program beside its request; prints the relay's first answer line.
+HELD_BY_A_CHILD = (
+    "import os, socket, subprocess, sys\n"
+    "s = socket.socket()\n"
+    "os.dup2(s.fileno(), 9)\n"
+    "child = subprocess.Popen(['/bin/sh', '-c', sys.argv[2]], pass_fds=[9])\n"
+    "os.close(9)\n"
+    "s.connect(('127.0.0.1', int(sys.argv[1])))\n"
+    "s.sendall(b'hello'); s.shutdown(socket.SHUT_WR)\n"
+    "data = b''\n"
+    "try:\n"
+    "    while chunk := s.recv(65536): data += chunk\n"
+    "except ConnectionResetError:\n"
+    "    pass  # a refused connection: the relay answered and closed with the request unread\n"
+    "child.kill(); child.wait()\n"
+    "print(data.split(b'\\r\\n')[0].decode())\n"
+)
+
+
+@pytest.mark.parametrize(("child", "answer"), [
+    # a child that lets go of the socket at once (a program closing its close-on-exec descriptors)
+    ("sleep 0.05; exec 9>&-; exec sleep 5", "HELLO"),
+    # a stranger that keeps it
+    ("exec sleep 5", "HTTP/1.1 403 Forbidden"),
+    # a stranger that keeps it and then becomes what the launcher's child may be: a program of the
+    # command's installation (the interpreter)
+    (f"sleep 0.3; exec {os.path.realpath(sys.executable)} -c 'import time; time.sleep(5)'",
+     "HTTP/1.1 403 Forbidden"),
+], ids=["let-go", "kept", "kept-then-exec-into-the-installation"])
+def test_relay_watches_a_stranger_holding_the_command_socket(tmp_path, child, answer):
+    sock = tmp_path / "s.sock"
+    server, served = _unix_echo_server(sock)
+    port = _free_port()
+    try:
+        done = _relay(port, sock, sys.executable, "-c", HELD_BY_A_CHILD, str(port), child, options=("--launcher",))
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == answer
+    assert served == ([5] if answer == "HELLO" else [])
+
+
+#: ``NESTED.py PORT DEPTH``: DEPTH levels of processes below it (each running the same interpreter, a
+#: program of the command's installation), the last of which sends ``hello`` through the relay and
+#: prints the first line of the answer.
+NESTED = """\
+import socket, subprocess, sys
+port, depth = sys.argv[1], int(sys.argv[2])
+if depth:
+    sys.exit(subprocess.call([sys.executable, __file__, port, str(depth - 1)]))
+s = socket.create_connection(("127.0.0.1", int(port)))
+s.sendall(b"hello"); s.shutdown(socket.SHUT_WR)
+data = b""
+try:
+    while chunk := s.recv(65536): data += chunk
+except ConnectionResetError:
+    pass
+print(data.split(b"\\r\\n")[0].decode())
+"""
+
+
+@pytest.mark.parametrize(("depth", "options", "answer"), [
+    (0, (), "HELLO"),
+    (1, ("--launcher",), "HELLO"),  # Kilo: the node script's child, the native binary
+    (1, (), "HTTP/1.1 403 Forbidden"),  # Claude Code: its tool commands are its children
+    (2, ("--launcher",), "HTTP/1.1 403 Forbidden"),  # Kilo's tool commands
+], ids=["command", "launcher-child", "child", "launcher-grandchild"])
+def test_relay_takes_a_program_of_the_installation_only_as_the_command_or_a_launchers_child(
+        tmp_path, depth, options, answer):
+    """A tool command running a program of the CLI's installation is still a tool command: two of the
+    CLIs are Bun executables that run any script given ``BUN_BE_BUN=1``."""
+    sock = tmp_path / "s.sock"
+    script = tmp_path / "nested.py"
+    script.write_text(NESTED)
+    server, served = _unix_echo_server(sock)
+    port = _free_port()
+    try:
+        done = _relay(port, sock, sys.executable, str(script), str(port), str(depth), options=options)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == answer
+    assert served == ([5] if answer == "HELLO" else [])

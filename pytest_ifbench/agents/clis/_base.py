@@ -66,6 +66,10 @@ class AgentCli:
     #: measured on the pinned version: a model whose context window is smaller cannot drive it at all,
     #: and the run stops at start-up saying so (0: unknown, not checked).
     prompt_tokens: int = 0
+    #: Whether :attr:`binary` only starts the CLI's real program as its child (Kilo: a node script
+    #: starting a native executable): that child's model requests are the CLI's too. Nothing below it
+    #: ever is -- the relay refuses the agent's tool commands whatever program they run.
+    launcher: bool = False
 
     def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
         """Write the CLI's configuration for this run into ``ws.home`` (:func:`write_home`) and return the

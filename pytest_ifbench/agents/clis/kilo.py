@@ -5,7 +5,8 @@
 ``~/.config/kilo/ifbench-system.md`` in ``instructions`` (Kilo appends instruction files to its system
 prompt); ``kilo run --model anthropic/M [--continue]`` with the query on stdin (given as an argument,
 Kilo would wrap a query with spaces in quotes). ``KILO_*`` variables turn off model-list fetches,
-updates, telemetry, sharing and LSP downloads, and allow one retry.
+updates, telemetry, sharing and LSP downloads, and allow one retry. ``kilo`` is a node script that
+starts the native executable (``bin/.kilo``) as its child: a launcher, whose child calls the model.
 """
 
 from __future__ import annotations
@@ -54,4 +55,4 @@ class Kilo(AgentCli):
 
 
 CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages",
-          prompt_tokens=12500)
+          prompt_tokens=12500, launcher=True)

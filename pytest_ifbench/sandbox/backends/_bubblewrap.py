@@ -71,7 +71,8 @@ class BubblewrapRun:
             extra += needs
         jail = ns.Jail(workspace=str(dirs.workspace), home=str(dirs.home), tmp=str(dirs.tmp), uid=dirs.uid,
                        gid=dirs.gid, extra_ro=tuple(extra), socket=None if route is None else str(route.socket),
-                       port=0 if route is None else route.port, python=python)
+                       port=0 if route is None else route.port, python=python,
+                       launcher=route is not None and route.launcher)
         rlimits = ns.Rlimits(cpu_seconds=limits.cpu_limit(), memory_mb=limits.memory_mb,
                              processes=limits.max_processes, file_size_mb=limits.max_file_mb)
         info_r, info_w = os.pipe()

@@ -52,8 +52,8 @@ def run_routed(run: Any, argv: tuple[str, ...], *, limits: Limits, env: dict[str
     if not 0 < route.port < 65536:
         raise ValueError(f"ProxyRoute.port must be 1-65535, got {route.port}")
     _grant(route.socket, run.dirs.uid)
-    relayed = (run.python, "-I", "-S", "-B", FORWARDER, "--as", f"{run.dirs.uid}:{run.dirs.gid}", str(route.port),
-               SOCKET, "--", *argv)
+    relayed = (run.python, "-I", "-S", "-B", FORWARDER, "--as", f"{run.dirs.uid}:{run.dirs.gid}",
+               *(("--launcher",) if route.launcher else ()), str(route.port), SOCKET, "--", *argv)
     supervisor, files = run.request(relayed, limits, env, stdin, ids=(0, 0))
     mounts = [Mount(SOCKET, str(route.socket), type="bind", read_only=True),
               Mount(FORWARDER, _FORWARD_SOURCE, type="bind", read_only=True)]
