@@ -50,7 +50,13 @@ relay alone: it checks the connecting process (``SO_PEERCRED``) is the
 sandbox's pid 2, which is this relay for as long as the sandbox lives.  The
 relay makes itself non-dumpable first, so no process of the sandbox (all run
 as the same user, without capabilities) can ptrace it or read its memory.
-No secret is involved, so none can leak into the agent's environment.
+Before it starts the command it installs a seccomp filter, which the command
+and everything it starts inherit: ptrace, process_vm_readv/writev and
+pidfd_getfd fail with EPERM, so a tool command cannot attach to the CLI or take
+a duplicate of the CLI's own connection to this relay and call the model on it
+(once traced, a connection is not traced again).  No agent CLI needs them; a
+``strace`` or ``gdb`` the agent runs fails.  No secret is involved, so none can
+leak into the agent's environment.
 
 On the docker backend (``--as UID:GID``) the relay cannot be pid 2 (the container runtime's threads
 take the first pids), so it runs as root of its container instead, the first child of the container's
@@ -325,6 +331,63 @@ def installation(executable):
     return os.path.dirname(path) + "/"
 
 
+#: Per audit architecture (``AUDIT_ARCH_*``), the numbers of the syscalls that reach into another
+#: process -- ptrace, process_vm_readv, process_vm_writev, pidfd_getfd -- which no process of the
+#: sandbox may make (see :func:`_no_process_intrusion`). 32-bit programs on a 64-bit kernel have
+#: their own numbers; x32 calls (numbers from ``_X32``) are refused whole.
+_INTRUSIVE = {
+    0xC000003E: (101, 310, 311, 438),  # x86_64
+    0x40000003: (26, 347, 348, 438),  # i386
+    0xC00000B7: (117, 270, 271, 438),  # aarch64
+    0x40000028: (26, 376, 377, 438),  # arm
+}
+_NATIVE = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_X32 = 0x40000000
+_ALLOW, _EPERM = 0x7FFF0000, 0x00050001  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+
+
+def _intrusion_filter():
+    """The classic-BPF program of :func:`_no_process_intrusion`, as (code, jt, jf, k) tuples."""
+    load_arch, load_nr = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS seccomp_data.arch / .nr
+    program = [load_arch]
+    for arch, numbers in _INTRUSIVE.items():
+        x32 = [(0x35, len(numbers) + 1, 0, _X32)] if arch == 0xC000003E else []  # BPF_JGE to the refusal
+        block = [load_nr, *x32]
+        block += [(0x15, len(numbers) - i, 0, nr) for i, nr in enumerate(numbers)]  # BPF_JEQ to the refusal
+        block += [(0x06, 0, 0, _ALLOW), (0x06, 0, 0, _EPERM)]  # BPF_RET
+        program += [(0x15, 0, len(block), arch), *block]  # another architecture: skip the block
+    return [*program, (0x06, 0, 0, _EPERM)]  # an architecture the kernel should never report
+
+
+def _no_process_intrusion():
+    """A seccomp filter, inherited by the command and everything it starts: :data:`_INTRUSIVE` fail
+    with EPERM. All of the sandbox runs as one user, so without it a tool command could attach to
+    the CLI or take a duplicate of the CLI's own connection to this relay (``pidfd_getfd``) and call
+    the model on it as the CLI; nothing an agent CLI needs uses them. False when it cannot be set
+    (the relay then refuses to run)."""
+    import platform
+
+    if platform.machine() not in _NATIVE:
+        return False
+    try:
+        import ctypes
+
+        program = _intrusion_filter()
+        filters = (ctypes.c_uint64 * len(program))(
+            *(code | jt << 16 | jf << 24 | k << 32 for code, jt, jf, k in program))
+
+        class Program(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fprog = Program(len(program), ctypes.addressof(filters))
+        # PR_SET_NO_NEW_PRIVS (needed without CAP_SYS_ADMIN), then PR_SET_SECCOMP SECCOMP_MODE_FILTER
+        return (libc.prctl(38, 1, 0, 0, 0) == 0
+                and libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0)
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
 def _undumpable():
     """PR_SET_DUMPABLE 0: no ptrace, no /proc/<pid>/mem for processes without CAP_SYS_PTRACE."""
     try:
@@ -403,6 +466,10 @@ def main(argv):
     port, target, command = int(argv[1]), argv[2], argv[4:]
     if not _undumpable():
         print("ifbench relay: cannot make itself non-dumpable", file=sys.stderr, flush=True)
+        os._exit(2)
+    if not _no_process_intrusion():
+        print(f"ifbench relay: cannot keep the command's processes out of each other "
+              f"(seccomp, {os.uname().machine})", file=sys.stderr, flush=True)
         os._exit(2)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

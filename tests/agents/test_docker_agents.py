@@ -72,6 +72,10 @@ def test_a_program_of_the_installation_run_by_a_tool_command_is_refused(cli, age
     relay.test_a_program_of_the_installation_run_by_a_tool_command_is_refused(cli, agents, stub_env, tmp_path)
 
 
+def test_a_tool_command_cannot_take_the_clis_own_connection(agents, on_docker, stub_env, tmp_path):
+    relay.test_a_tool_command_cannot_take_the_clis_own_connection(agents, stub_env, tmp_path)
+
+
 def test_malformed_relay_json_crashes_nothing(agents, on_docker, stub_env, tmp_path):
     relay.test_malformed_relay_json_crashes_nothing(agents, stub_env, tmp_path)
 

