@@ -55,7 +55,8 @@ and everything it starts inherit: ptrace, process_vm_readv/writev and
 pidfd_getfd fail with EPERM, so a tool command cannot attach to the CLI or take
 a duplicate of the CLI's own connection to this relay and call the model on it
 (once traced, a connection is not traced again).  No agent CLI needs them; a
-``strace`` or ``gdb`` the agent runs fails.  No secret is involved, so none can
+``strace`` or ``gdb`` the agent runs fails.  The backends mount ``/proc``
+read-only around the relay, so ``/proc/<pid>/mem`` cannot be written either.  No secret is involved, so none can
 leak into the agent's environment.
 
 On the docker backend (``--as UID:GID``) the relay cannot be pid 2 (the container runtime's threads
@@ -333,7 +334,7 @@ def installation(executable):
 
 #: Per audit architecture (``AUDIT_ARCH_*``), the numbers of the syscalls that reach into another
 #: process -- ptrace, process_vm_readv, process_vm_writev, pidfd_getfd -- which no process of the
-#: sandbox may make (see :func:`_no_process_intrusion`). 32-bit programs on a 64-bit kernel have
+#: sandbox may make (see :func:`_contain`). 32-bit programs on a 64-bit kernel have
 #: their own numbers; x32 calls (numbers from ``_X32``) are refused whole.
 _INTRUSIVE = {
     0xC000003E: (101, 310, 311, 438),  # x86_64
@@ -347,7 +348,7 @@ _ALLOW, _EPERM = 0x7FFF0000, 0x00050001  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO 
 
 
 def _intrusion_filter():
-    """The classic-BPF program of :func:`_no_process_intrusion`, as (code, jt, jf, k) tuples."""
+    """The seccomp filter of :func:`_contain` (classic BPF), as (code, jt, jf, k) tuples."""
     load_arch, load_nr = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS seccomp_data.arch / .nr
     program = [load_arch]
     for arch, numbers in _INTRUSIVE.items():
@@ -359,44 +360,30 @@ def _intrusion_filter():
     return [*program, (0x06, 0, 0, _EPERM)]  # an architecture the kernel should never report
 
 
-def _no_process_intrusion():
-    """A seccomp filter, inherited by the command and everything it starts: :data:`_INTRUSIVE` fail
-    with EPERM. All of the sandbox runs as one user, so without it a tool command could attach to
-    the CLI or take a duplicate of the CLI's own connection to this relay (``pidfd_getfd``) and call
-    the model on it as the CLI; nothing an agent CLI needs uses them. False when it cannot be set
-    (the relay then refuses to run)."""
-    import platform
-
-    if platform.machine() not in _NATIVE:
-        return False
+def _contain():
+    """Make the relay non-dumpable (no process without CAP_SYS_PTRACE can ptrace it or read its memory)
+    and install :func:`_intrusion_filter`, which the command and everything it starts inherit: all of
+    the sandbox runs as one user, so without it a tool command could attach to the CLI or take a
+    duplicate of the CLI's own connection to this relay (``pidfd_getfd``) and call the model on it
+    as the CLI. None when done, else what failed (the relay then refuses to run)."""
+    if os.uname().machine not in _NATIVE:
+        return f"no seccomp filter for {os.uname().machine}"
     try:
         import ctypes
 
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
+            return "cannot make itself non-dumpable"
         program = _intrusion_filter()
-        filters = (ctypes.c_uint64 * len(program))(
-            *(code | jt << 16 | jf << 24 | k << 32 for code, jt, jf, k in program))
-
-        class Program(ctypes.Structure):
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        fprog = Program(len(program), ctypes.addressof(filters))
+        filters = (ctypes.c_uint64 * len(program))(*(code | jt << 16 | jf << 24 | k << 32
+                                                      for code, jt, jf, k in program))
+        fprog = (ctypes.c_uint64 * 2)(len(program), ctypes.addressof(filters))  # struct sock_fprog (LP64)
         # PR_SET_NO_NEW_PRIVS (needed without CAP_SYS_ADMIN), then PR_SET_SECCOMP SECCOMP_MODE_FILTER
-        return (libc.prctl(38, 1, 0, 0, 0) == 0
-                and libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0)
-    except (OSError, AttributeError, ImportError):
-        return False
-
-
-def _undumpable():
-    """PR_SET_DUMPABLE 0: no ptrace, no /proc/<pid>/mem for processes without CAP_SYS_PTRACE."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(4, 0, 0, 0, 0) == 0
-    except (OSError, AttributeError, ImportError):
-        return False
+        if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, fprog, 0, 0) != 0:
+            return f"cannot install its seccomp filter: {os.strerror(ctypes.get_errno())}"
+    except (OSError, AttributeError, ImportError) as exc:
+        return f"cannot contain the command: {exc}"
+    return None
 
 
 def _shutdown_write(sock):
@@ -464,12 +451,9 @@ def main(argv):
         print("usage: forward.py [--as UID:GID] [--launcher] PORT SOCKET -- COMMAND [ARGS...]", file=sys.stderr)
         os._exit(2)
     port, target, command = int(argv[1]), argv[2], argv[4:]
-    if not _undumpable():
-        print("ifbench relay: cannot make itself non-dumpable", file=sys.stderr, flush=True)
-        os._exit(2)
-    if not _no_process_intrusion():
-        print(f"ifbench relay: cannot keep the command's processes out of each other "
-              f"(seccomp, {os.uname().machine})", file=sys.stderr, flush=True)
+    problem = _contain()
+    if problem is not None:
+        print(f"ifbench relay: {problem}", file=sys.stderr, flush=True)
         os._exit(2)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -188,6 +188,7 @@ def command_line(jail: Jail, argv: Sequence[str], *, env: Mapping[str, str], rli
         inner += ["--ro-bind", src["sock"], SOCKET, "--ro-bind", src["fwd"], FORWARDER_MOUNT]
         command = [jail.python, "-I", "-S", "-B", FORWARDER_MOUNT, *(["--launcher"] if jail.launcher else []),
                    str(jail.port), SOCKET, "--", *command]
+        inner += ["--remount-ro", "/proc"]  # no writing the CLI's memory (/proc/<pid>/mem) from its tools
     inner += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", MOUNT]
     if info_fd is not None:
         inner += ["--info-fd", str(info_fd)]

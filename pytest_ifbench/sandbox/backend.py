@@ -135,7 +135,9 @@ class ProxyRoute:
     Only the command's own connections pass (the relay traces each one to the processes holding it):
     the command's process, and with ``launcher`` also its children running a program of the command's
     installation, for a command that only starts the real program (Kilo's node script).  Anything the
-    command runs below that -- its tool commands -- is refused and reported to the proxy."""
+    command runs below that -- its tool commands -- is refused and reported to the proxy.  A backend
+    runs the command behind ``sandbox/_forward.py`` (the relay: it traces connections and keeps the
+    command's processes out of each other) with ``/proc`` read-only."""
 
     socket: Path
     port: int

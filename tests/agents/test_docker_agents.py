@@ -76,6 +76,14 @@ def test_a_tool_command_cannot_take_the_clis_own_connection(agents, on_docker, s
     relay.test_a_tool_command_cannot_take_the_clis_own_connection(agents, stub_env, tmp_path)
 
 
+def test_a_tool_command_cannot_write_the_clis_memory(agents, on_docker, stub_env, tmp_path, request):
+    """``/proc`` is read-only in the CLI's container (``ReadonlyPaths``); Podman 4's Docker-compatible API
+    ignores that setting, and its own (``proc-opts=ro``) stops its runtime, which sets a sysctl."""
+    if request.node.callspec.params["docker_host"] == "podman":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="Podman's API ignores ReadonlyPaths: a known gap"))
+    relay.test_a_tool_command_cannot_write_the_clis_memory(agents, stub_env, tmp_path)
+
+
 def test_malformed_relay_json_crashes_nothing(agents, on_docker, stub_env, tmp_path):
     relay.test_malformed_relay_json_crashes_nothing(agents, stub_env, tmp_path)
 

@@ -211,6 +211,23 @@ def test_a_tool_command_cannot_take_the_clis_own_connection(agents, stub_env, tm
         ws.close()
 
 
+#: A tool command that becomes the CLI's child (``exec``) and opens the CLI's memory for writing.
+WRITE_MEMORY = ("exec python3 -c \"import os; cli = os.getppid(); "
+                "print(open('/proc/%d/cmdline' % cli).read().split(chr(0))[0]); "
+                "open('/proc/%d/mem' % cli, 'r+b')\"")
+
+
+def test_a_tool_command_cannot_write_the_clis_memory(agents, stub_env, tmp_path):
+    ws, result, requests = attack(WRITE_MEMORY, stub_env, tmp_path)
+    try:
+        assert result.harness_error is None, result.stderr[-2000:]
+        (bash,) = result.trajectory.calls_to("Bash")
+        assert "claude" in bash.result.content and "Read-only file system" in bash.result.content, bash.result.content
+        assert result.final_text == REAL_ANSWER
+    finally:
+        ws.close()
+
+
 def test_malformed_relay_json_crashes_nothing(agents, stub_env, tmp_path):
     ws, result, requests = attack(f"{POST} -d '{{\"messages\": 5}}' {RELAY}; echo sent", stub_env, tmp_path)
     try:

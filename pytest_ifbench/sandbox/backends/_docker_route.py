@@ -63,7 +63,7 @@ def run_routed(run: Any, argv: tuple[str, ...], *, limits: Limits, env: dict[str
     container: Any = None
     try:
         spec.update(working_dir="/", cap_add=[*spec["cap_add"], *_RELAY_CAPABILITIES])
-        container = run.client.containers.create(run.image_tag(), supervisor, stdin_open=True, user="0", **spec)
+        container = _create(run.client, run.image_tag(), supervisor, spec)
         sock = api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         start = time.monotonic()
         try:
@@ -92,6 +92,22 @@ def run_routed(run: Any, argv: tuple[str, ...], *, limits: Limits, env: dict[str
     # cgroup's OOM killer): everything in the container died with it; report its status as the exit.
     return outcome(argv, status, out, err, backstop=backstop, disk=disk, oom=bool(state.get("OOMKilled")),
                    cpu=limits.cpu_limit(), start=start, lost=code if isinstance(code, int) else 137)
+
+
+#: The container's own keys of :meth:`._docker.DockerRun.spec`; the rest configure its host side.
+_CONTAINER_KEYS = ("working_dir", "hostname", "labels", "environment")
+
+
+def _create(client: Any, image: str, command: Sequence[str], spec: dict[str, Any]) -> Any:
+    """``containers.create`` with ``/proc`` read-only (``ReadonlyPaths``, which docker-py does not
+    expose): the CLI's tool commands run as its user, and a writable ``/proc/<pid>/mem`` would let
+    them write the CLI's memory (the relay's seccomp filter covers ptrace and the rest)."""
+    api = client.api
+    host = api.create_host_config(**{key: value for key, value in spec.items() if key not in _CONTAINER_KEYS})
+    host["ReadonlyPaths"] = ["/proc"]
+    created = api.create_container(image, list(command), stdin_open=True, user="0", host_config=host,
+                                   **{key: spec[key] for key in _CONTAINER_KEYS if key in spec})
+    return client.containers.get(created["Id"])
 
 
 def _grant(sock: Path, uid: int) -> None:
