@@ -7,6 +7,8 @@ import asyncio
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -123,6 +125,7 @@ def test_close_removes_everything_and_keep_keeps_it(tmp_path, backend):
     with kept:
         kept.run("echo x > f", limits=QUICK)
     assert (kept.path / "f").read_text() == "x\n"
+    assert sorted(p.name for p in kept.root.iterdir()) == ["home", "tmp", "workspace"]  # no quota record
     shutil.rmtree(kept.root)
 
 
@@ -429,3 +432,47 @@ def test_shared_memory_held_by_many_processes_stays_within_the_memory_cap(ws):
     assert res.stdout.count("held") < 8, res
     assert 0 < cgroup.peak <= 512 << 20, cgroup.peak
     still_works(ws)
+
+
+#: A process that mounts a quota at ARGV[1] and waits to be killed.
+HOLD_A_QUOTA = """\
+import sys, time
+from pathlib import Path
+from pytest_ifbench.sandbox.backends._quota import TmpfsQuota
+TmpfsQuota(Path(sys.argv[1]), 1 << 20)
+print("mounted", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_quota_left_by_a_killed_process_is_released_by_the_next_one(tmp_path):
+    """``kill -9`` (an interrupted run, resumed from the cache) cannot unmount its workspaces' quotas."""
+    from pytest_ifbench.sandbox.backends import _quota
+
+    if not _quota.available():
+        pytest.skip("the kernel quota needs root")
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    killed, alive = parent / "ifbench-ws-killed", parent / "ifbench-ws-alive"
+    holders = []
+    for root in (killed, alive):
+        root.mkdir()
+        holders.append(subprocess.Popen([sys.executable, "-c", HOLD_A_QUOTA, str(root)], stdout=subprocess.PIPE,
+                                        text=True))
+        assert holders[-1].stdout.readline() == "mounted\n"
+    holders[0].kill()
+    holders[0].wait()
+    try:
+        assert sorted(_quota._quota_mounts(parent)) == [str(alive), str(killed)]
+        mine = parent / "ifbench-ws-mine"
+        mine.mkdir()
+        quota = _quota.TmpfsQuota(mine, 1 << 20)  # this process's first quota in parent sweeps it
+        try:
+            assert sorted(_quota._quota_mounts(parent)) == [str(alive), str(mine)] and not killed.exists()
+            assert _quota.reap_stale(parent) == []  # the living keep theirs
+        finally:
+            quota.release(keep=False)
+    finally:
+        holders[1].kill()
+        holders[1].wait()
+        assert _quota.reap_stale(parent) == [str(alive)]

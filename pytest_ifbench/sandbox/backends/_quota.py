@@ -5,12 +5,19 @@ walks eight parallel ``fallocate -l 500M`` put 4 GB in a 1 GiB workspace.  A tmp
 budget at the run's root makes the kernel refuse the overshoot (``ENOSPC``) instead.  Mounting
 needs root on the host, so a backend mounts one when it can (``available()``) and keeps the
 watchdog either way (it still reports ``limit="disk"`` and stops a command that stays over).
+
+A process killed with ``-9`` (an interrupted run, to be resumed from the cache) cannot unmount its
+quotas, so each mount records its owner at the root (:data:`OWNER`: host, pid and the pid's start
+time) and a process's first quota in a directory releases the ones there whose owner is gone.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,6 +26,11 @@ from ..backend import SandboxUnavailable
 
 #: The quota's margin over the budget, so the watchdog still sees (and reports) the overshoot.
 SLACK = 16 << 20
+#: At a quota's root, beside the run's directories (never shown inside): who mounted it.
+OWNER = ".ifbench-quota-owner"
+#: The tmpfs source name every quota is mounted with (what ``reap_stale`` looks for).
+SOURCE = "ifbench-ws"
+_swept: set[str] = set()  # directories whose stale quotas this process has released
 
 
 def available() -> bool:
@@ -39,6 +51,9 @@ class TmpfsQuota:
     def __init__(self, root: Path, budget: int) -> None:
         self.root = root
         self.size = 0
+        if str(root.parent) not in _swept:
+            _swept.add(str(root.parent))
+            reap_stale(root.parent)
         self.resize(budget)
 
     def resize(self, budget: int) -> None:
@@ -48,9 +63,11 @@ class TmpfsQuota:
         if want == self.size:
             return
         option = f"size={want}" if not self.size else f"remount,size={want}"
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{option},mode=0755", "ifbench-ws", str(self.root)],
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{option},mode=0755", SOURCE, str(self.root)],
                               capture_output=True, text=True, check=False)
         if done.returncode == 0:
+            if not self.size:
+                (self.root / OWNER).write_text(json.dumps(_owner(os.getpid())))
             self.size = want
         elif not self.size:
             raise SandboxUnavailable(f"cannot mount the workspace quota (a tmpfs): {done.stderr.strip()}")
@@ -64,9 +81,57 @@ class TmpfsQuota:
         if keep:
             saved = tempfile.mkdtemp(prefix="ifbench-kept-", dir=os.path.dirname(root))
             subprocess.run(["cp", "-a", f"{root}/.", saved], capture_output=True, check=False)
+            Path(saved, OWNER).unlink(missing_ok=True)  # the owner record goes with the mount
         subprocess.run(["umount", "-l", root], capture_output=True, check=False)
         self.size = 0
         if saved is not None:
             for entry in os.listdir(saved):
                 os.rename(os.path.join(saved, entry), os.path.join(root, entry))
             os.rmdir(saved)
+
+
+def reap_stale(parent: Path) -> list[str]:
+    """Unmount and remove the quotas mounted at directories of ``parent`` whose owner (:data:`OWNER`)
+    is a process of this host that is gone; the released roots. A quota without an owner record (or
+    another host's, or a live process's) is left alone."""
+    released = []
+    for root in _quota_mounts(parent):
+        try:
+            owner = json.loads((Path(root) / OWNER).read_text())
+            if owner["host"] != socket.gethostname() or owner == _owner(int(owner["pid"])):
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if subprocess.run(["umount", "-l", root], capture_output=True, check=False).returncode == 0:
+            shutil.rmtree(root, ignore_errors=True)
+            released.append(root)
+    return released
+
+
+def _quota_mounts(parent: Path) -> list[str]:
+    """Mount points of our tmpfs quotas directly in ``parent`` (from ``/proc/self/mountinfo``)."""
+    found = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        mine, _, theirs = line.partition(" - ")
+        fields, rest = mine.split(), theirs.split()
+        if len(fields) < 5 or len(rest) < 2 or rest[:2] != ["tmpfs", SOURCE]:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])  # octal escapes (space...)
+        if os.path.dirname(point) == str(parent):
+            found.append(point)
+    return found
+
+
+def _owner(pid: int) -> dict[str, object]:
+    """What identifies process ``pid`` of this host (its start time tells a reused pid apart)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            start = int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        start = None
+    return {"host": socket.gethostname(), "pid": pid, "start": start}
