@@ -56,8 +56,9 @@ pidfd_getfd fail with EPERM, so a tool command cannot attach to the CLI or take
 a duplicate of the CLI's own connection to this relay and call the model on it
 (once traced, a connection is not traced again).  No agent CLI needs them; a
 ``strace`` or ``gdb`` the agent runs fails.  The backends mount ``/proc``
-read-only around the relay, so ``/proc/<pid>/mem`` cannot be written either.  No secret is involved, so none can
-leak into the agent's environment.
+read-only around the relay, so ``/proc/<pid>/mem`` cannot be written either
+(bubblewrap, dockerd; Podman's API ignores the setting).  No secret is
+involved, so none can leak into the agent's environment.
 
 On the docker backend (``--as UID:GID``) the relay cannot be pid 2 (the container runtime's threads
 take the first pids), so it runs as root of its container instead, the first child of the container's

@@ -116,13 +116,14 @@ def _quota_mounts(parent: Path) -> list[str]:
             lines = fh.read().splitlines()
     except OSError:
         return found
+    directory = os.path.realpath(parent)  # as the kernel writes it
     for line in lines:
         mine, _, theirs = line.partition(" - ")
         fields, rest = mine.split(), theirs.split()
         if len(fields) < 5 or len(rest) < 2 or rest[:2] != ["tmpfs", SOURCE]:
             continue
         point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])  # octal escapes (space...)
-        if os.path.dirname(point) == str(parent):
+        if os.path.dirname(point) == directory:
             found.append(point)
     return found
 
