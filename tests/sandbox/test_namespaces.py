@@ -186,24 +186,43 @@ def test_relay_passes_the_exit_status_and_stdio_through(tmp_path):
         server.close()
 
 
-#: The relay's command: a client whose socket is held by a child too (``/bin/sh -c ARGV[2]``, the socket
-#: as its fd 9), as when a CLI starts a program beside its request; prints the relay's first answer line.
-HELD_BY_A_CHILD = (
-    "import os, socket, subprocess, sys\n"
-    "s = socket.socket()\n"
-    "os.dup2(s.fileno(), 9)\n"
-    "child = subprocess.Popen(['/bin/sh', '-c', sys.argv[2]], pass_fds=[9])\n"
-    "os.close(9)\n"
-    "s.connect(('127.0.0.1', int(sys.argv[1])))\n"
-    "s.sendall(b'hello'); s.shutdown(socket.SHUT_WR)\n"
-    "data = b''\n"
-    "try:\n"
-    "    while chunk := s.recv(65536): data += chunk\n"
-    "except ConnectionResetError:\n"
-    "    pass  # a refused connection: the relay answered and closed with the request unread\n"
-    "child.kill(); child.wait()\n"
-    "print(data.split(b'\\r\\n')[0].decode())\n"
-)
+def _answer(tmp_path, script, *args, options=()):
+    """Run ``script`` (``client.py PORT ARGS...``) behind the relay, in front of the echo server; (what
+    it printed, the sizes of the requests the server was passed)."""
+    sock = tmp_path / "s.sock"
+    client = tmp_path / "client.py"
+    client.write_text(script)
+    server, served = _unix_echo_server(sock)
+    port = _free_port()
+    try:
+        done = _relay(port, sock, sys.executable, str(client), str(port), *args, options=options)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip(), served
+
+
+#: The end of a client script: send ``hello`` on ``s``, print the first line of the answer.
+HELLO = """\
+s.sendall(b"hello"); s.shutdown(socket.SHUT_WR)
+data = b""
+try:
+    while chunk := s.recv(65536): data += chunk
+except ConnectionResetError:
+    pass  # a refused connection: the relay answered and closed with the request unread
+print(data.split(b"\\r\\n")[0].decode())
+"""
+#: ``client.py PORT CHILD``: a client whose socket is held by a child too (``/bin/sh -c CHILD``, the
+#: socket as its fd 9), as when a CLI starts a program beside its request.
+HELD_BY_A_CHILD = """\
+import atexit, os, socket, subprocess, sys
+s = socket.socket()
+os.dup2(s.fileno(), 9)
+child = subprocess.Popen(["/bin/sh", "-c", sys.argv[2]], pass_fds=[9])
+atexit.register(child.kill)
+os.close(9)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+""" + HELLO
 
 
 @pytest.mark.parametrize(("child", "answer"), [
@@ -217,35 +236,19 @@ HELD_BY_A_CHILD = (
      "HTTP/1.1 403 Forbidden"),
 ], ids=["let-go", "kept", "kept-then-exec-into-the-installation"])
 def test_relay_watches_a_stranger_holding_the_command_socket(tmp_path, child, answer):
-    sock = tmp_path / "s.sock"
-    server, served = _unix_echo_server(sock)
-    port = _free_port()
-    try:
-        done = _relay(port, sock, sys.executable, "-c", HELD_BY_A_CHILD, str(port), child, options=("--launcher",))
-    finally:
-        server.close()
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == answer
-    assert served == ([5] if answer == "HELLO" else [])
+    assert _answer(tmp_path, HELD_BY_A_CHILD, child, options=("--launcher",)) == (
+        answer, [5] if answer == "HELLO" else [])
 
 
-#: ``NESTED.py PORT DEPTH``: DEPTH levels of processes below it (each running the same interpreter, a
-#: program of the command's installation), the last of which sends ``hello`` through the relay and
-#: prints the first line of the answer.
+#: ``client.py PORT DEPTH``: DEPTH levels of processes below it (each running the same interpreter, a
+#: program of the command's installation), the last of which is the client.
 NESTED = """\
 import socket, subprocess, sys
 port, depth = sys.argv[1], int(sys.argv[2])
 if depth:
     sys.exit(subprocess.call([sys.executable, __file__, port, str(depth - 1)]))
 s = socket.create_connection(("127.0.0.1", int(port)))
-s.sendall(b"hello"); s.shutdown(socket.SHUT_WR)
-data = b""
-try:
-    while chunk := s.recv(65536): data += chunk
-except ConnectionResetError:
-    pass
-print(data.split(b"\\r\\n")[0].decode())
-"""
+""" + HELLO
 
 
 @pytest.mark.parametrize(("depth", "options", "answer"), [
@@ -258,25 +261,14 @@ def test_relay_takes_a_program_of_the_installation_only_as_the_command_or_a_laun
         tmp_path, depth, options, answer):
     """A tool command running a program of the CLI's installation is still a tool command: two of the
     CLIs are Bun executables that run any script given ``BUN_BE_BUN=1``."""
-    sock = tmp_path / "s.sock"
-    script = tmp_path / "nested.py"
-    script.write_text(NESTED)
-    server, served = _unix_echo_server(sock)
-    port = _free_port()
-    try:
-        done = _relay(port, sock, sys.executable, str(script), str(port), str(depth), options=options)
-    finally:
-        server.close()
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == answer
-    assert served == ([5] if answer == "HELLO" else [])
+    assert _answer(tmp_path, NESTED, str(depth), options=options) == (answer, [5] if answer == "HELLO" else [])
 
 
-#: ``INTRUSION.py``: starts itself as a child, which tries what would let a tool command take the CLI
+#: ``client.py PORT``: starts itself as a child, which tries what would let a tool command take the CLI
 #: over -- a duplicate of one of its descriptors, ptrace, its memory -- and prints each outcome.
 INTRUSION = """\
 import ctypes, os, subprocess, sys
-if sys.argv[1:] != ["child"]:
+if sys.argv[1] != "child":
     sys.exit(subprocess.call([sys.executable, __file__, "child"]))
 libc = ctypes.CDLL(None, use_errno=True)
 parent = os.getppid()
@@ -296,13 +288,5 @@ print(" ".join(outcomes))
 def test_relay_keeps_the_commands_processes_out_of_each_other(tmp_path):
     """All of a CLI's sandbox runs as one user: without the relay's seccomp filter a tool command could
     take a duplicate of the CLI's own connection to the relay (pidfd_getfd) and call the model on it."""
-    sock = tmp_path / "s.sock"
-    script = tmp_path / "intrusion.py"
-    script.write_text(INTRUSION)
-    server, _ = _unix_echo_server(sock)
-    try:
-        done = _relay(_free_port(), sock, sys.executable, str(script))
-    finally:
-        server.close()
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["pidfd_getfd=EPERM", "ptrace=EPERM", "process_vm_readv=EPERM"]
+    printed, _ = _answer(tmp_path, INTRUSION)
+    assert printed.split() == ["pidfd_getfd=EPERM", "ptrace=EPERM", "process_vm_readv=EPERM"]
