@@ -338,3 +338,51 @@ def test_long_prompt_prices_are_litellms_whatever_length_the_table_names(prompt)
         expected = sum(litellm.cost_per_token(model=model, custom_llm_provider="openai", usage_object=theirs))
         ours = prices.cost_of(model, prices.Usage(prompt=prompt, completion=900, cache_read=5000))
         assert ours == pytest.approx(expected, rel=1e-12), model
+
+
+def _cache_marks(body: dict) -> tuple[bool, list[tuple[int, int]]]:
+    """Whether the system text is marked for caching, and the (turn, block) positions marked."""
+    system = body.get("system")
+    system_marked = isinstance(system, list) and any("cache_control" in block for block in system)
+    return system_marked, [(turn, position) for turn, message in enumerate(body["messages"])
+                           if isinstance(message.get("content"), list)
+                           for position, block in enumerate(message["content"]) if "cache_control" in block]
+
+
+@pytest.mark.parametrize("conversation", [CONVERSATION, CONVERSATION[:4], CONVERSATION[1:2]],
+                         ids=["ends-with-user-text", "ends-with-tool-result", "no-system"])
+def test_a_continuing_conversation_asks_anthropic_to_cache_it_as_litellm_asks(keys, monkeypatch, conversation):
+    """``prompt_cache=True`` (an agent's step) marks the system text and the last message's last block
+    for Anthropic's prompt cache on both routes, the same blocks; without it no block is marked; the
+    marks change neither the rest of the request nor the response cache's key."""
+    keys.add_rule("", Reply(content="42"))
+    bodies = {}
+    for route in ("sdk", "litellm"):
+        for cached in (True, False):
+            client = _client(keys, monkeypatch, ANTHROPIC_MODEL, route)
+            params = GenerationParams(max_tokens=50, stop=("END",))  # stop: _comparable knows the body Anthropic's
+            asyncio.run(_closing(client.complete(conversation, params, tools=TOOLS, prompt_cache=cached)))
+            bodies[route, cached] = keys.requests[-1].body
+    last_turn = len(bodies["sdk", True]["messages"]) - 1
+    expected = ("system" in {m["role"] for m in conversation},
+                [(last_turn, len(bodies["sdk", True]["messages"][-1]["content"]) - 1)])
+    assert _cache_marks(bodies["sdk", True]) == _cache_marks(bodies["litellm", True]) == expected
+    assert _cache_marks(bodies["sdk", False]) == _cache_marks(bodies["litellm", False]) == (False, [])
+    unmarked = json.loads(json.dumps(bodies["sdk", True]).replace(', "cache_control": {"type": "ephemeral"}', ""))
+    assert _comparable(unmarked) == _comparable(bodies["sdk", False]) == _comparable(bodies["litellm", False])
+
+
+def test_marks_leave_the_cache_key_and_openai_requests_alone(keys, monkeypatch, tmp_path):
+    """A reply cached by a marked call answers the unmarked one (one key), and an OpenAI model's
+    request carries no marks (OpenAI caches prompts by itself)."""
+    keys.add_rule("", Reply(content="42"))
+    client = _client(keys, monkeypatch, ANTHROPIC_MODEL, "sdk")
+    client.cache = ResponseCache(tmp_path / "cache")
+    first = asyncio.run(_closing(client.complete(CONVERSATION, GenerationParams(max_tokens=50), prompt_cache=True)))
+    again = asyncio.run(_closing(client.complete(CONVERSATION, GenerationParams(max_tokens=50))))
+    assert not first.cached and again.cached and len(keys.requests) == 1
+    for route in ("sdk", "litellm"):
+        client = _client(keys, monkeypatch, OPENAI_MODEL, route)
+        assert client.cache_breakpoints == ()
+        asyncio.run(_closing(client.complete(CONVERSATION, GenerationParams(max_tokens=50), prompt_cache=True)))
+        assert "cache_control" not in json.dumps(keys.requests[-1].body)

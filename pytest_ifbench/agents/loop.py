@@ -36,6 +36,9 @@ Caching: every model call goes through ``client.complete(..., tools=...)``, cach
 Re-running a finished run replays it from the cache with no model call as long as every tool
 output is the same as the first time; a command with nondeterministic output (``date``,
 random numbers, timings) changes the next request, so the calls after it are made anew.
+Each call also asks the provider to cache its prompt where the provider wants to be asked
+(``prompt_cache=True``: Anthropic's ``cache_control`` marks; OpenAI caches by itself), as the next
+step repeats it: what the run pays, not what it asks.
 
 The trajectory (:class:`~.trajectory.Trajectory`; ``meta``: runner ``loop``, profile, model,
 stop_reason, steps, limits, tokens, cost, model/tool seconds) is rewritten atomically after
@@ -276,7 +279,8 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
     call_params = replace(params, max_tokens=min(params.max_tokens or budget, budget))
     left = run.start + run.options.max_seconds - time.monotonic()
     try:  # the run's deadline holds while the call is in flight, as it does for a tool command
-        completion = await asyncio.wait_for(client.complete(history, call_params, sample=sample, tools=specs),
+        completion = await asyncio.wait_for(client.complete(history, call_params, sample=sample, tools=specs,
+                                                            prompt_cache=True),
                                             timeout=max(left, 0.001))
     except TimeoutError:
         run.stop_reason = "max_seconds"

@@ -279,7 +279,7 @@ class RecordingProxy:
 
     def _call(self, wire: WireFormat, body: dict[str, Any], translated: Any,
               request_time: int) -> tuple[int, dict[str, str], bytes]:
-        call = self.client.complete(translated.messages, translated.params, tools=translated.tools)
+        call = self.client.complete(translated.messages, translated.params, tools=translated.tools, prompt_cache=True)
         try:
             if self._submit is None:
                 raise RuntimeError("the proxy is not running")

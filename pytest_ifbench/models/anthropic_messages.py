@@ -13,6 +13,12 @@ answers the same request whichever route carries it:
 * tools become ``{name, description, input_schema}``; a ``json_schema`` ``response_format`` becomes
   the forced tool litellm uses (``json_tool_call``), whose input is the reply's text.
 
+Prompt caching: a call that carries litellm's ``cache_control_injection_points`` gets the same
+``cache_control`` marks litellm would give it, for the two kinds of point :data:`CACHE_POINTS` uses --
+``{"location": "message", "role": R}`` marks the last block of every message of role R (the system
+text then goes as one text block), ``{"location": "message", "index": i}`` the last block of message i
+(negative from the end) -- so the request is the same on either route (see :func:`cache_breakpoints`).
+
 A reply's ``text`` blocks are its content, ``thinking`` blocks its reasoning, ``tool_use`` blocks
 its tool calls; ``stop_reason`` becomes OpenAI's ``finish_reason``; usage counts every prompt token
 (cache reads and writes included) as litellm does.
@@ -32,6 +38,15 @@ DEFAULT_MAX_TOKENS = 4096
 #: The forced tool a ``response_format`` becomes (litellm's name for it).
 JSON_TOOL = "json_tool_call"
 _THINKING_BUDGET = {"low": 1024, "medium": 2048, "high": 4096}
+#: Where a conversation that goes on (an agent's steps) asks Anthropic to cache its prompt: the system
+#: text (with the tools before it, the prefix every step repeats) and the last message, each step's
+#: new end. Anthropic looks up to 20 blocks back from a mark for a prefix it cached, so the next step,
+#: which adds the reply and its tool results after it, reads this one's (0.1x the input price) and
+#: writes only what it added (1.25x); a prompt shorter than the model's minimum is not cached and costs
+#: nothing more. litellm's ``cache_control_injection_points``, so the litellm route marks the same blocks.
+CACHE_POINTS: tuple[Mapping[str, Any], ...] = ({"location": "message", "role": "system"},
+                                               {"location": "message", "index": -1})
+_EPHEMERAL = {"type": "ephemeral"}
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
            "tool_use": "tool_calls", "refusal": "content_filter"}
 
@@ -40,7 +55,8 @@ def request_body(name: str, messages: Sequence[Mapping[str, Any]], params: Mappi
     """The ``POST /v1/messages`` body for a call the client describes in OpenAI's terms."""
     system: list[str] = []
     turns: list[dict[str, Any]] = []
-    for message in messages:
+    marked_roles, marked = _marks(params.get("cache_control_injection_points"), len(messages))
+    for position, message in enumerate(messages):
         role = message.get("role")
         if role in ("system", "developer"):
             system.append(_text(message.get("content")))
@@ -54,6 +70,8 @@ def request_body(name: str, messages: Sequence[Mapping[str, Any]], params: Mappi
         else:
             blocks = _blocks(message.get("content"))
             role = "user"
+        if blocks and (position in marked or message.get("role") in marked_roles):
+            blocks[-1]["cache_control"] = dict(_EPHEMERAL)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
@@ -61,7 +79,9 @@ def request_body(name: str, messages: Sequence[Mapping[str, Any]], params: Mappi
     body: dict[str, Any] = {"model": name, "messages": turns,
                             "max_tokens": params.get("max_tokens") or DEFAULT_MAX_TOKENS}
     if any(system):
-        body["system"] = "\n".join(text for text in system if text)
+        text = "\n".join(text for text in system if text)
+        cached = "system" in marked_roles or "developer" in marked_roles
+        body["system"] = [{"type": "text", "text": text, "cache_control": dict(_EPHEMERAL)}] if cached else text
     for key in ("temperature", "top_p"):
         if params.get(key) is not None:
             body[key] = params[key]
@@ -80,6 +100,27 @@ def request_body(name: str, messages: Sequence[Mapping[str, Any]], params: Mappi
     if tools:
         body["tools"] = tools
     return body
+
+
+def cache_breakpoints(model: str) -> tuple[Mapping[str, Any], ...]:
+    """The cache marks a continuing conversation with an Anthropic model asks for (:data:`CACHE_POINTS`);
+    the ``cache_breakpoints`` of the providers that reach Anthropic's API."""
+    return CACHE_POINTS
+
+
+def _marks(points: Any, count: int) -> tuple[frozenset[str], frozenset[int]]:
+    """The roles and the message positions ``points`` (litellm's injection points) mark."""
+    roles: set[str] = set()
+    positions: set[int] = set()
+    for point in points if isinstance(points, list | tuple) else ():
+        if not isinstance(point, Mapping) or point.get("location") != "message":
+            continue
+        index = point.get("index")
+        if isinstance(index, int) and not isinstance(index, bool) and -count <= index < count:
+            positions.add(index % count)
+        elif isinstance(point.get("role"), str):
+            roles.add(point["role"])
+    return frozenset(roles), frozenset(positions)
 
 
 def _text(content: Any) -> str:

@@ -283,6 +283,9 @@ class ModelClient:
     direct: Transport | None = field(default=None, repr=False)
     #: The process's circuit breakers (the session shares one set between the model and the judges).
     breakers: Breakers = field(default_factory=Breakers, repr=False)
+    #: Where a call made with ``prompt_cache=True`` asks the provider to cache its prompt (litellm's
+    #: ``cache_control_injection_points``; ``make_client`` takes them from the provider): empty, no marks.
+    cache_breakpoints: tuple[Mapping[str, Any], ...] = ()
     #: Calls on their way, by (event loop, cache key): an identical request waits for the first (see
     #: :meth:`complete`).
     _in_flight: dict[tuple[int, str], asyncio.Future[Any]] = field(default_factory=dict, init=False, repr=False)
@@ -326,8 +329,13 @@ class ModelClient:
         sample: int = 0,
         tools: Sequence[Mapping[str, Any]] = (),
         response_format: Mapping[str, Any] | None = None,
+        prompt_cache: bool = False,
     ) -> Completion:
         """The model's reply, from the response cache when it has one.
+
+        ``prompt_cache``: the conversation goes on after this call (an agent's step), so the provider is
+        asked to cache its prompt where it wants to be asked (:attr:`cache_breakpoints`). The marks
+        change what the call costs, never what it asks: the cache key is the same with or without.
 
         With the cache on, a request identical to one still on its way (the same cache key: a
         dialogue opening with another instance's prompt, one prompt in two suites) waits for that
@@ -336,8 +344,10 @@ class ModelClient:
         process through an in-memory map; between processes sharing the cache directory (xdist
         workers) through a mark beside the entry (:meth:`ResponseCache.claim`)."""
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
+        marks = self.cache_breakpoints if prompt_cache else ()
         if self.cache is None:
-            entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
+            entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
+                                                  marks=marks)
             return self._completion(entry["raw_text"], entry, cached=False)
         # A shared tier (S3, Redis) may read over the network on a local miss: off the event loop then.
         shared = self.cache.shared is not None
@@ -361,7 +371,8 @@ class ModelClient:
                 self.stats.cache_hits += 1
                 return self._completion(answer["raw_text"], answer, cached=True)
             claimed = True
-            answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format)
+            answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
+                                                   marks=marks)
             self.cache.put(key, {
                 "model": self.model, "messages": list(messages), "params": params.litellm_kwargs(),
                 "sample": sample, "tools": list(tools), "response_format": response_format, "response": answer,
@@ -391,7 +402,7 @@ class ModelClient:
                 return kept
         return None
 
-    async def _call_with_retries(self, messages, params, *, tools, response_format) -> dict[str, Any]:
+    async def _call_with_retries(self, messages, params, *, tools, response_format, marks=()) -> dict[str, Any]:
         litellm = await litellm_module() if self.direct is None else None
         kwargs: dict[str, Any] = dict(self.extra) | params.litellm_kwargs()
         if self.api_base:
@@ -403,6 +414,8 @@ class ModelClient:
             kwargs["_skip_mcp_handler"] = True
         if response_format is not None:
             kwargs["response_format"] = dict(response_format)
+        if marks:
+            kwargs["cache_control_injection_points"] = [dict(point) for point in marks]
         breaker = self.breakers.for_endpoint(self.endpoint)
 
         async def send() -> Any:

@@ -72,6 +72,11 @@ class Provider:
     #: ``context_window(model) -> tokens`` where the provider knows it (None: unknown). A run checks it
     #: at start-up against what must fit (a real agent CLI's own prompt), instead of failing every call.
     context_window: Callable[[str], int | None] | None = None
+    #: ``cache_breakpoints(model) -> points``: where a conversation that goes on after a call (an agent's
+    #: steps) asks the provider to cache its prompt, as litellm's ``cache_control_injection_points``
+    #: (which its transport then gets among the call's keyword arguments). None or empty: the provider
+    #: caches prompts by itself (OpenAI) or not at all, and calls carry no marks.
+    cache_breakpoints: Callable[[str], Sequence[Mapping[str, Any]]] | None = None
 
     def serves(self, model: str, api_base: str | None, extra: Mapping[str, Any]) -> bool:
         if self.prefix is not None and not model.startswith(self.prefix):

@@ -24,15 +24,22 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from . import anthropic_sdk, local, openai_compat, openai_sdk, recorded
+from . import anthropic_messages, anthropic_sdk, local, openai_compat, openai_sdk, recorded
 from .breaker import Breakers
 from .cache import ResponseCache
 from .client import ModelClient, RetryPolicy
 from .prices import provider_of
 from .provider_api import Provider
 
+
+def _litellm_cache_breakpoints(model: str) -> tuple[Mapping[str, Any], ...]:
+    """Anthropic's models through litellm get the marks the ``anthropic`` SDK route gives them."""
+    return anthropic_messages.CACHE_POINTS if provider_of(model) == "anthropic" else ()
+
+
 #: The default: litellm serves every model string no other provider takes (its code is in :mod:`.client`).
-LITELLM = Provider(name="litellm", serves_when=lambda model, api_base, extra: True)
+LITELLM = Provider(name="litellm", serves_when=lambda model, api_base, extra: True,
+                   cache_breakpoints=_litellm_cache_breakpoints)
 #: The built-in providers before the default, in the order they are asked.
 BUILTIN: tuple[Provider, ...] = (local.PROVIDER, recorded.PROVIDER, openai_compat.PROVIDER, openai_sdk.PROVIDER,
                                  anthropic_sdk.PROVIDER)
@@ -131,8 +138,10 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     provider = table.for_model(model, api_base, sent)
     base = api_base if provider.uses_api_base else None
     transport = provider.transport(model, base, sent) if provider.transport is not None else None
+    marks = tuple(provider.cache_breakpoints(model)) if provider.cache_breakpoints is not None else ()
     return ModelClient(model=model, api_base=base, cache=cache, retry=retry, strip_think=strip_think,
-                       extra=sent, direct=transport, **({"breakers": breakers} if breakers is not None else {}))
+                       extra=sent, direct=transport, cache_breakpoints=marks,
+                       **({"breakers": breakers} if breakers is not None else {}))
 
 
 def chat_reply(data: Mapping[str, Any]) -> Any:

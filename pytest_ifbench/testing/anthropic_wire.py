@@ -40,7 +40,7 @@ from .openai_wire import normalise_tool_calls
 from .script import ChatRequest, Reply
 from .wire import CHAT, TOKENS, Payload, content_text, count_tokens, last_user_text
 
-__all__ = ["MALFORMED_BODY", "AnthropicWire", "error_body", "reply_blocks", "stop_reason"]
+__all__ = ["MALFORMED_BODY", "AnthropicWire", "cache_order", "error_body", "reply_blocks", "stop_reason"]
 
 #: Body sent for a ``Fault(kind="malformed")``: valid HTTP, invalid JSON.
 MALFORMED_BODY = b'{"type": "message", "content": ['
@@ -95,6 +95,22 @@ def reply_blocks(reply: Reply, seq: int = 0) -> list[dict[str, Any]]:
         blocks.append({"type": "tool_use", "id": scripted_id or f"toolu_stub_{seq}_{i}",
                        "name": call["function"]["name"], "input": arguments})
     return blocks
+
+
+def cache_order(body: dict) -> list[tuple[str, bool]]:
+    """A Messages request's prompt in the order Anthropic caches it -- each tool, each system block,
+    each message's blocks (with the message's role) -- as canonical JSON without the ``cache_control``
+    mark, each with whether it carried one. What a request marked is cached as the texts up to the
+    mark: a later request whose texts start the same way can read it."""
+    system = body.get("system")
+    blocks = [*(body.get("tools") or ()),
+              *([{"type": "text", "text": system}] if isinstance(system, str) else system or ())]
+    for message in body.get("messages") or ():
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        blocks += [dict(part, role=message.get("role")) for part in parts if isinstance(part, dict)]
+    return [(json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True),
+             "cache_control" in block) for block in blocks if isinstance(block, dict)]
 
 
 def _prompt_text(body: dict) -> str:
