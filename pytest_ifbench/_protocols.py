@@ -118,7 +118,9 @@ class _Replies:
         elif instance.response is not None:
             self.recorded = [instance.response]
 
-    async def next(self, messages: Sequence[Mapping[str, Any]], turn: int) -> Completion:
+    async def next(self, messages: Sequence[Mapping[str, Any]], turn: int, *, goes_on: bool = False) -> Completion:
+        """The reply to ``messages`` (turn ``turn``); ``goes_on``: a later turn repeats this prompt, so the
+        provider is asked to cache it (``ModelClient.complete(prompt_cache=True)``)."""
         if self.recorded is not None:
             if turn > len(self.recorded):
                 raise LookupError(f"no recorded response for instance {self.instance.id!r} turn {turn}")
@@ -130,7 +132,7 @@ class _Replies:
         if self.runtime.model is None:
             raise RuntimeError("no model configured")
         return await self.runtime.model.complete(
-            messages, self.instance.generation, tools=self.instance.tools, sample=SAMPLE.get(),
+            messages, self.instance.generation, tools=self.instance.tools, sample=SAMPLE.get(), prompt_cache=goes_on,
         )
 
 
@@ -182,10 +184,11 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
     episode = Episode(instance=instance, turns=[])
     for index, turn in enumerate(instance.turns, start=1):
         messages = messages + [{"role": "user", "content": turn.user}]
-        record = TurnRecord(index=index, messages=messages, completion=await replies.next(messages, index))
+        is_last = index == len(instance.turns)
+        completion = await replies.next(messages, index, goes_on=not is_last)
+        record = TurnRecord(index=index, messages=messages, completion=completion)
         episode.turns.append(record)
         messages = messages + [{"role": "assistant", "content": record.completion.text}]
-        is_last = index == len(instance.turns)
         pinned = [c for c in instance.checks if c.turn == index or (c.turn is None and is_last)]
         await _judge(runtime, episode, record, list(turn.checks) + pinned)
         if patience_budget is not None:
