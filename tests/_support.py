@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_ifbench.models.openai_compat import close_sessions
 from pytest_ifbench.testing import FAKE_API_KEY, StubServer
 
 #: A fake key: tests assert it never reaches a file on disk.
@@ -77,3 +78,12 @@ def write_suite(directory: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     return path
+
+
+async def closing_sessions(call: Any) -> Any:
+    """Await ``call``, then close the pooled aiohttp sessions of the direct path and the SDK providers,
+    which belong to the event loop ``asyncio.run`` is about to close."""
+    try:
+        return await call
+    finally:
+        await close_sessions()

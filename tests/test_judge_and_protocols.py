@@ -124,22 +124,15 @@ def test_multi_turn_asks_anthropic_to_cache_every_turn_but_the_last(stub_env, mo
     message for Anthropic's prompt cache (``cache_control``); the last, which no turn repeats, marks nothing."""
     from pathlib import Path
 
-    from pytest_ifbench.models.openai_compat import close_sessions
     from pytest_ifbench.models.providers import make_client as client_for
+    from tests._support import closing_sessions
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-ifbench-test-0123456789abcdef")
     stub_env.add_rule("", Reply(content="ok"))
     instance = Instance(id="d", benchmark="t", suite=Path("x.yaml"), protocol="multi_turn", system="Be brief.",
                         turns=tuple(Turn(user=f"turn {i}") for i in range(1, 4)))
     model = client_for("anthropic/claude-sonnet-4-5", api_base=stub_env.url.removesuffix("/v1"))
-
-    async def dialogue_then_close():
-        try:
-            await PROTOCOLS["multi_turn"](instance, Runtime(registry=REGISTRY, model=model))
-        finally:
-            await close_sessions()  # the SDK route's aiohttp session belongs to this event loop
-
-    asyncio.run(dialogue_then_close())
+    asyncio.run(closing_sessions(PROTOCOLS["multi_turn"](instance, Runtime(registry=REGISTRY, model=model))))
     marked = ["cache_control" in json.dumps(r.body) for r in stub_env.requests]
     assert marked == [True, True, False]
     first = stub_env.requests[0].body

@@ -22,11 +22,12 @@ from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.models.anthropic_sdk import AnthropicSDKTransport
 from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.models.client import ModelCallError, RetryPolicy
-from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV
 from pytest_ifbench.models.openai_sdk import OpenAISDKTransport
 from pytest_ifbench.models.providers import make_client
 from pytest_ifbench.testing import Fault, Reply
 from tests._support import FAKE_KEY
+from tests._support import closing_sessions as _closing
 
 QUICK = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, max_total_wait=5, timeout=5)
 ANTHROPIC_KEY = "sk-ant-ifbench-test-0123456789abcdef"
@@ -81,13 +82,6 @@ def _client(server, monkeypatch, model: str, route: str, **settings: Any):
                 else AnthropicSDKTransport}[route]
     assert type(client.direct) is expected
     return client
-
-
-async def _closing(call):
-    try:
-        return await call
-    finally:
-        await close_sessions()
 
 
 def _outcome(server, monkeypatch, model: str, route: str, messages=None, **call) -> Any:

@@ -19,10 +19,10 @@ from pytest_ifbench.agents.loop import run_loop
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.profiles import ToolRegistry
 from pytest_ifbench.agents.workspace import Workspace
-from pytest_ifbench.models.openai_compat import close_sessions
 from pytest_ifbench.models.providers import make_client
 from pytest_ifbench.testing import Reply
 from pytest_ifbench.testing.anthropic_wire import cache_order
+from tests._support import closing_sessions
 from tests.agents._cli_scripts import CLI_WRITE
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -40,13 +40,6 @@ def _assert_each_step_reads_the_last(stub) -> None:
         assert after[:len(before)] == before, "the next step starts with all this one sent, up to its last mark"
 
 
-async def _closing(call):
-    try:
-        return await call
-    finally:
-        await close_sessions()
-
-
 def test_the_built_in_loop_asks_for_its_prompt_to_be_cached(stub_env, monkeypatch, tmp_path):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-ifbench-test-0123456789abcdef")
 
@@ -59,7 +52,7 @@ def test_the_built_in_loop_asks_for_its_prompt_to_be_cached(stub_env, monkeypatc
     stub_env.default = answer
     client = make_client(MODEL, api_base=stub_env.url.removesuffix("/v1"))
     with Workspace.create(None, parent=tmp_path) as workspace:
-        asyncio.run(_closing(run_loop(
+        asyncio.run(closing_sessions(run_loop(
             client=client, messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}],
             profile=ToolRegistry().profile("generic"), workspace=workspace, options=AgentOptions(max_steps=6),
             params=GenerationParams(max_tokens=64), trajectory_path=tmp_path / "trajectory.json")))
@@ -81,7 +74,7 @@ def test_a_relayed_cli_asks_for_its_prompt_to_be_cached(name, agents, stub_env, 
     stub_env.default = answer
     client = make_client(MODEL, api_base=stub_env.url.removesuffix("/v1"))
     with Workspace.create(None, parent=tmp_path) as workspace:
-        result = asyncio.run(_closing(run_cli(
+        result = asyncio.run(closing_sessions(run_cli(
             name, workspace=workspace, queries=["Write hello.txt again and again."], system=None,
             model_name=MODEL.split("/")[1], client=client, submit=None,
             options=AgentOptions(max_steps=3, max_seconds=300), log_path=tmp_path / "raw.jsonl")))
