@@ -14,9 +14,9 @@ import pytest
 from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.models.breaker import THRESHOLD, Breakers, is_connection_failure
 from pytest_ifbench.models.client import EndpointDown, ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV
 from pytest_ifbench.testing import Fault, Reply, StubServer
-from tests._support import bulk_suite, stub_args, write_suite
+from tests._support import bulk_suite, closing_sessions, stub_args, write_suite
 
 QUICK = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002, max_total_wait=5, timeout=5)
 NAMED = "circuit breaker open"
@@ -36,13 +36,8 @@ def _route(monkeypatch, route: str) -> None:
 
 
 def _call(client: ModelClient):
-    async def closing():
-        try:
-            return await client.complete([{"role": "user", "content": "hi"}], GenerationParams(max_tokens=9))
-        finally:
-            await close_sessions()
-
-    return asyncio.run(closing())
+    return asyncio.run(closing_sessions(client.complete([{"role": "user", "content": "hi"}],
+                                                        GenerationParams(max_tokens=9))))
 
 
 def _outcome(client: ModelClient) -> BaseException | object:

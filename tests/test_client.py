@@ -20,7 +20,7 @@ from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions, direct_route
 from pytest_ifbench.testing import Fault, Reply
-from tests._support import FAKE_KEY
+from tests._support import FAKE_KEY, closing_sessions
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.2, max_total_wait=10, timeout=2)
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -54,13 +54,7 @@ def client(server, **kwargs) -> ModelClient:
 
 
 def complete(c: ModelClient, messages=MESSAGES, **kwargs):
-    async def call():
-        try:
-            return await c.complete(messages, GenerationParams(max_tokens=20), **kwargs)
-        finally:  # this loop ends here: close its pooled connections (a run's generator does the same)
-            await close_sessions()
-
-    return asyncio.run(call())
+    return asyncio.run(closing_sessions(c.complete(messages, GenerationParams(max_tokens=20), **kwargs)))
 
 
 def test_completion_accounting(stub_env):

@@ -13,8 +13,9 @@ import pytest
 
 from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV
 from pytest_ifbench.testing import Fault, Reply
+from tests._support import closing_sessions as _closing
 from tests.test_reliability_faults import MALFORMED, _body
 
 QUICK = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, max_total_wait=5, timeout=5)
@@ -92,8 +93,3 @@ def _complete_raw(server, monkeypatch, route: str):
     return asyncio.run(_closing(client.complete([{"role": "user", "content": "hi"}], GenerationParams(max_tokens=9))))
 
 
-async def _closing(call):
-    try:
-        return await call
-    finally:  # this loop ends here: close its pooled connections (a run's generator does the same)
-        await close_sessions()

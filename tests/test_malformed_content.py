@@ -12,10 +12,10 @@ import pytest
 
 from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, close_sessions
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV
 from pytest_ifbench.models.replies import NOT_TEXT
 from pytest_ifbench.testing import Reply
-from tests._support import demo_suite, stub_args, write_suite
+from tests._support import closing_sessions, demo_suite, stub_args, write_suite
 
 QUICK = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, max_total_wait=5, timeout=5)
 
@@ -49,13 +49,8 @@ def _complete(server, monkeypatch, route: str):
     client = ModelClient(model="openai/stub", api_base=server.url, retry=QUICK)
     assert client.uses_litellm == (route == "litellm")
 
-    async def closing():
-        try:
-            return await client.complete([{"role": "user", "content": "hi"}], GenerationParams(max_tokens=9))
-        finally:
-            await close_sessions()
-
-    return asyncio.run(closing())
+    return asyncio.run(closing_sessions(client.complete([{"role": "user", "content": "hi"}],
+                                                        GenerationParams(max_tokens=9))))
 
 
 @pytest.mark.parametrize("route", ["direct", "litellm"])

@@ -23,11 +23,11 @@ from pytest_ifbench._redact import REDACTED, redact
 from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.models.anthropic_sdk import AnthropicSDKTransport
 from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
-from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, DirectTransport, close_sessions
+from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV, DirectTransport
 from pytest_ifbench.models.openai_sdk import OpenAISDKTransport
 from pytest_ifbench.models.providers import make_client
 from pytest_ifbench.testing import Fault, Reply
-from tests._support import FAKE_KEY, bulk_suite, demo_suite, stub_args, write_suite
+from tests._support import FAKE_KEY, bulk_suite, closing_sessions, demo_suite, stub_args, write_suite
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, max_total_wait=5, timeout=5)
 
@@ -226,12 +226,8 @@ def _complete_on(route: str, server, monkeypatch: pytest.MonkeyPatch):
         kind = AnthropicSDKTransport
     assert type(client.direct) is kind
 
-    async def call():
-        try:
-            return await client.complete([{"role": "user", "content": "hello"}], GenerationParams(max_tokens=20))
-        finally:
-            await close_sessions()
-    return asyncio.run(call())
+    return asyncio.run(closing_sessions(client.complete([{"role": "user", "content": "hello"}],
+                                                        GenerationParams(max_tokens=20))))
 
 
 @pytest.mark.parametrize(("route", "case", "reply", "named"), ROUTED_MALFORMED, ids=_ROUTED_IDS)
