@@ -238,7 +238,7 @@ def test_a_key_is_claimed_by_one_live_process_at_a_time(tmp_path):
     """The mark beside an entry that lets another process wait for a reply instead of paying for it:
     held while its process lives; taken over when that process is gone, when its pid now names
     another process, when it comes from another host and is over an hour old, or is damaged and old."""
-    from pytest_ifbench.models.cache import _started
+    from pytest_ifbench._owner import started as _started
 
     cache, key, host = ResponseCache(tmp_path / "c"), "ab" * 32, socket.gethostname()
     assert cache.claim(key) and not cache.claim(key)  # this process holds it

@@ -192,7 +192,7 @@ def test_a_request_waiting_on_a_failed_one_calls_for_itself(stub_env, tmp_path):
 def test_a_request_another_process_is_fetching_waits_for_its_reply(stub_env, tmp_path, other):
     """Another process (an xdist worker sharing the cache directory) marked the key: this one waits and
     takes the reply it keeps, without a call; if that process dies without a reply, this one calls."""
-    from pytest_ifbench.models.cache import _started
+    from pytest_ifbench._owner import started as _started
 
     cache = ResponseCache(tmp_path / "cache")
     c = client(stub_env, cache=cache)

@@ -24,13 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from .._owner import gone, this_process
 from .._redact import redact
 
 CACHE_FORMAT = 1
@@ -59,12 +59,18 @@ def cache_key(
 
 
 class SharedTier(Protocol):
-    """What the cache asks behind its directory. Neither call may raise; ``fetch`` returns the
-    entry's JSON text or None, ``offer`` takes the text of an entry the directory holds."""
+    """What the cache asks behind its directory. No call may raise; ``fetch`` returns the entry's JSON
+    text or None (``fresh``: even one the tier did not know of when the run started), ``offer`` takes
+    the text of an entry the directory holds; ``claim`` leases a key to this process before it asks
+    the model (False: a process elsewhere is asking), ``release`` ends the lease once the entry is in."""
 
-    def fetch(self, key: str) -> str | None: ...
+    def fetch(self, key: str, fresh: bool = False) -> str | None: ...
 
     def offer(self, key: str, text: str) -> None: ...
+
+    def claim(self, key: str) -> bool: ...
+
+    def release(self, key: str) -> None: ...
 
 
 class ResponseCache:
@@ -77,7 +83,8 @@ class ResponseCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str, fresh: bool = False) -> dict[str, Any] | None:
+        """The entry, from the directory or else the shared tier (``fresh``: see :class:`SharedTier`)."""
         try:
             text = self._path(key).read_text(encoding="utf-8")
         except (OSError, ValueError):  # absent, or not UTF-8
@@ -88,7 +95,7 @@ class ResponseCache:
         if entry is not None:
             self.shared.offer(key, text)  # type: ignore[arg-type]  # a tier that lacks it (an earlier run's) gets it
             return entry
-        fetched = self.shared.fetch(key)
+        fetched = self.shared.fetch(key, fresh)
         entry = _entry(fetched)
         if entry is not None:
             self._write(key, redact(fetched))  # type: ignore[arg-type]  # backfill, redacted like a put
@@ -105,7 +112,17 @@ class ResponseCache:
         """Mark ``key`` as being asked of the model by this process (a ``.inflight`` file beside the entry,
         naming the host and process): True when no other live process has marked it, so another process
         (an xdist worker sharing the directory) waits for this one's reply instead of paying for its own.
-        A mark whose process is gone (same host) or older than an hour (another host) is taken over."""
+        A mark whose process is gone (same host) or older than an hour (another host) is taken over.
+        With a shared tier, the key is then leased there too, for processes on other machines; when a
+        process there holds the lease, this one's mark goes again and the answer is False."""
+        if not self._mark(key):
+            return False
+        if self.shared is not None and not self.shared.claim(key):
+            self._unmark(key)
+            return False
+        return True
+
+    def _mark(self, key: str) -> bool:
         path = self._path(key).with_suffix(".inflight")
         for _ in range(2):
             try:
@@ -119,12 +136,17 @@ class ResponseCache:
             except OSError:  # a read-only or full directory: nobody can wait on this process
                 return True
             with os.fdopen(fd, "w") as handle:
-                handle.write(f"{socket.gethostname()} {os.getpid()} {_started(os.getpid())}")
+                handle.write(this_process())
             return True
         return False
 
     def release(self, key: str) -> None:
-        """Remove this process's mark on ``key`` (see :meth:`claim`)."""
+        """Remove this process's mark on ``key``, and end its lease in the shared tier (see :meth:`claim`)."""
+        self._unmark(key)
+        if self.shared is not None:
+            self.shared.release(key)
+
+    def _unmark(self, key: str) -> None:
         try:
             self._path(key).with_suffix(".inflight").unlink(missing_ok=True)
         except OSError:  # a directory made read-only meanwhile: the mark is taken over once this process ends
@@ -165,34 +187,21 @@ _MARK_MAX_AGE = 3600.0
 def _abandoned(path: Path) -> bool:
     """Whether the process that wrote the mark ``path`` is gone (see :meth:`ResponseCache.claim`)."""
     try:
-        host, pid_text, started = path.read_text(encoding="utf-8").split()
-        pid = int(pid_text)
+        owner = path.read_text(encoding="utf-8")
+        fields = owner.split()
+        int(fields[1])
+        if len(fields) != 3:
+            raise ValueError(owner)
         age = time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return True
-    except (OSError, ValueError):  # being written right now, or damaged
+    except (OSError, ValueError, IndexError):  # being written right now, or damaged
         try:
             return time.time() - path.stat().st_mtime > 10
         except OSError:
             return True
-    if host != socket.gethostname():
-        return age > _MARK_MAX_AGE
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, OverflowError):  # alive under another user; or not a pid at all
-        return False
-    return _started(pid) != started  # the pid now names another process (one killed left its mark)
-
-
-def _started(pid: int) -> str:
-    """When process ``pid`` started, in clock ticks since boot (Linux's /proc), or "-" where unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "-"
+    verdict = gone(owner)
+    return age > _MARK_MAX_AGE if verdict is None else verdict  # another host's process cannot be asked
 
 
 def _entry(text: str | None) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ from .._text import strip_reasoning
 from .._types import GenerationParams
 from .breaker import Breakers, CircuitOpen, is_connection_failure
 from .cache import ResponseCache, cache_key
+from .in_flight import kept_reply, reply_or_claim
 from .openai_compat import DirectTransport, direct_route
 from .provider_api import Transport
 from .replies import MalformedReply, as_malformed, checked_reply, status_of
@@ -116,16 +117,6 @@ class RetryPolicy:
     timeout: float = 600.0
     #: How a wait between attempts is spent; tests pass a recorder instead of really sleeping.
     sleep: Callable[[float], Awaitable[object]] = field(default=asyncio.sleep, repr=False, compare=False)
-
-
-#: How often a request waiting on another process's identical one looks for its reply.
-_CLAIM_POLL_SECONDS = 0.05
-
-
-def _kept_reply(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The reply a response-cache entry keeps; None for none or a damaged one (then the model is asked)."""
-    response = entry.get("response") if entry is not None else None
-    return response if isinstance(response, dict) and isinstance(response.get("raw_text"), str) else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -342,7 +333,8 @@ class ModelClient:
         one's reply instead of paying for its own, and gets it as a cache hit, as it would have a
         moment later; if that call fails or is cancelled, the waiting one calls for itself. In one
         process through an in-memory map; between processes sharing the cache directory (xdist
-        workers) through a mark beside the entry (:meth:`ResponseCache.claim`)."""
+        workers) through a mark beside the entry, and with a shared tier between machines through a
+        lease in the store (:meth:`ResponseCache.claim`, :mod:`.in_flight`)."""
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
         marks = self.cache_breakpoints if prompt_cache else ()
         if self.cache is None:
@@ -351,7 +343,7 @@ class ModelClient:
             return self._completion(entry["raw_text"], entry, cached=False)
         # A shared tier (S3, Redis) may read over the network on a local miss: off the event loop then.
         shared = self.cache.shared is not None
-        kept = _kept_reply(await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key))
+        kept = kept_reply(await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key))
         if kept is not None:
             self.stats.cache_hits += 1
             return self._completion(kept["raw_text"], kept, cached=True)
@@ -366,7 +358,8 @@ class ModelClient:
         mine = self._in_flight[flight] = loop.create_future()
         answer, claimed = None, False
         try:
-            answer = await self._from_another_process(key)
+            policy = self.retry  # a process that takes longer than a call may take under the retry policy hangs
+            answer = await reply_or_claim(self.cache, key, policy.max_attempts * policy.timeout + policy.max_total_wait)
             if answer is not None:
                 self.stats.cache_hits += 1
                 return self._completion(answer["raw_text"], answer, cached=True)
@@ -384,23 +377,6 @@ class ModelClient:
                 del self._in_flight[flight]
             mine.set_result(answer)  # None (failed, cancelled): whoever waited calls for itself
         return self._completion(answer["raw_text"], answer, cached=False)
-
-    async def _from_another_process(self, key: str) -> dict[str, Any] | None:
-        """The reply another process (an xdist worker sharing the cache directory) is fetching for ``key``,
-        once it is kept; None when this process is to call (it has claimed the key then: no other process
-        is fetching it, or the one that was gave up, was cancelled or died, or took longer than a call may
-        take under the retry policy)."""
-        assert self.cache is not None
-        policy = self.retry
-        patience = time.monotonic() + policy.max_attempts * policy.timeout + policy.max_total_wait
-        while not self.cache.claim(key):
-            if time.monotonic() > patience:
-                return None  # paying twice beats waiting forever on a process that hangs
-            await asyncio.sleep(_CLAIM_POLL_SECONDS)
-            kept = _kept_reply(self.cache.peek(key))
-            if kept is not None:
-                return kept
-        return None
 
     async def _call_with_retries(self, messages, params, *, tools, response_format, marks=()) -> dict[str, Any]:
         litellm = await litellm_module() if self.direct is None else None

@@ -83,14 +83,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     tier.close()
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[_WORKER_OUTPUT] = json.dumps({"fetched": tier.stats.fetched, "uploaded": tier.stats.uploaded})
+        workeroutput[_WORKER_OUTPUT] = json.dumps(_counts(tier))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     text = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
     if text:
-        totals = node.config.stash.setdefault(_STATS_KEY, {"fetched": 0, "uploaded": 0})
+        totals = node.config.stash.setdefault(_STATS_KEY, {"fetched": 0, "uploaded": 0, "waited": 0})
         for name, value in json.loads(text).items():
             totals[name] = totals.get(name, 0) + int(value)
 
@@ -110,6 +110,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if message:
         terminalreporter.write_line(f"warning: {message}")
         return
-    stats = config.stash.get(_STATS_KEY, None) or {"fetched": tier.stats.fetched, "uploaded": tier.stats.uploaded}
+    stats = config.stash.get(_STATS_KEY, None) or _counts(tier)
+    waited = f", {stats['waited']} waited for (being asked elsewhere)" if stats.get("waited") else ""
     terminalreporter.write_line(f"shared cache {tier.store.display}: {stats['fetched']} entries fetched, "
-                                f"{stats['uploaded']} written")
+                                f"{stats['uploaded']} written{waited}")
+
+
+def _counts(tier: StoreTier) -> dict[str, int]:
+    return {"fetched": tier.stats.fetched, "uploaded": tier.stats.uploaded, "waited": tier.stats.waited}

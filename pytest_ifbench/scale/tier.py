@@ -12,7 +12,15 @@ loop's thread, so the tier keeps the network off them where it can:
 * an entry the local directory holds but the store lacks (a killed shard's, an earlier
   run's) is offered again on its next local hit, so the store catches up;
 * the one request on the caller's thread is the GET of an entry the store holds, which
-  replaces a model call (a few milliseconds against a call of seconds).
+  replaces a model call (a few milliseconds against a call of seconds);
+* a key about to be asked of the model is leased in the store first (:meth:`StoreTier.claim`,
+  on a store with :class:`~..stores.Claims`): a process on another machine about to ask the
+  same waits for this one's entry instead of paying for its own. A lease lasts
+  :data:`LEASE_SECONDS` and is renewed by a background thread while the call runs, so a killed
+  process's leases run out within that; it ends (:meth:`StoreTier.release`) once the entry is
+  written, through the same queue as the writes, so a waiter that sees the lease gone finds
+  the entry. The caller's thread pays the lease's one request and, after it, one GET of the
+  entry (another process may have written it since the listing) per model call.
 
 Whatever fails -- the store down, a timeout, a refused write -- is one warning (the first
 failure's reason, through ``warn``); the tier then stands aside and the run goes on with
@@ -23,14 +31,18 @@ from __future__ import annotations
 
 import queue
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._owner import gone, this_process
 from .._redact import redact
 from .stores import Store
 
 #: How long the end of a run waits for queued writes.
 FLUSH_SECONDS = 120.0
+#: How long a lease on a key lasts unless renewed (every third of it while this process holds it).
+LEASE_SECONDS = 30.0
 
 
 @dataclass(kw_only=True)
@@ -38,6 +50,8 @@ class TierStats:
     fetched: int = 0
     uploaded: int = 0
     known: int = 0
+    #: keys another process held the lease on when this one was about to ask the model
+    waited: int = 0
 
 
 class StoreTier:
@@ -52,10 +66,17 @@ class StoreTier:
         self._offered: set[str] = set()
         self._ready = threading.Event()
         self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()
+        # (key, entry text) to write, (key, None) to end this process's lease on key; None: stop
+        self._queue: queue.SimpleQueue[tuple[str, str | None] | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
         self._lister: threading.Thread | None = None
         self._closed = False
+        self.leases = all(callable(getattr(store, name, None)) for name in ("claim", "renew", "unclaim"))
+        self._owner = f"{this_process()} {uuid.uuid4().hex}"
+        self._held: set[str] = set()
+        self._waited: set[str] = set()
+        self._renewer: threading.Thread | None = None
+        self._stop = threading.Event()
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -95,6 +116,7 @@ class StoreTier:
         if self._closed:
             return
         self._closed = True
+        self._stop.set()
         if self._writer is not None:
             self._queue.put(None)
             self._writer.join(timeout)
@@ -107,13 +129,15 @@ class StoreTier:
 
     # -- the SharedTier calls -----------------------------------------------------------------
 
-    def fetch(self, key: str) -> str | None:
+    def fetch(self, key: str, fresh: bool = False) -> str | None:
+        """The entry's text; ``fresh``: asked of the store even when its listing lacked ``key`` (an
+        entry written since, by a process this one waited for or one that started later)."""
         if self.problem is not None:
             return None
         if not self._ready.is_set():  # a cache used outside a run's start-up: list now
             self.start()
             self.wait_ready()
-        if key not in self._index:
+        if key not in self._index and not fresh:
             return None
         try:
             data = self.store.get(key)
@@ -122,6 +146,7 @@ class StoreTier:
             return None
         if data is None:
             return None
+        self._index.add(key)
         self.stats.fetched += 1
         try:
             return data.decode("utf-8")
@@ -135,23 +160,77 @@ class StoreTier:
             if key in self._offered:
                 return
             self._offered.add(key)
-            if self._writer is None:
-                self._writer = threading.Thread(target=self._write, name="ifbench-shared-writer", daemon=True)
-                self._writer.start()
+            self._start_writer()
         self._queue.put((key, text))
+
+    def claim(self, key: str) -> bool:
+        """Lease ``key`` to this process before it asks the model: False while another process holds
+        its lease (it is asking); True otherwise, and whenever the tier cannot lease (a store without
+        :class:`~..stores.Claims`, or one that failed): then this process asks, as it would alone."""
+        if self.problem is not None or not self.leases:
+            return True
+        try:
+            won = self.store.claim(key, self._owner, LEASE_SECONDS, _gone)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001
+            self._fail(exc)
+            return True
+        if not won:
+            with self._lock:
+                self._waited.add(key)
+                self.stats.waited = len(self._waited)
+            return False
+        with self._lock:
+            self._held.add(key)
+            if self._renewer is None:
+                self._renewer = threading.Thread(target=self._renew, name="ifbench-shared-leases", daemon=True)
+                self._renewer.start()
+        return True
+
+    def release(self, key: str) -> None:
+        """End this process's lease on ``key``, after the writes queued before (its entry's among them)."""
+        with self._lock:
+            if key not in self._held:
+                return
+            self._held.discard(key)
+            self._start_writer()
+        self._queue.put((key, None))
+
+    def _start_writer(self) -> None:  # under self._lock
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write, name="ifbench-shared-writer", daemon=True)
+            self._writer.start()
 
     def _write(self) -> None:
         while (item := self._queue.get()) is not None:
             if self.problem is not None:
-                continue  # drain: the tier stood aside
+                continue  # drain: the tier stood aside (its leases run out by themselves)
             key, text = item
             try:
+                if text is None:
+                    self.store.unclaim(key, self._owner)  # type: ignore[attr-defined]
+                    continue
                 self.store.put_once(key, text.encode("utf-8"))
             except Exception as exc:  # noqa: BLE001
                 self._fail(exc)
                 continue
             self._index.add(key)
             self.stats.uploaded += 1
+
+    def _renew(self) -> None:
+        while not self._stop.wait(LEASE_SECONDS / 3):
+            with self._lock:
+                held = list(self._held)
+            for key in held:
+                if self.problem is not None:
+                    return
+                try:
+                    kept = self.store.renew(key, self._owner, LEASE_SECONDS)  # type: ignore[attr-defined]
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(exc)
+                    return
+                if not kept:  # run out while this process stalled, and taken over: the other one asks too
+                    with self._lock:
+                        self._held.discard(key)
 
     def _fail(self, exc: BaseException) -> None:
         with self._lock:
@@ -162,3 +241,8 @@ class StoreTier:
         self._ready.set()
         self._warn(f"shared cache {self.store.display} unavailable ({self.problem}); "
                    "the run goes on with the local cache")
+
+
+def _gone(owner: str) -> bool:
+    """Whether a lease's owner is a process of this host that has ended (a shard killed and run again)."""
+    return gone(owner) is True

@@ -17,13 +17,21 @@ class SlowTier:
         self.entries = entries
         self.threads: set[str] = set()
 
-    def fetch(self, key: str) -> str | None:
+    def fetch(self, key: str, fresh: bool = False) -> str | None:
         self.threads.add(threading.current_thread().name)
         time.sleep(0.3)
         return self.entries.get(key)
 
     def offer(self, key: str, text: str) -> None:
         self.entries.setdefault(key, text)
+
+    def claim(self, key: str) -> bool:
+        self.threads.add(threading.current_thread().name)
+        time.sleep(0.3)
+        return True
+
+    def release(self, key: str) -> None:
+        pass
 
 
 def test_a_shared_tier_read_does_not_block_the_event_loop(tmp_path):

@@ -1,6 +1,7 @@
 """Stores a shared response cache can live in: one module per store, one line in :data:`STORES`.
 
-A store is any object with the five methods of :class:`Store`; its module has an
+A store is any object with the five methods of :class:`Store` (and, to lease keys to the process
+asking the model for them, the three of :class:`Claims`); its module has an
 ``open_store(url) -> Store`` function, imported only when a run names its scheme (so
 boto3 and redis are imported only by runs that use them). A store keeps bytes under
 the cache's content keys and never needs anything but its own location and the
@@ -9,7 +10,7 @@ credentials its client reads from the environment: never a model's API key.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import import_module
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -34,6 +35,27 @@ class Store(Protocol):
         """Store ``data`` unless ``key`` is there already (entries are content-addressed: the first wins)."""
 
     def close(self) -> None: ...
+
+
+def _never(owner: str) -> bool:
+    return False
+
+
+class Claims(Protocol):
+    """What a store needs for processes on different machines to ask the model once for one key: a
+    lease per key, taken atomically. A store without these methods still shares entries; two processes
+    asking for the same key at the same moment then both pay."""
+
+    def claim(self, key: str, owner: str, seconds: float, stale: Callable[[str], bool] = _never) -> bool:
+        """Take the lease on ``key`` for ``seconds``: False while another owner's lease runs, unless
+        ``stale(that owner)`` says the owner is gone (a process of this host that was killed): its lease
+        is taken over then, atomically (of two takers, one wins)."""
+
+    def renew(self, key: str, owner: str, seconds: float) -> bool:
+        """Extend ``owner``'s lease on ``key``; False when it is no longer ``owner``'s (expired, taken over)."""
+
+    def unclaim(self, key: str, owner: str) -> None:
+        """End ``owner``'s lease on ``key``; another owner's lease stays."""
 
 
 #: URL scheme -> ``module:function`` opening a store for such a URL.

@@ -1,22 +1,33 @@
 """``redis://host:port/db`` (or ``rediss://`` for TLS): a Redis database, through redis-py.
 
 Entries are strings ``pytest-ifbench:response:<key>`` written with ``SET NX`` (the first
-writer wins; a racing second one changes nothing). A password in the URL is used to
-connect and never shown (:func:`..display_url`).
+writer wins; a racing second one changes nothing). The lease on a key being asked of the
+model is ``pytest-ifbench:claim:<key>``, holding its owner, set with ``SET NX PX`` (Redis
+expires it); renewing, taking over a gone owner's and ending it compare the owner first, in
+one Lua script each, so a process never extends or ends a lease another has taken over. A password in the URL is used
+to connect and never shown (:func:`..display_url`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import display_url
+from . import _never, display_url
 
 NAMESPACE = "pytest-ifbench:response:"
+CLAIMS = "pytest-ifbench:claim:"
+
+#: KEYS[1] the lease, ARGV[1] its owner, ARGV[2] milliseconds, ARGV[3] the next owner: while the lease is
+#: ARGV[1]'s, it becomes ARGV[3]'s for ARGV[2] ms (a renewal when both owners are one).
+_HAND_OVER = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
+              "return redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[2]) end return false")
+#: KEYS[1] the lease, ARGV[1] its owner: delete it while it is the owner's.
+_UNCLAIM = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
 class RedisStore:
-    __slots__ = ("_client", "display")
+    __slots__ = ("_client", "_hand_over", "_unclaim", "display")
 
     def __init__(self, url: str) -> None:
         try:
@@ -29,6 +40,8 @@ class RedisStore:
             self._client: Any = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=3)
         except ValueError as exc:
             raise ValueError(f"--ifbench-shared-cache: {self.display!r}: {exc}") from None
+        self._hand_over = self._client.register_script(_HAND_OVER)
+        self._unclaim = self._client.register_script(_UNCLAIM)
 
     def ping(self) -> None:
         self._client.ping()
@@ -43,8 +56,29 @@ class RedisStore:
     def put_once(self, key: str, data: bytes) -> None:
         self._client.set(NAMESPACE + key, data, nx=True)
 
+    def claim(self, key: str, owner: str, seconds: float, stale: Callable[[str], bool] = _never) -> bool:
+        if self._client.set(CLAIMS + key, owner, nx=True, px=_milliseconds(seconds)):
+            return True
+        holder = self._client.get(CLAIMS + key)
+        if holder is None or not stale(holder.decode("utf-8", "replace")):
+            return False  # running (or ended a moment ago: the caller asks again at its next look)
+        return self._swap(key, holder, owner, seconds)
+
+    def renew(self, key: str, owner: str, seconds: float) -> bool:
+        return self._swap(key, owner.encode("utf-8"), owner, seconds)
+
+    def _swap(self, key: str, holder: bytes, owner: str, seconds: float) -> bool:
+        return bool(self._hand_over(keys=[CLAIMS + key], args=[holder, _milliseconds(seconds), owner]))
+
+    def unclaim(self, key: str, owner: str) -> None:
+        self._unclaim(keys=[CLAIMS + key], args=[owner])
+
     def close(self) -> None:
         self._client.close()
+
+
+def _milliseconds(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 def open_store(url: str) -> RedisStore:

@@ -4,21 +4,34 @@ Configured the standard way: ``AWS_ENDPOINT_URL`` (MinIO, moto, R2, ...), creden
 region from the environment or the AWS config files, as every AWS tool reads them. Entries
 are objects ``<prefix>/<key>.json``; a put is conditional (``If-None-Match: *``), so two
 shards racing on one key leave the first entry and neither fails.
+
+The lease on a key being asked of the model is the object ``<prefix>/leases/<key>``, holding
+its owner and its length (metadata ``lease-seconds``), also written with ``If-None-Match: *``.
+A lease runs out when the server's clock (its ``Date`` header against the object's
+``Last-Modified``) says so; taking over a lease run out or a gone owner's, renewing and ending
+one are conditional on the ETag this process last saw (``If-Match``), so of two processes only
+one wins. S3 has no expiry of its own: the object of a lease whose owner was killed stays until
+the next claim of its key takes it over (a lifecycle rule on ``<prefix>/leases/`` may remove them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import display_url
+from . import _never, display_url
 
 _SUFFIX = ".json"
+_LEASES = "leases"
+#: A conditional write that lost: 412, or 409 while another conditional write of the object is under way.
+_LOST = ("PreconditionFailed", "ConditionalRequestConflict")
+_GONE = ("NoSuchKey", "404")
 
 
 class S3Store:
-    __slots__ = ("_client", "bucket", "display", "prefix")
+    __slots__ = ("_client", "_etags", "bucket", "display", "prefix")
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
@@ -27,6 +40,7 @@ class S3Store:
         self.bucket = parts.netloc
         self.prefix = parts.path.strip("/")
         self.display = display_url(url)
+        self._etags: dict[tuple[str, str], str] = {}  # (key, owner) -> the ETag of the owner's lease object
         try:
             import boto3
             from botocore.config import Config
@@ -38,6 +52,9 @@ class S3Store:
 
     def _name(self, key: str) -> str:
         return f"{self.prefix}/{key}{_SUFFIX}" if self.prefix else f"{key}{_SUFFIX}"
+
+    def _lease(self, key: str) -> str:
+        return f"{self.prefix}/{_LEASES}/{key}" if self.prefix else f"{_LEASES}/{key}"
 
     def ping(self) -> None:
         self._client.head_bucket(Bucket=self.bucket)
@@ -63,11 +80,78 @@ class S3Store:
             self._client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data,
                                     ContentType="application/json", IfNoneMatch="*")
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "ConditionalRequestConflict"):
+            if _code(exc) not in _LOST:
                 raise  # 412: another shard wrote it first; 409: it is writing it now
+
+    def claim(self, key: str, owner: str, seconds: float, stale: Callable[[str], bool] = _never) -> bool:
+        from botocore.exceptions import ClientError
+
+        name = self._lease(key)
+        try:
+            self._etags[key, owner] = self._put_lease(name, owner, seconds, IfNoneMatch="*")
+            return True
+        except ClientError as exc:
+            if _code(exc) not in _LOST:
+                raise
+        try:
+            held = self._client.get_object(Bucket=self.bucket, Key=name)
+            holder = held["Body"].read().decode("utf-8", "replace")
+        except ClientError as exc:
+            if _code(exc) in _GONE:
+                return False  # ended a moment ago: the caller asks again at its next look
+            raise
+        now = parsedate_to_datetime(held["ResponseMetadata"]["HTTPHeaders"]["date"])
+        try:
+            length = float(held.get("Metadata", {}).get("lease-seconds", seconds))
+        except ValueError:
+            length = seconds
+        if (now - held["LastModified"]).total_seconds() <= length and not stale(holder):
+            return False
+        try:  # run out (its owner killed or stalled) or its owner gone: taken over by whoever rewrites the version seen
+            self._etags[key, owner] = self._put_lease(name, owner, seconds, IfMatch=held["ETag"])
+            return True
+        except ClientError as exc:
+            if _code(exc) in _LOST or _code(exc) in _GONE:
+                return False
+            raise
+
+    def renew(self, key: str, owner: str, seconds: float) -> bool:
+        from botocore.exceptions import ClientError
+
+        etag = self._etags.get((key, owner))
+        if etag is None:
+            return False
+        try:
+            self._etags[key, owner] = self._put_lease(self._lease(key), owner, seconds, IfMatch=etag)
+            return True
+        except ClientError as exc:
+            if _code(exc) in _LOST or _code(exc) in _GONE:
+                self._etags.pop((key, owner), None)
+                return False
+            raise
+
+    def unclaim(self, key: str, owner: str) -> None:
+        from botocore.exceptions import ClientError
+
+        etag = self._etags.pop((key, owner), None)
+        if etag is None:
+            return
+        try:
+            self._client.delete_object(Bucket=self.bucket, Key=self._lease(key), IfMatch=etag)
+        except ClientError as exc:
+            if _code(exc) not in _LOST and _code(exc) not in _GONE:
+                raise  # otherwise: taken over since, and no longer this process's to end
+
+    def _put_lease(self, name: str, owner: str, seconds: float, **condition: str) -> str:
+        return self._client.put_object(Bucket=self.bucket, Key=name, Body=owner.encode("utf-8"),
+                                       Metadata={"lease-seconds": f"{seconds:g}"}, **condition)["ETag"]
 
     def close(self) -> None:
         self._client.close()
+
+
+def _code(exc: Any) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def open_store(url: str) -> S3Store:
