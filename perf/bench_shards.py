@@ -7,13 +7,14 @@ each as its own ``pytest`` subprocess from the repository root:
 
 1. **one run** of ``pytest suites/`` (``--full`` adds ``--ifbench-full``) with its own
    empty local cache;
-2. **N shards** (``--ifbench-shard=K/N``), one after the other (as N machines would run
-   them side by side), each with an empty local cache of its own and
+2. **N shards** (``--ifbench-shard=K/N``), one after the other, or with ``--side-by-side``
+   all at once (as N machines run them: requests the shards have in common are then in
+   flight at the same moment), each with an empty local cache of its own and
    ``--ifbench-shared-cache redis://...``; then ``ifbench merge``;
 3. **a second machine**: every shard again with new empty local caches and the model
    unreachable (``--api-base`` points at a closed port), served by the shared cache.
 
-It reports the wall time of each run, the stub's calls, whether the merged report
+It reports the wall time of each run, the stub's calls (side by side: the shards' total), whether the merged report
 equals the single run's (every metric table of the summary file and every
 instance's verdicts) and the calls the second machine repaid (must be 0).
 
@@ -21,6 +22,7 @@ Usage (from the repository root)::
 
     python perf/bench_shards.py                     # 3 shards, quick set, 200 ms
     python perf/bench_shards.py --shards 3 --full --json shards.json
+    python perf/bench_shards.py --suites suites/manyih suites/vericode --full --side-by-side
 """
 
 from __future__ import annotations
@@ -56,18 +58,28 @@ def _port() -> int:
         return sock.getsockname()[1]
 
 
-def _pytest(work: Path, api_base: str, *args: str) -> tuple[float, int]:
+def _start(work: Path, api_base: str, *args: str) -> tuple[subprocess.Popen, float]:
     command = [sys.executable, "-m", "pytest", "--model=openai/stub", f"--api-base={api_base}",
                "-p", "no:cacheprovider", "-q", "--ifbench-max-attempts=1", "--ifbench-timeout=10",
                "--ifbench-trajectories=", *args]
     env = {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY}
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
+    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env), started
+
+
+def _finish(work: Path, run: tuple[subprocess.Popen, float]) -> tuple[float, int]:
+    process, started = run
+    stdout, stderr = process.communicate()
     wall = time.perf_counter() - started
-    (work / f"log-{int(started * 1000)}.txt").write_text(done.stdout + done.stderr)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"pytest exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
-    return wall, done.returncode
+    (work / f"log-{int(started * 1000)}-{process.pid}.txt").write_text(stdout + stderr)
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"pytest exited {process.returncode}:\n{stdout[-3000:]}\n{stderr[-2000:]}")
+    return wall, process.returncode
+
+
+def _pytest(work: Path, api_base: str, *args: str) -> tuple[float, int]:
+    return _finish(work, _start(work, api_base, *args))
 
 
 def _tables(summary: Path) -> str:
@@ -99,6 +111,8 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="every shipped instance (--ifbench-full)")
     parser.add_argument("--suites", nargs="+", default=["suites/"], metavar="PATH",
                         help="suite files or folders (default: suites/), e.g. suites/manyih suites/vericode")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="start the shards at once, as N machines would run them (default: one after the other)")
     parser.add_argument("--json", default=None, metavar="FILE")
     args = parser.parse_args()
     redis_binary = shutil.which("redis-server")
@@ -119,14 +133,19 @@ def main() -> int:
                                      f"--ifbench-summary={work}/single-summary.md")
             single_calls = stub.calls
             stub.reset()
-            shard_walls, shard_calls = [], []
+            shard_walls, shard_calls, running = [], [], []
             for index in range(1, args.shards + 1):
+                shard = (*selection, f"--ifbench-shard={index}/{args.shards}",
+                         f"--ifbench-cache={work}/machine1-{index}", f"--ifbench-shared-cache={shared}",
+                         f"--ifbench-results={work}/shard-{index}.json")
+                if args.side_by_side:
+                    running.append(_start(work, stub.url, *shard))
+                    continue
                 before = stub.calls
-                wall, _ = _pytest(work, stub.url, *selection, f"--ifbench-shard={index}/{args.shards}",
-                                  f"--ifbench-cache={work}/machine1-{index}", f"--ifbench-shared-cache={shared}",
-                                  f"--ifbench-results={work}/shard-{index}.json")
-                shard_walls.append(wall)
+                shard_walls.append(_pytest(work, stub.url, *shard)[0])
                 shard_calls.append(stub.calls - before)
+            shard_walls += [_finish(work, run)[0] for run in running]
+            paid = stub.calls  # side by side, the stub cannot tell whose call it was: the total only
             files = [str(work / f"shard-{i}.json") for i in range(1, args.shards + 1)]
             merge = subprocess.run([sys.executable, "-c", _IFBENCH, "merge", "--out",
                                     str(work / "merged.json"), *files, "--expect", str(args.shards)],
@@ -163,8 +182,9 @@ def main() -> int:
         "selection": ("full" if args.full else "quick") + " (" + " ".join(args.suites) + ")", "instances": instances,
         "latency_s": args.latency,
         "single": {"wall_s": round(single_wall, 1), "calls": single_calls},
-        "shards": [{"shard": f"{i + 1}/{args.shards}", "wall_s": round(w, 1), "calls": c}
-                   for i, (w, c) in enumerate(zip(shard_walls, shard_calls))],
+        "side_by_side": args.side_by_side, "shards_calls": paid,
+        "shards": [{"shard": f"{i + 1}/{args.shards}", "wall_s": round(w, 1),
+                    "calls": shard_calls[i] if shard_calls else None} for i, w in enumerate(shard_walls)],
         "merged_tables_identical": same_tables, "merged_tables_identical_but_paid_tokens": same_scores,
         "merged_verdicts_identical": same_verdicts,
         "second_machine": {"walls_s": [round(w, 1) for w in replay_walls], "repaid_calls": repaid,
@@ -173,7 +193,10 @@ def main() -> int:
     print(f"{instances} instances ({report['selection']} set), stub latency {args.latency * 1000:.0f} ms")
     print(f"  one run:         {single_wall:6.1f} s  {single_calls} calls")
     for row in report["shards"]:
-        print(f"  shard {row['shard']}:     {row['wall_s']:6.1f} s  {row['calls']} calls")
+        calls = "" if row["calls"] is None else f"  {row['calls']} calls"
+        print(f"  shard {row['shard']}:     {row['wall_s']:6.1f} s{calls}")
+    print(f"  the {args.shards} shards ({'side by side' if args.side_by_side else 'one after the other'}): "
+          f"{paid} calls")
     print(f"  merged report identical to the one run: tables {same_tables} (all but paid tokens and latency "
           f"{same_scores}), "
           f"verdicts {same_verdicts}")
