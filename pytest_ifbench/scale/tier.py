@@ -205,10 +205,13 @@ class StoreTier:
             if self.problem is not None:
                 continue  # drain: the tier stood aside (its leases run out by themselves)
             key, text = item
-            try:
-                if text is None:
+            if text is None:
+                try:
                     self.store.unclaim(key, self._owner)  # type: ignore[attr-defined]
-                    continue
+                except Exception:  # noqa: BLE001 - e.g. a store refusing conditional deletes: the lease runs out
+                    pass
+                continue
+            try:
                 self.store.put_once(key, text.encode("utf-8"))
             except Exception as exc:  # noqa: BLE001
                 self._fail(exc)

@@ -71,6 +71,27 @@ def test_a_lease_of_a_process_of_this_host_that_ended_is_taken_over_at_once(stor
     store.close()
 
 
+def test_a_lease_that_cannot_be_ended_runs_out_and_the_tier_goes_on(redis_url):
+    class Refusing:  # the real store, but ending a lease fails (as on a store refusing conditional deletes)
+        def __init__(self, store):
+            self.store = store
+
+        def __getattr__(self, name):
+            return getattr(self.store, name)
+
+        def unclaim(self, key, owner):
+            raise RuntimeError("501 NotImplemented")
+
+    tier = StoreTier(Refusing(open_store(redis_url)), warn=pytest.fail)
+    tier.start()
+    tier.wait_ready()
+    assert tier.claim("e" * 64)
+    tier.offer("e" * 64, '{"response": {"raw_text": "x"}}')
+    tier.release("e" * 64)
+    tier.close()
+    assert tier.problem is None and tier.stats.uploaded == 1
+
+
 def _client(stub: StubServer, root, url: str) -> tuple[ModelClient, StoreTier]:
     tier = StoreTier(open_store(url), warn=pytest.fail)
     tier.start()
