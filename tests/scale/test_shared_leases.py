@@ -147,7 +147,7 @@ def test_two_machines_running_the_same_suite_at_once_pay_once(pytester, store_ur
     """Two runs of one suite, started together with empty local caches: every request is paid once.
     Without leases each run paid for every request the store's listing at its start lacked: all of them."""
     _suite.write(pytester.path)
-    stub_env.latency = 0.5
+    stub_env.latency = 2.0  # each run generates for ~8 s: the second starts well within the first one's calls
     runs = [_run(pytester, stub_env.url, store_url, f"machine-{n}", f"run-{n}.json") for n in (1, 2)]
     outputs = [run.communicate(timeout=300)[0] for run in runs]
     for run, output in zip(runs, outputs, strict=True):
