@@ -189,13 +189,12 @@ def _abandoned(path: Path) -> bool:
     try:
         owner = path.read_text(encoding="utf-8")
         fields = owner.split()
-        int(fields[1])
-        if len(fields) != 3:
+        if len(fields) != 3 or not fields[1].isdigit():
             raise ValueError(owner)
         age = time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return True
-    except (OSError, ValueError, IndexError):  # being written right now, or damaged
+    except (OSError, ValueError):  # being written right now, or damaged
         try:
             return time.time() - path.stat().st_mtime > 10
         except OSError:

@@ -3,9 +3,9 @@
 Entries are strings ``pytest-ifbench:response:<key>`` written with ``SET NX`` (the first
 writer wins; a racing second one changes nothing). The lease on a key being asked of the
 model is ``pytest-ifbench:claim:<key>``, holding its owner, set with ``SET NX PX`` (Redis
-expires it); renewing, taking over a gone owner's and ending it compare the owner first, in
-one Lua script each, so a process never extends or ends a lease another has taken over. A password in the URL is used
-to connect and never shown (:func:`..display_url`).
+expires it). Renewing it, taking over a gone owner's and ending it compare the owner first,
+inside a Lua script, so a process never extends or ends a lease another has taken over. A
+password in the URL is used to connect and never shown (:func:`..display_url`).
 """
 
 from __future__ import annotations
