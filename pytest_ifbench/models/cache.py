@@ -101,13 +101,6 @@ class ResponseCache:
             self._write(key, redact(fetched))  # type: ignore[arg-type]  # backfill, redacted like a put
         return entry
 
-    def peek(self, key: str) -> dict[str, Any] | None:
-        """The entry in the directory itself (never the shared tier), or None."""
-        try:
-            return _entry(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-
     def claim(self, key: str) -> bool:
         """Mark ``key`` as being asked of the model by this process (a ``.inflight`` file beside the entry,
         naming the host and process): True when no other live process has marked it, so another process

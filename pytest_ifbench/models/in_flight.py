@@ -53,5 +53,5 @@ async def reply_or_claim(cache: ResponseCache, key: str, patience: float) -> dic
             return kept
     kept = kept_reply(await run(cache.get, key, True))
     if kept is not None:
-        await run(cache.release, key)
+        cache.release(key)  # the shared tier's part is queued: no request on this thread
     return kept
