@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import statistics
 import subprocess
 import sys
@@ -11,6 +12,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released): for a server a script starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def tail(path: Path, lines: int = 25) -> str:

@@ -14,9 +14,10 @@ each as its own ``pytest`` subprocess from the repository root:
 3. **a second machine**: every shard again with new empty local caches and the model
    unreachable (``--api-base`` points at a closed port), served by the shared cache.
 
-It reports the wall time of each run, the stub's calls (side by side: the shards' total), whether the merged report
-equals the single run's (every metric table of the summary file and every
-instance's verdicts) and the calls the second machine repaid (must be 0).
+It reports the wall time of each run, the stub's calls (side by side: the shards'
+total), whether the merged report equals the single run's (every metric table of the
+summary file and every instance's verdicts) and the calls the second machine repaid
+(must be 0).
 
 Usage (from the repository root)::
 
@@ -33,7 +34,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,18 +44,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision
+from _common import free_port, source_revision
 
 from pytest_ifbench.scale.merge import verdicts
 from pytest_ifbench.testing import FAKE_API_KEY, StubServer
 
 _IFBENCH = "import sys; from pytest_ifbench.cli.main import main; sys.exit(main(sys.argv[1:]))"
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _start(work: Path, api_base: str, *args: str) -> tuple[subprocess.Popen, float]:
@@ -119,7 +113,7 @@ def main() -> int:
     if redis_binary is None:
         raise SystemExit("redis-server is not installed (apt-get install redis-server)")
     selection = [*args.suites, *(["--ifbench-full"] if args.full else [])]
-    port = _port()
+    port = free_port()
     redis = subprocess.Popen([redis_binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
     shared = f"redis://127.0.0.1:{port}/0"
@@ -164,7 +158,7 @@ def main() -> int:
             same_verdicts = _verdicts(work / "merged.json") == _verdicts(work / "single.json")
             instances = len(_verdicts(work / "merged.json"))
             before = stub.calls
-            dead = f"http://127.0.0.1:{_port()}"
+            dead = f"http://127.0.0.1:{free_port()}"
             replay_walls, replay_same = [], True
             for index in range(1, args.shards + 1):
                 wall, _ = _pytest(work, dead, *selection, f"--ifbench-shard={index}/{args.shards}",

@@ -33,19 +33,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision
+from _common import free_port, source_revision
 
 from pytest_ifbench import GenerationParams, ModelClient, ResponseCache
 from pytest_ifbench.models.openai_compat import close_sessions
 from pytest_ifbench.scale.stores import open_store
 from pytest_ifbench.scale.tier import StoreTier
 from pytest_ifbench.testing import FAKE_API_KEY, StubServer
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait(ready, what: str) -> None:
@@ -102,7 +96,7 @@ def main() -> int:
         if shutil.which(binary) is None:
             raise SystemExit(f"{binary} is not installed (the README's test install line has it)")
     os.environ["OPENAI_API_KEY"] = FAKE_API_KEY
-    redis_port, moto_port = _port(), _port()
+    redis_port, moto_port = free_port(), free_port()
     servers = [subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
                                  "--appendonly", "no"], stdout=subprocess.DEVNULL),
                subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(moto_port)],

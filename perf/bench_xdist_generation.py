@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision, tail
+from _common import free_port, source_revision, tail
 
 from pytest_ifbench.testing import Fault, StubServer
 
@@ -63,13 +62,6 @@ def write_suite(path: Path, count: int) -> None:
         lines += [f"  - id: inst-{i:05d}", f"    prompt: Write one short sentence about item number {i}.",
                   "    checks: [{id: words, verifier: ifbench.word_count, params: {min: 1}}]"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def child_env() -> dict[str, str]:
@@ -150,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "down"):
             suite = work / "down.yaml"
             write_suite(suite, args.down_instances)
-            url = f"http://127.0.0.1:{closed_port()}/v1"
+            url = f"http://127.0.0.1:{free_port()}/v1"
             for workers in (0, args.workers):
                 print(f"endpoint down, -n {workers}: {args.down_instances} instances ...", file=sys.stderr)
                 row = run(work, suite, url, workers, args.timeout)
