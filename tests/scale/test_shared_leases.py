@@ -68,6 +68,10 @@ def test_a_lease_of_a_process_of_this_host_that_ended_is_taken_over_at_once(stor
     assert not store.claim("c" * 64, "C", 30, stale), "B runs (not an owner of this host)"
     assert store.claim("d" * 64, f"{this_process()} token", 30)
     assert not store.claim("d" * 64, "B", 30, stale), "its owner runs"
+    for garbage in ("", "x", f"{this_process().split()[0]} not-a-pid 1 token"):  # a damaged lease runs out instead
+        assert store.claim("f" * 64, garbage or "-", 30)
+        assert not store.claim("f" * 64, "B", 30, stale), garbage
+        store.unclaim("f" * 64, garbage or "-")
     store.close()
 
 
