@@ -4,8 +4,10 @@
 on any machine, reads what any other shard paid for and adds what it pays for itself
 (:mod:`.tier`). Each process (an xdist worker too) opens the store at configure time,
 lists its keys while collection runs and waits for the listing before generation starts;
-queued writes are sent before the process ends. A store that cannot be reached is one
-warning line at the end of the run; the run goes on with the local cache.
+queued writes are sent before the process ends. A store that cannot be reached, or fails
+during the run, is one warning line at the end of the run (under xdist, a worker's comes to the
+controller with its counts and names the workers it happened on); the run goes on with the
+local cache.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Any
 
 import pytest
 
-from .tier import StoreTier
+from .tier import StoreTier, warning
 
 TIER_KEY = pytest.StashKey[StoreTier]()
 _STATS_KEY = pytest.StashKey[dict[str, int]]()
 _WARNING_KEY = pytest.StashKey[str]()
+#: xdist workers whose tier stood aside, by (problem, whether during the run)
+_WORKER_PROBLEMS_KEY = pytest.StashKey[dict[tuple[str, bool], list[str]]]()
 _WORKER_OUTPUT = "ifbench_shared_cache"
 
 
@@ -52,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
     worker = hasattr(config, "workerinput")
-    # A worker's warning would never be seen: the controller checks the store too and says it once.
+    # A worker's output is never seen: its warning goes to the controller with its counts.
     tier = StoreTier(store, warn=(lambda _: None) if worker else _warner(config))
     config.stash[TIER_KEY] = tier
     if not tier.ping() or _controller(config) or config.getoption("collectonly"):
@@ -83,16 +87,23 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     tier.close()
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[_WORKER_OUTPUT] = json.dumps(_counts(tier))
+        workeroutput[_WORKER_OUTPUT] = json.dumps({"counts": _counts(tier), "problem": tier.problem,
+                                                  "during_run": tier.failed_during_run})
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     text = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
-    if text:
-        totals = node.config.stash.setdefault(_STATS_KEY, {"fetched": 0, "uploaded": 0, "waited": 0})
-        for name, value in json.loads(text).items():
-            totals[name] = totals.get(name, 0) + int(value)
+    if not text:
+        return
+    output = json.loads(text)
+    totals = node.config.stash.setdefault(_STATS_KEY, {"fetched": 0, "uploaded": 0, "waited": 0})
+    for name, value in output["counts"].items():
+        totals[name] = totals.get(name, 0) + int(value)
+    if output.get("problem"):
+        worker = getattr(getattr(node, "gateway", None), "id", None) or "a worker"
+        problems = node.config.stash.setdefault(_WORKER_PROBLEMS_KEY, {})
+        problems.setdefault((output["problem"], bool(output.get("during_run"))), []).append(worker)
 
 
 @pytest.hookimpl(trylast=True)
@@ -109,6 +120,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     message = config.stash.get(_WARNING_KEY, None)
     if message:
         terminalreporter.write_line(f"warning: {message}")
+    for (problem, during_run), workers in config.stash.get(_WORKER_PROBLEMS_KEY, {}).items():
+        if message and not during_run:  # down from the start: said once, above
+            continue
+        text = warning(tier.store.display, problem, during_run=during_run, where=f" on {', '.join(sorted(workers))}")
+        terminalreporter.write_line(f"warning: {text}")
+    if message and not tier.failed_during_run:  # never used: the warning says it all
         return
     stats = config.stash.get(_STATS_KEY, None) or _counts(tier)
     waited = f", {stats['waited']} waited for (being asked elsewhere)" if stats.get("waited") else ""

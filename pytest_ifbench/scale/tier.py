@@ -23,8 +23,9 @@ loop's thread, so the tier keeps the network off them where it can:
   entry (another process may have written it since the listing) per model call.
 
 Whatever fails -- the store down, a timeout, a refused write -- is one warning (the first
-failure's reason, through ``warn``); the tier then stands aside and the run goes on with
-the local cache. Entries are the cache's own redacted JSON text: no API key reaches a store.
+failure's reason, through ``warn``, and in :attr:`StoreTier.warning`), which says whether it
+failed before the run used it or during the run; the tier then stands aside and the run goes
+on with the local cache. Entries are the cache's own redacted JSON text: no API key reaches a store.
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ class StoreTier:
         self.store = store
         self.stats = TierStats()
         self.problem: str | None = None
+        #: the one warning line (without "warning: "), once something failed
+        self.warning: str | None = None
+        #: whether that failure came after the store's keys were listed (the run was using it)
+        self.failed_during_run = False
         self._warn = warn
+        self._listed = False
         self._index: set[str] = set()
         self._offered: set[str] = set()
         self._ready = threading.Event()
@@ -101,6 +107,7 @@ class StoreTier:
             with self._lock:
                 self._index |= found
             self.stats.known = len(found)
+            self._listed = True
         except Exception as exc:  # noqa: BLE001
             self._fail(exc)
         finally:
@@ -241,9 +248,19 @@ class StoreTier:
                 return
             detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else "")[:300]
             self.problem = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+            self.failed_during_run = self._listed
+            self.warning = warning(self.store.display, self.problem, during_run=self._listed)
         self._ready.set()
-        self._warn(f"shared cache {self.store.display} unavailable ({self.problem}); "
-                   "the run goes on with the local cache")
+        self._warn(self.warning)
+
+
+def warning(display: str, problem: str, *, during_run: bool, where: str = "") -> str:
+    """The warning line for a tier that stood aside (``where``: " on gw0, gw1" for xdist workers)."""
+    if during_run:  # the run was reading and writing it: say what is missing from the store
+        return (f"shared cache {display} failed during the run{where} ({problem}); the run went on with the "
+                "local cache, so what it paid for from then on is not in the store (a later run on this "
+                "machine offers it when it reads it)")
+    return f"shared cache {display} unavailable{where} ({problem}); the run goes on with the local cache"
 
 
 def _gone(owner: str) -> bool:

@@ -38,28 +38,46 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+class RedisServer:
+    """A fresh redis-server (no persistence) on a random port: its URL, and a way to kill it mid-test."""
+
+    def __init__(self) -> None:
+        binary = _needs("redis-server", "apt-get install redis-server")
+        port = _free_port()
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                _stop(self.process)
+                pytest.fail("redis-server did not start")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        """``kill -9``: the store goes away without a goodbye, as a crashed or unplugged one does."""
+        self.process.kill()
+        self.process.wait()
+
+
 @pytest.fixture
-def redis_url() -> Iterator[str]:
-    """A fresh redis-server (no persistence) on a random port; its URL."""
-    binary = _needs("redis-server", "apt-get install redis-server")
-    port = _free_port()
-    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-                sock.sendall(b"PING\r\n")
-                if sock.recv(16).startswith(b"+PONG"):
-                    break
-        except OSError:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            _stop(process)
-            pytest.fail("redis-server did not start")
-        time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    _stop(process)
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    _stop(server.process)
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """A fresh redis-server's URL (see :class:`RedisServer`)."""
+    return redis_server.url
 
 
 @pytest.fixture(scope="session")

@@ -62,16 +62,54 @@ def test_write_once_first_writer_wins(redis_url, s3_url):
         assert store.get("0" * 64) is None
 
 
-def test_a_store_that_is_down_is_one_warning_and_the_run_goes_on(pytester, stub_server):
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_a_store_that_is_down_is_one_warning_and_the_run_goes_on(pytester, stub_server, xdist):
     _suite.write(pytester.path)
     dead = f"redis://127.0.0.1:{free_port()}/0"
-    result = pytester.runpytest("suites", *stub_args(stub_server, f"--ifbench-shared-cache={dead}"))
+    run = pytester.runpytest_subprocess if xdist else pytester.runpytest
+    result = run("suites", *stub_args(stub_server, f"--ifbench-shared-cache={dead}", *xdist))
     assert result.ret == 1  # the suite's own failing instances; none errored
     warnings = [line for line in result.outlines if "shared cache" in line]
     assert len(warnings) == 1 and "unavailable" in warnings[0] and "local cache" in warnings[0]
     data = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert len(data["instances"]) == _suite.INSTANCES and not [r for r in data["instances"] if r["status"] == "error"]
 
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_a_store_that_dies_during_the_run_is_one_warning_naming_it_and_the_run_goes_on(pytester, redis_server,
+                                                                                       xdist):
+    """kill -9 of the store after the model's second call: the run ends with no errored instance, and says
+    so once, naming what is missing from the store (under ``-n``, on which workers: they went silent before)."""
+    import threading
+    import time
+
+    _suite.write(pytester.path)
+    with StubServer(latency=0.3) as stub:
+        def kill_after_two_calls() -> None:
+            deadline = time.monotonic() + 60
+            while stub.calls < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            redis_server.kill()
+
+        killer = threading.Thread(target=kill_after_two_calls)
+        killer.start()
+        try:
+            result = pytester.runpytest_subprocess(
+                "suites", *stub_args(stub, f"--ifbench-shared-cache={redis_server.url}", "--ifbench-concurrency=1",
+                                     "--ifbench-cache=cache", *xdist))
+        finally:
+            killer.join()
+        assert stub.calls == _suite.CALLS, "each request asked once, with or without the store"
+    assert result.ret == 1  # the suite's own failing instances; none errored
+    warnings = [line for line in result.outlines if line.startswith("warning: shared cache")]
+    assert len(warnings) == 1, result.outlines
+    assert f"{redis_server.url} failed during the run" in warnings[0] and "not in the store" in warnings[0]
+    if xdist:
+        assert " on gw" in warnings[0]
+    assert any(line.startswith(f"shared cache {redis_server.url}: ") and "written" in line for line in result.outlines)
+    data = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert len(data["instances"]) == _suite.INSTANCES and not [r for r in data["instances"] if r["status"] == "error"]
 
 def test_bad_shared_cache_urls_are_usage_errors(pytester, stub_server):
     _suite.write(pytester.path)
