@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import threading
 import time
 import uuid
@@ -60,7 +59,7 @@ from ..backend import (
     SandboxUnavailable,
     sandbox_python,
 )
-from ._docker_image import LABEL, ensure_image, reap_leftovers
+from ._docker_image import LABEL, ensure_image, owner_label, reap_leftovers
 from ._docker_supervise import (
     container_gone,
     engine_saw_oom,
@@ -231,7 +230,7 @@ class DockerRun:
         return dict(read_only=True, network_mode="none", mounts=mounts, working_dir=MOUNT, hostname="sandbox",
                     mem_limit=memory << 20, memswap_limit=memory << 20, pids_limit=pids + 8,
                     nano_cpus=int(cpus * 1e9) if cpus else 0, cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "KILL"],
-                    security_opt=["no-new-privileges"], labels={LABEL: f"{socket.gethostname()}:{os.getpid()}"},
+                    security_opt=["no-new-privileges"], labels={LABEL: owner_label()},
                     environment={}, shm_size=64 << 20,
                     # Podman's default nofile and nproc limits are above what its runtime may set in a
                     # container without CAP_SYS_RESOURCE: ours, within which the supervisor sets each command's.

@@ -16,10 +16,12 @@ import tarfile
 from typing import Any
 
 from ..backend import HOME, MOUNT, SYSTEM_DIRS
+from ._process_identity import ended, start_time
 
-__all__ = ["LABEL", "REPOSITORY", "ensure_image", "reap_leftovers"]
+__all__ = ["LABEL", "REPOSITORY", "ensure_image", "owner_label", "reap_leftovers"]
 
-#: The label of every container the backend starts: ``<host>:<pid>`` of the process that owns it.
+#: The label of every container the backend starts: ``<host>:<pid>:<start time>`` of the process that
+#: owns it (:func:`owner_label`; ``<host>:<pid>`` before the start time was added).
 LABEL = "pytest-ifbench.sandbox"
 REPOSITORY = "pytest-ifbench-sandbox"
 
@@ -62,24 +64,25 @@ def ensure_image(client: Any) -> str:
     return tag
 
 
+def owner_label() -> str:
+    """The :data:`LABEL` value of this process's containers."""
+    return f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
+
+
 def reap_leftovers(client: Any) -> list[str]:
-    """Remove the containers of processes of this host that are gone (a pytest killed with ``-9``)."""
-    host = socket.gethostname()
+    """Remove the containers of processes of this host that are gone (a pytest killed with ``-9``),
+    among them those whose pid now belongs to a later process; the removed containers' ids."""
     removed = []
     for container in client.containers.list(all=True, filters={"label": LABEL}):
-        owner_host, _, pid = str(container.labels.get(LABEL, "")).rpartition(":")
-        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
-            continue
-        container.remove(force=True)
-        removed.append(container.id)
+        if _owner_ended(str(container.labels.get(LABEL, ""))):
+            container.remove(force=True)
+            removed.append(container.id)
     return removed
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _owner_ended(label: str) -> bool:
+    host, _, rest = label.partition(":")
+    pid, _, start = rest.partition(":")
+    if not pid.isdigit() or not (start.isdigit() or start in ("", "None")):
+        return False  # not a label this backend wrote: leave it alone
+    return ended(host, int(pid), int(start) if start.isdigit() else None)

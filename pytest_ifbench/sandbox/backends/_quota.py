@@ -17,12 +17,12 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ..backend import SandboxUnavailable
+from ._process_identity import ended, identity
 
 #: The quota's margin over the budget, so the watchdog still sees (and reports) the overshoot.
 SLACK = 16 << 20
@@ -67,7 +67,7 @@ class TmpfsQuota:
                               capture_output=True, text=True, check=False)
         if done.returncode == 0:
             if not self.size:
-                (self.root / OWNER).write_text(json.dumps(_owner(os.getpid())))
+                (self.root / OWNER).write_text(json.dumps(identity(os.getpid())))
             self.size = want
         elif not self.size:
             raise SandboxUnavailable(f"cannot mount the workspace quota (a tmpfs): {done.stderr.strip()}")
@@ -98,7 +98,8 @@ def reap_stale(parent: Path) -> list[str]:
     for root in _quota_mounts(parent):
         try:
             owner = json.loads((Path(root) / OWNER).read_text())
-            if owner["host"] != socket.gethostname() or owner == _owner(int(owner["pid"])):
+            start = owner["start"]
+            if not ended(str(owner["host"]), int(owner["pid"]), None if start is None else int(start)):
                 continue
         except (OSError, ValueError, KeyError, TypeError):
             continue
@@ -127,12 +128,3 @@ def _quota_mounts(parent: Path) -> list[str]:
             found.append(point)
     return found
 
-
-def _owner(pid: int) -> dict[str, object]:
-    """What identifies process ``pid`` of this host (its start time tells a reused pid apart)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            start = int(fh.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        start = None
-    return {"host": socket.gethostname(), "pid": pid, "start": start}
