@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,13 @@ def bulk_suite(n: int) -> str:
 #: rewrite its asserts. tests/conftest.py ignores it in every run; a run with ``-W error::...`` repeats it.
 IN_PROCESS_WARNING = ("ignore:Module already imported so cannot be rewritten; pytest_ifbench"
                       ":pytest.PytestAssertRewriteWarning")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (nothing listens there: a closed port too)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def stub_args(server: StubServer, *extra: str) -> list[str]:

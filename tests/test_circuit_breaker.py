@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 
 import pytest
 
@@ -16,16 +15,10 @@ from pytest_ifbench.models.breaker import THRESHOLD, Breakers, is_connection_fai
 from pytest_ifbench.models.client import EndpointDown, ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench.models.openai_compat import LITELLM_ONLY_ENV
 from pytest_ifbench.testing import Fault, Reply, StubServer
-from tests._support import bulk_suite, closing_sessions, stub_args, write_suite
+from tests._support import bulk_suite, closing_sessions, free_port, stub_args, write_suite
 
 QUICK = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002, max_total_wait=5, timeout=5)
 NAMED = "circuit breaker open"
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _route(monkeypatch, route: str) -> None:
@@ -51,7 +44,7 @@ def _outcome(client: ModelClient) -> BaseException | object:
 def test_a_dead_endpoint_opens_the_breaker_then_calls_fail_without_a_request(monkeypatch, route):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     _route(monkeypatch, route)
-    client = ModelClient(model="openai/stub", api_base=f"http://127.0.0.1:{_closed_port()}/v1", retry=QUICK,
+    client = ModelClient(model="openai/stub", api_base=f"http://127.0.0.1:{free_port()}/v1", retry=QUICK,
                          breakers=Breakers(threshold=5))
     first, second = _outcome(client), _outcome(client)
     # 3 attempts, all refused: not yet 5 in a row, so the first call ends with its own error
@@ -70,7 +63,7 @@ def test_an_answer_resets_the_count(monkeypatch, route):
     """Refusals, an answer, refusals: never THRESHOLD in a row, so the endpoint keeps being called."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     _route(monkeypatch, route)
-    port = _closed_port()
+    port = free_port()
     client = ModelClient(model="openai/stub", api_base=f"http://127.0.0.1:{port}/v1",
                          retry=RetryPolicy(max_attempts=1, timeout=5), breakers=Breakers(threshold=3))
     for _ in range(3):
@@ -99,7 +92,7 @@ def test_answers_that_are_errors_never_trip_it(stub_env, fault):
 def test_connection_failures_are_told_from_other_errors(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     errors = []
-    for base in (f"http://127.0.0.1:{_closed_port()}/v1", "http://no-such-host.invalid/v1"):
+    for base in (f"http://127.0.0.1:{free_port()}/v1", "http://no-such-host.invalid/v1"):
         for route in ("direct", "litellm"):
             _route(monkeypatch, route)
             client = ModelClient(model="openai/stub", api_base=base, retry=RetryPolicy(max_attempts=1, timeout=5))
@@ -125,7 +118,7 @@ def test_a_run_against_a_dead_port_ends_at_once_every_instance_naming_the_breake
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(200))
     result = pytester.runpytest_subprocess(
-        "suites", "--model=openai/stub", f"--api-base=http://127.0.0.1:{_closed_port()}/v1", "-p",
+        "suites", "--model=openai/stub", f"--api-base=http://127.0.0.1:{free_port()}/v1", "-p",
         "no:cacheprovider", "--ifbench-no-cache", "--ifbench-max-attempts=20", "--ifbench-max-wait=600",
         "--ifbench-summary=", *xdist, timeout=240)
     result.assert_outcomes(errors=200)

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_ifbench.sandbox import _namespaces as ns
 from pytest_ifbench.sandbox._forward import PREAMBLE_CLI
+from tests._support import free_port
 
 PROBLEM = ns.sandbox_problem()
 needs_sandbox = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
@@ -136,12 +137,6 @@ def _unix_echo_server(path):
     return server, served
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _relay(port, sock, *command, options=()):
     return subprocess.run([sys.executable, "-I", "-S", "-B", ns.FORWARDER, *options, str(port), str(sock), "--",
                            *command], capture_output=True, text=True, timeout=60)
@@ -150,7 +145,7 @@ def _relay(port, sock, *command, options=()):
 def test_relay_forwards_concurrent_connections_with_half_close(tmp_path):
     sock = tmp_path / "s.sock"
     server, served = _unix_echo_server(sock)
-    port = _free_port()
+    port = free_port()
     client = (
         "import socket, threading\n"
         "out = {}\n"
@@ -177,10 +172,10 @@ def test_relay_passes_the_exit_status_and_stdio_through(tmp_path):
     sock = tmp_path / "s.sock"
     server, _ = _unix_echo_server(sock)
     try:
-        done = _relay(_free_port(), sock, "/bin/sh", "-c", "read x; echo out $x; echo err >&2; exit 7")
+        done = _relay(free_port(), sock, "/bin/sh", "-c", "read x; echo out $x; echo err >&2; exit 7")
         assert (done.returncode, done.stdout, done.stderr) == (7, "out\n", "err\n")
-        assert _relay(_free_port(), sock, "/bin/sh", "-c", "kill -TERM $$").returncode == 128 + 15
-        missing = _relay(_free_port(), sock, str(tmp_path / "no-such-command"))
+        assert _relay(free_port(), sock, "/bin/sh", "-c", "kill -TERM $$").returncode == 128 + 15
+        missing = _relay(free_port(), sock, str(tmp_path / "no-such-command"))
         assert missing.returncode == 127 and "no-such-command" in missing.stderr
     finally:
         server.close()
@@ -193,7 +188,7 @@ def _answer(tmp_path, script, *args, options=()):
     client = tmp_path / "client.py"
     client.write_text(script)
     server, served = _unix_echo_server(sock)
-    port = _free_port()
+    port = free_port()
     try:
         done = _relay(port, sock, sys.executable, str(client), str(port), *args, options=options)
     finally:

@@ -15,11 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests._support import free_port
 
 
 def _needs(binary: str, install: str) -> str:
@@ -43,7 +39,7 @@ class RedisServer:
 
     def __init__(self) -> None:
         binary = _needs("redis-server", "apt-get install redis-server")
-        port = _free_port()
+        port = free_port()
         self.url = f"redis://127.0.0.1:{port}/0"
         self.process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                          "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -83,7 +79,7 @@ def redis_url(redis_server: RedisServer) -> str:
 @pytest.fixture(scope="session")
 def _moto_endpoint() -> Iterator[str]:
     binary = _needs("moto_server", "pip install 'moto[server]'")
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -116,7 +112,3 @@ def s3_url(_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     bucket = f"ifbench-cache-{next(_BUCKETS)}"
     boto3.session.Session().client("s3").create_bucket(Bucket=bucket)
     return f"s3://{bucket}/run"
-
-
-def free_port() -> int:
-    return _free_port()

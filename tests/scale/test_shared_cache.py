@@ -9,9 +9,8 @@ import pytest
 from pytest_ifbench.cli.main import main as ifbench
 from pytest_ifbench.scale.stores import open_store
 from pytest_ifbench.testing import StubServer
-from tests._support import FAKE_KEY, stub_args
+from tests._support import FAKE_KEY, free_port, stub_args
 from tests.scale import _suite
-from tests.scale.conftest import free_port
 
 
 def _shards(pytester, stub_url: str, shared: str, cache: str, count: int = 3, tag: str = "run", *extra: str):
