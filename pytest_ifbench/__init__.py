@@ -45,7 +45,8 @@ __all__ = [
     "Param", "ParamError", "ProtocolRegistry", "Provider", "ReadOptions", "Registry", "ResponseCache", "RuffSetting",
     "RuffSpec", "Runtime", "SuiteError", "ToolRegistry", "TurnRecord", "Verdict", "Verifier", "VerifyContext",
     "__version__", "ask_with_repair", "call_judge", "chat_reply", "code_block", "evaluate", "extract_code",
-    "first_json_object", "iter_jsonl", "make_client", "reply_entries", "ruff_setting", "set_check_param", "stats",
+    "first_json_object", "iter_jsonl", "make_client", "raise_failed", "reply_entries", "ruff_setting",
+    "set_check_param", "stats",
     "strip_reasoning", "suite_yaml_or_none", "user_cache_dir", "validate_params",
 ]
 
@@ -70,7 +71,7 @@ _HOMES: dict[str, str] = {
     "SuiteError": ".suite.errors",
     "set_check_param": ".suite.format",
     **dict.fromkeys(("JsonlError", "iter_jsonl"), ".suite.jsonl"),
-    **dict.fromkeys(("JUDGE_PARAMS", "JudgeError", "ask_with_repair", "call_judge", "reply_entries"),
+    **dict.fromkeys(("JUDGE_PARAMS", "JudgeError", "ask_with_repair", "call_judge", "raise_failed", "reply_entries"),
                     ".judges.checklist"),
     **dict.fromkeys(("Completion", "ModelClient"), ".models.client"),
     "ResponseCache": ".models.cache",

@@ -235,11 +235,16 @@ class InstanceItem(pytest.Function):
             kind = ("judge" if isinstance(exc, JudgeError) else
                     "harness" if isinstance(exc, AgentHarnessError) else "model")
             episode = getattr(exc, "episode", None)
-            if episode is not None:
-                self.generation_seconds = episode.duration
-            self.ifbench_record = (self._record_after_run(episode, str(exc), kind) if episode is not None else
-                                   error_record(self.nodeid, self.spec, state.model_name, state.judge_names,
-                                                str(exc), kind))
+            if episode is None:
+                self.ifbench_record = error_record(self.nodeid, self.spec, state.model_name, state.judge_names,
+                                                   str(exc), kind)
+                raise InstanceError(str(exc)) from None
+            self.generation_seconds = episode.duration
+            try:  # the checks that need no judge read the agent's final workspace: closed after them
+                self.ifbench_record = self._record_after_run(episode, str(exc), kind)
+            finally:
+                if episode.agent is not None:
+                    episode.agent.close(keep=state.keep_workspaces)
             raise InstanceError(str(exc)) from None
 
     def _record_after_run(self, episode: Episode, error: str, kind: str) -> dict[str, Any]:

@@ -84,7 +84,15 @@ async def run_samples(protocol: Protocol, instance: Instance, runtime: Runtime) 
         SAMPLE.set(index)  # each gathered task has its own context copy
         return await protocol(instance, runtime)
 
-    return list(await asyncio.gather(*(one(i) for i in range(instance.generation.samples))))
+    done = await asyncio.gather(*(one(i) for i in range(instance.generation.samples)), return_exceptions=True)
+    failed = [result for result in done if isinstance(result, BaseException)]
+    if failed:  # the instance errors with the first failure: the other samples' workspaces go now
+        keep = bool(runtime.agent is not None and runtime.agent.keep_workspaces)
+        for result in done:
+            if isinstance(result, Episode) and result.agent is not None:
+                result.agent.close(keep=keep)
+        raise failed[0]
+    return list(done)
 
 
 class ProtocolRegistry(dict[str, Protocol]):
@@ -144,7 +152,8 @@ async def _judge(runtime: Runtime, episode: Episode, record: TurnRecord, checks:
         verdicts, completions = await judge_checks(
             runtime.judges, runtime.registry, task_text(record.messages), record.completion.text, judged,
         )
-    except JudgeError as exc:  # the record keeps what the run produced (reports/records.py)
+    except JudgeError as exc:  # the record keeps what the run produced and paid for (reports/records.py)
+        episode.judge_completions.extend(exc.completions)
         exc.episode = episode
         raise
     record.judged.update(verdicts)
@@ -254,10 +263,14 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
                 turn.judged.update(verdicts)
             episode.judge_completions.extend(completions)
     except BaseException as exc:
-        if isinstance(exc, JudgeError):  # the record keeps the run (reports/records.py)
-            episode.duration = time.perf_counter() - start - waited[0]
-            exc.episode = episode
-        run.close()
+        if not isinstance(exc, JudgeError):
+            run.close()
+            raise
+        # The record keeps the run and what it paid for (reports/records.py); the item decides the checks
+        # that need no judge on the final workspace, then closes it (``_collect``).
+        episode.duration = time.perf_counter() - start - waited[0]
+        episode.judge_completions.extend(exc.completions)
+        exc.episode = episode
         raise
     episode.duration = time.perf_counter() - start - waited[0]
     return episode

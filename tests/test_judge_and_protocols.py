@@ -59,16 +59,28 @@ def test_omitted_check_is_not_passed(stub_env):
 def test_malformed_json_gets_one_repair_then_errors(stub_env):
     stub_env.add_rule("", Reply(content="I think it is fine."), times=1)
     stub_env.add_rule("", verdict_reply({"polite": "pass"}))
-    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [judged("polite", "p")]))
+    verdicts, completions = asyncio.run(
+        judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [judged("polite", "p")]))
     assert verdicts["polite"].passed and stub_env.calls == 2
+    assert [c.text for c in completions][0] == "I think it is fine.", "both calls were paid for: both are kept"
     repair = stub_env.requests[1].body["messages"]
     assert "not valid" in repair[-1]["content"]
 
     stub_env.reset()
     stub_env.add_rule("", Reply(content="still not json"))
-    with pytest.raises(JudgeError, match="malformed JSON twice"):
+    with pytest.raises(JudgeError, match="malformed JSON twice") as raised:
         asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r2", [judged("polite", "p")]))
     assert stub_env.calls == 2
+    assert [c.text for c in raised.value.completions] == ["still not json"] * 2
+
+
+def test_a_panel_judge_that_fails_carries_what_the_panel_paid_for(stub_env):
+    stub_env.add_rule("", verdict_reply({"a": "pass"}), model="judge-a")
+    stub_env.add_rule("", Reply(content="not json"), model="judge-b")
+    panel = [make_client(stub_env, "openai/judge-a"), make_client(stub_env, "openai/judge-b")]
+    with pytest.raises(JudgeError, match="judge-b.*malformed JSON twice") as raised:
+        asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [judged("a", "A")]))
+    assert stub_env.calls == 3 and len(raised.value.completions) == 3  # judge-a's answer, judge-b's two
 
 
 def test_panel_majority_mean_and_spread(stub_env):

@@ -123,9 +123,9 @@ def test_garbage_gets_one_repair_then_raises(stub_env, garbage):
 
     stub_env.reset()
     stub_env.add_rule("", Reply(content=garbage))
-    with pytest.raises(JudgeError, match="malformed JSON twice"):
+    with pytest.raises(JudgeError, match="malformed JSON twice") as raised:
         judge(stub_env, [judged("a", "A")])
-    assert stub_env.calls == 2
+    assert stub_env.calls == 2 and len(raised.value.completions) == 2, "what was paid for goes with the error"
 
 
 def test_a_reply_cut_at_the_token_limit_is_repaired(stub_env):
@@ -181,6 +181,15 @@ def test_two_judges_tie_fails_and_tie_on_applicability_keeps_it(stub_env):
     assert not verdicts["x"].passed and verdicts["x"].details["mean"] == 0.5
     assert verdicts["y"].applicable and verdicts["y"].passed
 
+
+
+def test_a_panel_judge_that_fails_carries_what_the_panel_paid_for(stub_env):
+    stub_env.add_rule("", answering({"x": "success"}), model="judge-a")
+    stub_env.add_rule("", Reply(content="not json"), model="judge-b")
+    panel = [client(stub_env, "openai/judge-a"), client(stub_env, "openai/judge-b")]
+    with pytest.raises(JudgeError, match="judge-b.*malformed JSON twice") as raised:
+        judge(stub_env, [judged("x", "X")], judges=panel)
+    assert stub_env.calls == 3 and len(raised.value.completions) == 3  # judge-a's answer, judge-b's two
 
 def test_one_judge_omitting_a_check_makes_it_an_error(stub_env):
     stub_env.add_rule("", answering({"x": "success"}), model="judge-a")

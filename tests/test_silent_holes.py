@@ -59,6 +59,7 @@ def test_a_judge_error_after_the_run_keeps_the_turns_decided_checks_and_tokens(p
     assert checks["polite"]["error"].startswith("undecided: judge")
     assert [c["check"] for c in record["errored_checks"]] == ["polite"]
     assert record["tokens"]["prompt"] > 0 and record["durations"]["generation"] >= 0
+    assert len(record["judge_calls"]) == 2, "the malformed answer and its repair were paid for"
 
 
 def test_an_undecided_rubric_check_is_an_error_in_the_core_table():

@@ -82,9 +82,26 @@ class JudgeError(RuntimeError):
     """A judge could not decide (a failed call, malformed JSON twice): the instance errors.
 
     ``episode`` is the run the judge failed on, when the protocol attached it: the instance's record then
-    keeps its turns, tokens, cost and every check decided without the judge (see ``_collect``)."""
+    keeps its turns, tokens, cost and every check decided without the judge (see ``_collect``).
+    ``completions`` are the judge calls paid for before it failed (a malformed reply and its repair, the
+    answers of the panel's other judges): the protocol adds them to the episode, so the record counts them."""
 
     episode: Any = None
+    completions: Sequence[Completion] = ()
+
+
+def raise_failed(answers: Sequence[Any]) -> None:
+    """Raise the first failure among a panel's answers (``(result, completions)`` pairs or exceptions,
+    as ``asyncio.gather(..., return_exceptions=True)`` gives them); a :class:`JudgeError` then carries
+    every completion the panel paid for."""
+    failed = [answer for answer in answers if isinstance(answer, BaseException)]
+    if not failed:
+        return
+    if isinstance(failed[0], JudgeError):
+        failed[0].completions = [c for answer in answers for c in (
+            answer.completions if isinstance(answer, JudgeError) else () if isinstance(answer, BaseException)
+            else answer[1])]
+    raise failed[0]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,16 +199,22 @@ async def ask_with_repair(call: Callable[[list[dict[str, Any]]], Awaitable[Compl
         messages = [*messages, {"role": "assistant", "content": reply.text},
                     {"role": "user", "content": f"Your reply was not valid: {exc}. Reply again with only the JSON "
                                                 f"object{', ' + hint if hint else ''}."}]
-    repaired = await call(messages)
+    try:
+        repaired = await call(messages)
+    except JudgeError as exc:  # the malformed reply was paid for all the same
+        exc.completions = [reply]
+        raise
     try:
         return parse(repaired), [reply, repaired]
     except (ValueError, json.JSONDecodeError) as exc:
-        raise JudgeError(f"judge {model!r} returned malformed JSON twice ({exc}); "
-                         f"reply: {repaired.text[:300]!r}") from None
+        error = JudgeError(f"judge {model!r} returned malformed JSON twice ({exc}); reply: {repaired.text[:300]!r}")
+        error.completions = [reply, repaired]
+        raise error from None
 
 
 async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Mapping[str, float],
-               scale: int | None, conditional: Collection[str]) -> tuple[dict[str, tuple[bool | None, str]], Any]:
+               scale: int | None, conditional: Collection[str],
+               ) -> tuple[dict[str, tuple[bool | None, str]], list[Completion]]:
     system = (_SYSTEM + (_SYSTEM_SCORED.format(scale=scale) if scale else "")
               + (_SYSTEM_CONDITIONAL if conditional else ""))
     messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
@@ -200,9 +223,8 @@ async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Map
     async def call(sent: list[dict[str, Any]]) -> Completion:  # a failed call stays a ModelCallError here
         return await client.complete(sent, JUDGE_PARAMS, response_format=fmt)
 
-    verdicts, completions = await ask_with_repair(
+    return await ask_with_repair(
         call, messages, lambda c: parse_verdicts(c.text, ids, scored, conditional), model=client.model)
-    return verdicts, completions[-1]
 
 
 async def judge_checks(
@@ -235,12 +257,15 @@ async def judge_checks(
         items.append((check.id, text))
     ids = [check_id for check_id, _ in items]
     prompt = judge_prompt(task, response, items)
-    per_judge: list[dict[str, tuple[bool | None, str]]] = []
-    completions = []
-    for client in judges:
-        verdicts, completion = await _ask(client, prompt, ids, scored, scale, conditional)
-        per_judge.append(verdicts)
-        completions.append(completion)
+    answers: list[Any] = []
+    for client in judges:  # one after the other: the first failure ends the panel
+        try:
+            answers.append(await _ask(client, prompt, ids, scored, scale, conditional))
+        except JudgeError as exc:
+            answers.append(exc)
+            raise_failed(answers)
+    per_judge = [verdicts for verdicts, _ in answers]
+    completions = [c for _, done in answers for c in done]
     return {check_id: _panel_verdict(check_id, judges, per_judge) for check_id in ids}, completions
 
 

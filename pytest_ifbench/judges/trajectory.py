@@ -41,7 +41,7 @@ from typing import Any
 from .._registry import Registry
 from .._types import CheckSpec, JudgeOmission, Verdict
 from ..models.client import Completion, ModelClient
-from .checklist import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, reply_entries
+from .checklist import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, raise_failed, reply_entries
 
 RESULTS = ("success", "fail", "not_applicable")
 _ALIASES = {"pass": "success", "passed": "success", "failed": "fail", "failure": "fail",
@@ -181,9 +181,7 @@ async def judge_trajectory(
     ids = [item["id"] for item in items]
     system, user = judge_prompt(task, transcript, items)
     answers = await asyncio.gather(*(_ask(client, system, user, ids) for client in judges), return_exceptions=True)
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            raise answer
+    raise_failed(answers)  # the first failure, carrying what the panel paid for
     completions = [c for _, done in answers for c in done]
     out: dict[str, Verdict | JudgeOmission] = {}
     for check_id in ids:

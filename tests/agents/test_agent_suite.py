@@ -117,6 +117,32 @@ def test_recorded_trajectory_is_scored_without_a_model(pytester, stub_env, agent
     assert stub_env.calls - calls == 1  # only the judge: no agent step was run
 
 
+
+@pytest.mark.parametrize("keep", [False, True], ids=["workspace-removed", "workspace-kept"])
+def test_a_judge_that_fails_after_the_run_leaves_the_workspace_checks_decided(pytester, stub_env, agent_suite,
+                                                                               keep):
+    """The judge answers garbage twice: the instance errors, its record keeps the run, both judge calls it paid
+    for and every check that needs no judge, decided on the final workspace (which the error used to close
+    first: "the workspace is closed"); the workspace goes afterwards, or stays with --ifbench-keep-workspaces."""
+    scripted(stub_env)
+    agent = stub_env.default
+
+    def garbage_judge(body: dict[str, Any]) -> Reply:
+        return Reply(content="no json here") if body.get("response_format") else agent(body)
+
+    stub_env.default = garbage_judge
+    result = pytester.runpytest("suites", *stub_args(stub_env), *(["--ifbench-keep-workspaces"] if keep else []))
+    result.assert_outcomes(errors=1)
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["status"] == "error" and record["error_kind"] == "judge", record["error"]
+    checks = {c["check"]: c for c in record["checks"]}
+    for name in ("file", "wrote", "ran", "no-reset", "tests"):
+        assert checks[name]["passed"] is True and checks[name]["error"] is None, checks[name]
+    assert sorted(c["check"] for c in record["errored_checks"]) == ["asked-about-docs", "summary"]
+    assert len(record["judge_calls"]) == 2, "the malformed answer and its repair were paid for"
+    assert Path(record["agent"]["workspace"]).exists() is keep
+
+
 def test_missing_sandbox_stops_at_start_up(pytester, stub_env, agent_suite):
     pytester.makeconftest("""
         import pytest_ifbench.sandbox._namespaces as ns

@@ -40,6 +40,7 @@ from pytest_ifbench import (
     Verdict,
     ask_with_repair,
     call_judge,
+    raise_failed,
     reply_entries,
 )
 
@@ -207,9 +208,7 @@ async def judge_task(judges: Sequence[Any], data: JudgeInput, checks: Sequence[C
     if not judges:
         raise JudgeError("AgentIF rubric checks need a judge model (--judge-model)")
     answers = await asyncio.gather(*(ask(client, data, checks) for client in judges), return_exceptions=True)
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            raise answer
+    raise_failed(answers)  # the first failure, carrying what the panel paid for
     out: dict[str, Verdict | JudgeOmission] = {}
     for check in checks:
         votes, missing = [], []

@@ -55,10 +55,14 @@ async def agentif(instance: Instance, runtime: Runtime) -> Episode:
                 turn.judged.update(verdicts)
             episode.judge_completions.extend(completions)
     except BaseException as exc:
-        if isinstance(exc, JudgeError):  # the record keeps the run and its decided checks
-            exc.episode = episode
-        if episode.agent is not None:
-            episode.agent.close()
+        if not isinstance(exc, JudgeError):
+            if episode.agent is not None:
+                episode.agent.close()
+            raise
+        # The record keeps the run, what it paid for and its checks decided without the judge, on the final
+        # workspace, which the item closes then.
+        episode.judge_completions.extend(exc.completions)
+        exc.episode = episode
         raise
     return episode
 

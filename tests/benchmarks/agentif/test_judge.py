@@ -108,8 +108,9 @@ def test_one_repair_then_the_task_errors(stub_env):
     assert repair.startswith("Your reply was not valid: no JSON object")
     stub_env.reset()
     stub_env.default = lambda body: Reply(content='{"verdicts": []}')
-    with pytest.raises(JudgeError, match="malformed JSON twice"):
+    with pytest.raises(JudgeError, match="malformed JSON twice") as raised:
         run(stub_env)
+    assert len(raised.value.completions) == 2, "the two calls paid for go with the error"
 
 
 def test_context_overflow_is_an_error_not_a_zero(stub_env):
