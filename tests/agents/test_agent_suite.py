@@ -143,6 +143,24 @@ def test_a_judge_that_fails_after_the_run_leaves_the_workspace_checks_decided(py
     assert Path(record["agent"]["workspace"]).exists() is keep
 
 
+
+def test_a_sample_that_errors_takes_no_workspace_of_the_others_with_it(pytester, stub_env, agent_suite):
+    """Two samples of an agent instance, the first model request refused: the instance errors with it, and the
+    other sample, which ran to the end, leaves no workspace behind (its episode was dropped with it open)."""
+    from pytest_ifbench.testing import Fault
+
+    suite = agent_suite.read_text().replace("  protocol_options:", "  generation: {samples: 2}\n  protocol_options:")
+    agent_suite.write_text(suite)
+    scripted(stub_env)
+    stub_env.inject_faults(Fault(kind="status", status=400, message="refused"))
+    workspaces = pytester.path / "ws"
+    workspaces.mkdir()
+    result = pytester.runpytest("suites", *stub_args(stub_env), f"--ifbench-workspaces={workspaces}")
+    result.assert_outcomes(errors=1)
+    assert stub_env.calls > 1, "the other sample ran"
+    assert not list(workspaces.iterdir())
+
+
 def test_missing_sandbox_stops_at_start_up(pytester, stub_env, agent_suite):
     pytester.makeconftest("""
         import pytest_ifbench.sandbox._namespaces as ns
