@@ -131,7 +131,10 @@ def test_a_judge_that_fails_after_the_run_leaves_the_workspace_checks_decided(py
         return Reply(content="no json here") if body.get("response_format") else agent(body)
 
     stub_env.default = garbage_judge
-    result = pytester.runpytest("suites", *stub_args(stub_env), *(["--ifbench-keep-workspaces"] if keep else []))
+    workspaces = pytester.path / "ws"  # a kept one stays there, not in the system's temporary directory
+    workspaces.mkdir()
+    result = pytester.runpytest("suites", *stub_args(stub_env), f"--ifbench-workspaces={workspaces}",
+                                *(["--ifbench-keep-workspaces"] if keep else []))
     result.assert_outcomes(errors=1)
     record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
     assert record["status"] == "error" and record["error_kind"] == "judge", record["error"]
