@@ -98,9 +98,13 @@ def raise_failed(answers: Sequence[Any]) -> None:
     if not failed:
         return
     if isinstance(failed[0], JudgeError):
-        failed[0].completions = [c for answer in answers for c in (
-            answer.completions if isinstance(answer, JudgeError) else () if isinstance(answer, BaseException)
-            else answer[1])]
+        paid: list[Completion] = []
+        for answer in answers:
+            if isinstance(answer, JudgeError):
+                paid.extend(answer.completions)
+            elif not isinstance(answer, BaseException):
+                paid.extend(answer[1])
+        failed[0].completions = paid
     raise failed[0]
 
 
