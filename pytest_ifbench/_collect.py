@@ -237,7 +237,7 @@ class InstanceItem(pytest.Function):
             episode = getattr(exc, "episode", None)
             if episode is None:
                 self.ifbench_record = error_record(self.nodeid, self.spec, state.model_name, state.judge_names,
-                                                   str(exc), kind)
+                                                   str(exc), kind, paid=getattr(exc, "paid", ()))
                 raise InstanceError(str(exc)) from None
             self.generation_seconds = episode.duration
             try:  # the checks that need no judge read the agent's final workspace: closed after them

@@ -22,7 +22,7 @@ from ._types import CheckSpec, Instance, Verdict
 from ._verify import CheckOutcome, VerifyContext, evaluate
 from .judges.checklist import JudgeError, judge_checks, judged_subset, task_text
 from .models.background import start_wait_clock
-from .models.client import Completion, ModelClient
+from .models.client import Completion, ModelCallError, ModelClient
 
 
 @dataclass(kw_only=True)
@@ -70,6 +70,12 @@ class Episode:
     def final(self) -> TurnRecord:
         return self.turns[-1]
 
+    def paid(self) -> list[Completion]:
+        """Every model and judge call of the episode: what a failure after it leaves paid for. (An agent
+        run's turns are its final answers, not calls: its calls are the steps.)"""
+        turns = [t.completion for t in self.turns] if self.agent is None else []
+        return turns + self.judge_completions + self.step_completions
+
 
 Protocol = Callable[[Instance, Runtime], Awaitable[Episode]]
 
@@ -91,7 +97,12 @@ async def run_samples(protocol: Protocol, instance: Instance, runtime: Runtime) 
         for result in done:
             if isinstance(result, Episode) and result.agent is not None:
                 result.agent.close(keep=keep)
-        raise failed[0]
+        first = failed[0]
+        if hasattr(first, "paid"):  # a model or harness failure (see ModelCallError): the others were paid too
+            others = [c for result in done if result is not first
+                      for c in (result.paid() if isinstance(result, Episode) else getattr(result, "paid", ()))]
+            first.paid = (*first.paid, *others)
+        raise first
     return list(done)
 
 
@@ -194,7 +205,11 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
     for index, turn in enumerate(instance.turns, start=1):
         messages = messages + [{"role": "user", "content": turn.user}]
         is_last = index == len(instance.turns)
-        completion = await replies.next(messages, index, goes_on=not is_last)
+        try:
+            completion = await replies.next(messages, index, goes_on=not is_last)
+        except ModelCallError as exc:  # the earlier turns (and their judges) were paid for
+            exc.paid = (*episode.paid(), *exc.paid)
+            raise
         record = TurnRecord(index=index, messages=messages, completion=completion)
         episode.turns.append(record)
         messages = messages + [{"role": "assistant", "content": record.completion.text}]

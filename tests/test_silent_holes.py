@@ -62,6 +62,21 @@ def test_a_judge_error_after_the_run_keeps_the_turns_decided_checks_and_tokens(p
     assert len(record["judge_calls"]) == 2, "the malformed answer and its repair were paid for"
 
 
+
+def test_a_dialogue_whose_model_fails_at_turn_two_keeps_turn_one_paid_for(pytester, stub_env):
+    from pytest_ifbench.testing import Fault
+
+    instance = {"id": "d", "protocol": "multi_turn", "turns": [
+        {"user": "first turn", "checks": [{"id": "t1", "verifier": "ifbench.word_count", "params": {"min": 1}}]},
+        {"user": "second turn", "checks": [{"id": "t2", "verifier": "ifbench.word_count", "params": {"min": 1}}]}]}
+    write_suite(pytester.path, "suites/d.yaml", demo_suite(instance))
+    stub_env.inject_faults(Fault(kind="status", status=400, message="refused"), match="second turn")
+    result = pytester.runpytest("suites", *stub_args(stub_env))
+    result.assert_outcomes(errors=1)
+    record = results_of(pytester)["d"]
+    assert record["status"] == "error" and record["error_kind"] == "model"
+    assert record["paid_calls"] == 1 and record["tokens"]["prompt"] > 0, "turn 1 was paid for"
+
 def test_an_undecided_rubric_check_is_an_error_in_the_core_table():
     bonus = {"check": "b1", "kind": "bonus", "points": 1, "scored": True, "passed": False,
              "error": "judge j left this criterion out of its answer"}

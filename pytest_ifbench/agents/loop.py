@@ -246,8 +246,9 @@ async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]]
                 run.stop_reason = reason
                 break
             await _step(client, history, params, sample, specs, profile, ctx, run, builder, progress)
-    except ModelCallError:
+    except ModelCallError as exc:
         run.stop_reason = "model_error"
+        exc.paid = (*run.completions, *exc.paid)  # the steps before it were paid for: the record counts them
         raise
     except asyncio.CancelledError:
         run.stop_reason = "cancelled"

@@ -40,7 +40,10 @@ if TYPE_CHECKING:
 
 
 class AgentHarnessError(RuntimeError):
-    """The harness, not the agent, failed (sandbox, runner, proxy); the item errors."""
+    """The harness, not the agent, failed (sandbox, runner, proxy); the item errors. ``paid``: the model
+    calls the run made before it failed (a CLI's proxied calls), which the errored record counts."""
+
+    paid: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +94,13 @@ class AgentRun:
     fault: str | None = None
 
     def close(self, *, keep: bool = False) -> None:
-        if self.workspace is not None and not keep:
+        """End the run's workspace: its backend's side (a container, a disk quota's tmpfs mount) always
+        goes; its files stay on disk when it was made to be kept (``--ifbench-keep-workspaces``) or with
+        ``keep``. (Skipping the close to keep the files left the quota mounted, and the next run's start-up
+        released it as a killed run's, files and all.)"""
+        if self.workspace is not None:
+            if keep:
+                self.workspace.keep = True
             self.workspace.close()
 
     def to_json(self) -> dict[str, Any]:
@@ -321,7 +330,9 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
                            replace_system=options.system_prompt == "replace",
                            progress=_progress(settings, instance))
     if result.harness_error:
-        raise AgentHarnessError(f"{options.runner}: {result.harness_error}")
+        error = AgentHarnessError(f"{options.runner}: {result.harness_error}")
+        error.paid = tuple(result.usage.completions) if result.usage else ()
+        raise error
     # Keyed like the loop's trajectories, so `ifbench score --trajectories` finds each run again.
     trajectory = replace(result.trajectory, meta={**result.trajectory.meta, "instance_id": instance.id,
                                                   "benchmark": instance.benchmark, "sample": sample})

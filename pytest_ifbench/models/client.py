@@ -147,7 +147,12 @@ class Completion:
 
 
 class ModelCallError(Exception):
-    """A model call failed for good (after retries, or not retryable); the message is redacted."""
+    """A model call failed for good (after retries, or not retryable); the message is redacted.
+
+    ``paid``: the completions the failed operation had already paid for (an agent run's steps, a
+    dialogue's earlier turns), added by the layer that re-raises it, so the errored record counts them."""
+
+    paid: tuple[Any, ...] = ()
 
     def __init__(self, model: str, message: str, *, attempts: int, status: int | None = None) -> None:
         self.model = model

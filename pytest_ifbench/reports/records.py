@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .._registry import Registry
     from .._types import Instance
     from .._verify import CheckOutcome
+    from ..models.client import Completion
 
 RESULTS_FORMAT = 1
 
@@ -82,11 +83,25 @@ def _json_key(key: Any) -> str:
 
 
 def error_record(nodeid: str, instance: Instance, model: str | None, judges: Sequence[str],
-                 error: str, kind: str = "model") -> dict[str, Any]:
+                 error: str, kind: str = "model", paid: Sequence[Completion] = ()) -> dict[str, Any]:
+    """The record of an instance that errored before it had a turn to score; ``paid``: the calls it had
+    made (an agent run's steps, a dialogue's earlier turns), counted in ``tokens``, ``cost`` and
+    ``paid_calls``."""
+    tokens, cost = usage(paid)
     return plain(_base(nodeid, instance, model, judges) | {
         "status": "error", "error": error, "error_kind": kind, "turns": [], "checks": [],
-        "tokens": {"prompt": 0, "completion": 0}, "cost": None, "durations": {},
+        "tokens": tokens, "cost": cost, "durations": {}, **({"paid_calls": len(paid)} if paid else {}),
     })
+
+
+def usage(completions: Sequence[Completion]) -> tuple[dict[str, int], float | None]:
+    """The tokens (paid and from caches) and the cost (None when no call has a price) of ``completions``."""
+    costs = [c.cost for c in completions if c.cost is not None]
+    return {"prompt": sum(c.prompt_tokens for c in completions if not c.cached),
+            "completion": sum(c.completion_tokens for c in completions if not c.cached),
+            "cached_prompt": sum(c.prompt_tokens for c in completions if c.cached),
+            "cached_completion": sum(c.completion_tokens for c in completions if c.cached)}, \
+        (sum(costs) if costs else None)
 
 
 def errored_after_run(record: dict[str, Any], error: str, kind: str) -> dict[str, Any]:
@@ -103,9 +118,7 @@ def episode_record(
 ) -> dict[str, Any]:
     """The record of a run instance; ``episodes`` has one entry per sample (sample 0 first)."""
     episode = episodes[0]
-    completions = [c for e in episodes
-                   for c in [t.completion for t in e.turns] + list(e.judge_completions) + list(e.step_completions)]
-    costs = [c.cost for c in completions if c.cost is not None]
+    tokens, cost = usage([c for e in episodes for c in e.paid()])
     checks = []
     for turn, outcome in outcomes:
         entry = outcome.check.to_json() | outcome.to_json() | {"turn_ran": turn}
@@ -125,11 +138,8 @@ def episode_record(
         ],
         "checks": checks,
         "judge_calls": [c.to_json() for c in episode.judge_completions],
-        "tokens": {"prompt": sum(c.prompt_tokens for c in completions if not c.cached),
-                   "completion": sum(c.completion_tokens for c in completions if not c.cached),
-                   "cached_prompt": sum(c.prompt_tokens for c in completions if c.cached),
-                   "cached_completion": sum(c.completion_tokens for c in completions if c.cached)},
-        "cost": sum(costs) if costs else None,
+        "tokens": tokens,
+        "cost": cost,
         "durations": {"generation": round(max(e.duration for e in episodes), 4),
                       "verification": round(verify_seconds, 4)},
         "samples": len(episodes),

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,10 @@ def test_a_judge_that_fails_after_the_run_leaves_the_workspace_checks_decided(py
         assert checks[name]["passed"] is True and checks[name]["error"] is None, checks[name]
     assert sorted(c["check"] for c in record["errored_checks"]) == ["asked-about-docs", "summary"]
     assert len(record["judge_calls"]) == 2, "the malformed answer and its repair were paid for"
-    assert Path(record["agent"]["workspace"]).exists() is keep
+    kept = Path(record["agent"]["workspace"])
+    assert kept.exists() is keep
+    if keep:  # on disk, no longer a quota's tmpfs that the next run would release as a killed run's
+        assert (kept / "hello.txt").read_text() == "hello\n" and not os.path.ismount(kept.parent)
 
 
 
@@ -162,6 +166,33 @@ def test_a_sample_that_errors_takes_no_workspace_of_the_others_with_it(pytester,
     result.assert_outcomes(errors=1)
     assert stub_env.calls > 1, "the other sample ran"
     assert not list(workspaces.iterdir())
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    answered = [r for r in stub_env.requests if r.fault is None and r.body]
+    assert record["paid_calls"] == len(answered), "the other sample's calls were paid for"
+
+
+
+def test_a_model_call_that_fails_mid_run_leaves_the_steps_paid_for_in_the_record(pytester, stub_env, agent_suite):
+    """The provider refuses the third step's call: the instance errors (not the agent's doing), and its record
+    still counts the two steps the run paid for (it had zero tokens, so the summary lost their cost)."""
+    from pytest_ifbench.testing import Fault
+
+    scripted(stub_env)
+    agent = stub_env.default
+
+    def refuse_the_third_step(body: dict[str, Any]) -> Reply:
+        if not body.get("response_format") and sum(m["role"] == "assistant" for m in body["messages"]) == 1:
+            threading.Thread(target=stub_env.inject_faults, args=(Fault(kind="status", status=400, message="no"),),
+                             kwargs={"match": "Create hello"}).start()  # the script's lock is held here
+        return agent(body)
+
+    stub_env.default = refuse_the_third_step
+    result = pytester.runpytest("suites", *stub_args(stub_env))
+    result.assert_outcomes(errors=1)
+    assert stub_env.calls == 3
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["status"] == "error" and record["error_kind"] == "model" and "HTTP 400" in record["error"]
+    assert record["paid_calls"] == 2 and record["tokens"]["prompt"] > 0 and record["tokens"]["completion"] > 0
 
 
 def test_missing_sandbox_stops_at_start_up(pytester, stub_env, agent_suite):
@@ -244,6 +275,32 @@ def test_a_real_agent_cli_runs_as_a_suite_item(name, agents, pytester, stub_env)
     assert any(c["function"]["name"] == CLI_WRITE[name][0] for m in raw["messages"] for c in m.get("tool_calls") or [])
     attachments = [p.read_text(errors="replace") for p in (pytester.path / "allure").glob("*-attachment.txt")]
     assert any(f"runner: {name}" in text for text in attachments)
+
+
+
+def test_a_provider_failing_during_a_real_cli_run_keeps_its_paid_calls(agents, pytester, stub_env):
+    """Claude Code's first call is answered, then the provider fails: a harness error (never the agent's),
+    whose record counts the call the run paid for."""
+    from pytest_ifbench.testing import Fault
+
+    script = cli_script("claude_code")
+    answered = []
+
+    def then_fail(body: dict[str, Any]) -> Reply:
+        if not answered:
+            answered.append(body)
+            down = tuple(Fault(kind="status", status=500, message="upstream exploded") for _ in range(20))
+            threading.Thread(target=stub_env.inject_faults, args=down).start()  # the script's lock is held here
+        return script(body)
+
+    stub_env.default = then_fail
+    write_suite(pytester.path, "suites/cli.yaml",
+                CLI_SUITE.format(scaffold="claude_code", runner="claude_code", tool=CLI_WRITE["claude_code"][0]))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-timeout=60")
+    result.assert_outcomes(errors=1)
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["error_kind"] == "harness" and "upstream exploded" in record["error"], record["error"]
+    assert record["paid_calls"] >= 1 and record["tokens"]["prompt"] > 0
 
 
 def test_the_authors_normalized_trajectory_scores_offline(pytester, stub_env):
