@@ -241,15 +241,16 @@ class InstanceItem(pytest.Function):
                 raise InstanceError(str(exc)) from None
             self.generation_seconds = episode.duration
             try:  # the checks that need no judge read the agent's final workspace: closed after them
-                self.ifbench_record = self._record_after_run(episode, str(exc), kind)
+                self.ifbench_record = self._record_after_run(episode, str(exc), kind, getattr(exc, "paid", ()))
             finally:
                 if episode.agent is not None:
                     episode.agent.close(keep=state.keep_workspaces)
             raise InstanceError(str(exc)) from None
 
-    def _record_after_run(self, episode: Episode, error: str, kind: str) -> dict[str, Any]:
-        """The record of an instance that ran and then errored: what the run produced and paid, every check
-        decided without the failed judge, and the undecided ones marked with ``error``."""
+    def _record_after_run(self, episode: Episode, error: str, kind: str, paid: Sequence[Any]) -> dict[str, Any]:
+        """The record of an instance that ran and then errored: what the run produced and paid (with ``paid``,
+        the calls of its other samples), every check decided without the failed judge, and the undecided
+        ones marked with ``error``."""
         state = self.state
         start = time.perf_counter()
         judged = {c.id for c in self.spec.all_checks() if state.registry.get(c.verifier).kind == "judge"}
@@ -258,7 +259,7 @@ class InstanceItem(pytest.Function):
                     for turn, o in self._episode_outcomes(episode)]
         record = episode_record(self.nodeid, self.spec, state.model_name, state.judge_names, [episode],
                                 outcomes, state.registry, time.perf_counter() - start)
-        return errored_after_run(record, error, kind)
+        return errored_after_run(record, error, kind, paid)
 
     def _outcomes(self) -> list[tuple[int, CheckOutcome]]:
         per_sample = [self._episode_outcomes(episode) for episode in self.episodes]

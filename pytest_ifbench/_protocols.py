@@ -98,10 +98,10 @@ async def run_samples(protocol: Protocol, instance: Instance, runtime: Runtime) 
             if isinstance(result, Episode) and result.agent is not None:
                 result.agent.close(keep=keep)
         first = failed[0]
-        if hasattr(first, "paid"):  # a model or harness failure (see ModelCallError): the others were paid too
-            others = [c for result in done if result is not first
-                      for c in (result.paid() if isinstance(result, Episode) else getattr(result, "paid", ()))]
-            first.paid = (*first.paid, *others)
+        others = [c for result in done if result is not first
+                  for c in (result.paid() if isinstance(result, Episode) else getattr(result, "paid", ()))]
+        if others:  # the other samples were paid for too: the errored record counts them (see ModelCallError)
+            first.paid = (*getattr(first, "paid", ()), *others)
         raise first
     return list(done)
 

@@ -77,6 +77,37 @@ def test_a_dialogue_whose_model_fails_at_turn_two_keeps_turn_one_paid_for(pytest
     assert record["status"] == "error" and record["error_kind"] == "model"
     assert record["paid_calls"] == 1 and record["tokens"]["prompt"] > 0, "turn 1 was paid for"
 
+
+SPLIT_PROTOCOL = """
+from pytest_ifbench import Completion, Episode, JudgeError, TurnRecord
+from pytest_ifbench._protocols import SAMPLE
+
+
+def pytest_ifbench_register_protocols(protocols):
+    @protocols.register("split")
+    async def split(instance, runtime):  # each sample pays one call; the judge fails on sample 0 only
+        reply = Completion(text="a reply", raw_text="a reply", prompt_tokens=10, completion_tokens=2, cost=0.01)
+        episode = Episode(instance=instance, turns=[TurnRecord(index=1, messages=[], completion=reply)])
+        if SAMPLE.get() == 0:
+            error = JudgeError("the judge failed on sample 0")
+            error.episode = episode
+            raise error
+        return episode
+"""
+
+
+def test_a_sample_whose_judge_fails_keeps_the_other_samples_paid_for(pytester):
+    pytester.makeconftest(SPLIT_PROTOCOL)
+    instance = {"id": "s", "protocol": "split", "prompt": "hi", "generation": {"samples": 2},
+                "checks": [{"id": "words", "verifier": "ifbench.word_count", "params": {"min": 1}}]}
+    write_suite(pytester.path, "suites/s.yaml", demo_suite(instance))
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-summary=")
+    result.assert_outcomes(errors=1)
+    record = results_of(pytester)["s"]
+    assert record["status"] == "error" and record["error_kind"] == "judge"
+    assert record["tokens"]["prompt"] == 20 and record["tokens"]["completion"] == 4, "both samples were paid for"
+    assert abs(record["cost"] - 0.02) < 1e-9
+
 def test_an_undecided_rubric_check_is_an_error_in_the_core_table():
     bonus = {"check": "b1", "kind": "bonus", "points": 1, "scored": True, "passed": False,
              "error": "judge j left this criterion out of its answer"}

@@ -104,12 +104,20 @@ def usage(completions: Sequence[Completion]) -> tuple[dict[str, int], float | No
         (sum(costs) if costs else None)
 
 
-def errored_after_run(record: dict[str, Any], error: str, kind: str) -> dict[str, Any]:
+def errored_after_run(record: dict[str, Any], error: str, kind: str,
+                      paid: Sequence[Completion] = ()) -> dict[str, Any]:
     """An instance that ran, then errored (its judge failed): the episode's ``record`` keeps its turns,
     tokens, cost, durations and every check decided without the failing part; it is an error, and
-    ``errored_checks`` names the checks left undecided and why."""
+    ``errored_checks`` names the checks left undecided and why. ``paid``: calls made outside the episode
+    (its other samples), added to ``tokens`` and ``cost``."""
     errored = [{"check": c["check"], "error": c["error"]} for c in record.get("checks", []) if c.get("error")]
-    return record | {"status": "error", "error": error, "error_kind": kind, "errored_checks": errored}
+    out = record | {"status": "error", "error": error, "error_kind": kind, "errored_checks": errored}
+    if paid:
+        tokens, cost = usage(paid)
+        out["tokens"] = {name: record["tokens"].get(name, 0) + value for name, value in tokens.items()}
+        if cost is not None:
+            out["cost"] = (record.get("cost") or 0.0) + cost
+    return out
 
 
 def episode_record(
