@@ -22,8 +22,10 @@ from .tier import StoreTier, warning
 TIER_KEY = pytest.StashKey[StoreTier]()
 _STATS_KEY = pytest.StashKey[dict[str, int]]()
 _WARNING_KEY = pytest.StashKey[str]()
-#: xdist workers whose tier stood aside, by (problem, whether during the run)
-_WORKER_PROBLEMS_KEY = pytest.StashKey[dict[tuple[str, bool], list[str]]]()
+#: xdist workers whose tier stood aside, by (the problem's exception type, whether during the run): the first
+#: worker's problem and every worker's id. (Two workers' texts differ by what each was asking: an S3 error
+#: names the object's URL.)
+_WORKER_PROBLEMS_KEY = pytest.StashKey[dict[tuple[str, bool], tuple[str, list[str]]]]()
 _WORKER_OUTPUT = "ifbench_shared_cache"
 
 
@@ -102,8 +104,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         totals[name] = totals.get(name, 0) + int(value)
     if output.get("problem"):
         worker = getattr(getattr(node, "gateway", None), "id", None) or "a worker"
+        problem, during_run = str(output["problem"]), bool(output.get("during_run"))
         problems = node.config.stash.setdefault(_WORKER_PROBLEMS_KEY, {})
-        problems.setdefault((output["problem"], bool(output.get("during_run"))), []).append(worker)
+        problems.setdefault((problem.split(":", 1)[0], during_run), (problem, []))[1].append(worker)
 
 
 @pytest.hookimpl(trylast=True)
@@ -120,7 +123,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     message = config.stash.get(_WARNING_KEY, None)
     if message:
         terminalreporter.write_line(f"warning: {message}")
-    for (problem, during_run), workers in config.stash.get(_WORKER_PROBLEMS_KEY, {}).items():
+    for (_, during_run), (problem, workers) in config.stash.get(_WORKER_PROBLEMS_KEY, {}).items():
         if message and not during_run:  # down from the start: said once, above
             continue
         text = warning(tier.store.display, problem, during_run=during_run, where=f" on {', '.join(sorted(workers))}")

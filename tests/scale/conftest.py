@@ -76,34 +76,45 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
 
 
+class MotoServer:
+    """A moto S3 server on a random port: its endpoint URL, and a way to kill it mid-test."""
+
+    def __init__(self) -> None:
+        binary = _needs("moto_server", "pip install 'moto[server]'")
+        port = free_port()
+        self.process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/moto-api/", timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    _stop(self.process)
+                    pytest.fail("moto_server did not start")
+                time.sleep(0.1)
+
+    def kill(self) -> None:
+        """``kill -9``: the store goes away without a goodbye."""
+        self.process.kill()
+        self.process.wait()
+
+
 @pytest.fixture(scope="session")
 def _moto_endpoint() -> Iterator[str]:
-    binary = _needs("moto_server", "pip install 'moto[server]'")
-    port = free_port()
-    process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/moto-api/", timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                _stop(process)
-                pytest.fail("moto_server did not start")
-            time.sleep(0.1)
-    yield url
-    _stop(process)
+    server = MotoServer()
+    yield server.url
+    _stop(server.process)
 
 
 _BUCKETS = iter(range(1, 10**6))
 
 
-@pytest.fixture
-def s3_url(_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A new bucket on the moto S3 server, configured the standard way (AWS_ENDPOINT_URL, credentials)."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", _moto_endpoint)
+def _bucket(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new bucket at ``endpoint``, configured the standard way (AWS_ENDPOINT_URL, credentials); its URL."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
@@ -112,3 +123,19 @@ def s3_url(_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     bucket = f"ifbench-cache-{next(_BUCKETS)}"
     boto3.session.Session().client("s3").create_bucket(Bucket=bucket)
     return f"s3://{bucket}/run"
+
+
+@pytest.fixture
+def s3_url(_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new bucket on the session's moto S3 server."""
+    return _bucket(_moto_endpoint, monkeypatch)
+
+
+@pytest.fixture
+def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, MotoServer]]:
+    """A moto S3 server of the test's own (to kill) and a bucket on it: (bucket URL, server)."""
+    server = MotoServer()
+    try:
+        yield _bucket(server.url, monkeypatch), server
+    finally:
+        _stop(server.process)

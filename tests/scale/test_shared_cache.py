@@ -75,27 +75,34 @@ def test_a_store_that_is_down_is_one_warning_and_the_run_goes_on(pytester, stub_
 
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "n2"])
-def test_a_store_that_dies_during_the_run_is_one_warning_naming_it_and_the_run_goes_on(pytester, redis_server,
-                                                                                       xdist):
+@pytest.mark.parametrize(("store", "xdist"), [("redis", []), ("redis", ["-n", "2"]), ("s3", ["-n", "2"])],
+                         ids=["redis-one-process", "redis-n2", "s3-n2"])
+def test_a_store_that_dies_during_the_run_is_one_warning_naming_it_and_the_run_goes_on(pytester, store, xdist,
+                                                                                       request):
     """kill -9 of the store after the model's second call: the run ends with no errored instance, and says
-    so once, naming what is missing from the store (under ``-n``, on which workers: they went silent before)."""
+    so once, naming what is missing from the store (under ``-n``, on which workers: they went silent before;
+    one line for all of them, though an S3 error names a different object on each)."""
     import threading
     import time
 
+    if store == "redis":
+        server = request.getfixturevalue("redis_server")
+        url = server.url
+    else:
+        url, server = request.getfixturevalue("s3_server")
     _suite.write(pytester.path)
     with StubServer(latency=0.3) as stub:
         def kill_after_two_calls() -> None:
             deadline = time.monotonic() + 60
             while stub.calls < 2 and time.monotonic() < deadline:
                 time.sleep(0.02)
-            redis_server.kill()
+            server.kill()
 
         killer = threading.Thread(target=kill_after_two_calls)
         killer.start()
         try:
             result = pytester.runpytest_subprocess(
-                "suites", *stub_args(stub, f"--ifbench-shared-cache={redis_server.url}", "--ifbench-concurrency=1",
+                "suites", *stub_args(stub, f"--ifbench-shared-cache={url}", "--ifbench-concurrency=1",
                                      "--ifbench-cache=cache", *xdist))
         finally:
             killer.join()
@@ -103,10 +110,10 @@ def test_a_store_that_dies_during_the_run_is_one_warning_naming_it_and_the_run_g
     assert result.ret == 1  # the suite's own failing instances; none errored
     warnings = [line for line in result.outlines if line.startswith("warning: shared cache")]
     assert len(warnings) == 1, result.outlines
-    assert f"{redis_server.url} failed during the run" in warnings[0] and "not in the store" in warnings[0]
+    assert f"{url} failed during the run" in warnings[0] and "not in the store" in warnings[0]
     if xdist:
         assert " on gw" in warnings[0]
-    assert any(line.startswith(f"shared cache {redis_server.url}: ") and "written" in line for line in result.outlines)
+    assert any(line.startswith(f"shared cache {url}: ") and "written" in line for line in result.outlines)
     data = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert len(data["instances"]) == _suite.INSTANCES and not [r for r in data["instances"] if r["status"] == "error"]
 
