@@ -34,33 +34,59 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-class RedisServer:
-    """A fresh redis-server (no persistence) on a random port: its URL, and a way to kill it mid-test."""
+class _Server:
+    """A store's server of the test's own on 127.0.0.1 and a free port: started, waited for until
+    :meth:`ready`, killable. A subclass names its binary and says how to start it and ask it."""
+
+    binary: str
+    install: str
+    seconds: float = 10
 
     def __init__(self) -> None:
-        binary = _needs("redis-server", "apt-get install redis-server")
-        port = free_port()
-        self.url = f"redis://127.0.0.1:{port}/0"
-        self.process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
+        binary = _needs(self.binary, self.install)
+        self.port = free_port()
+        self.process = subprocess.Popen([binary, *self.arguments()], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.seconds
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return
+                if self.ready():
+                    return
             except OSError:
                 pass
             if time.monotonic() > deadline or self.process.poll() is not None:
                 _stop(self.process)
-                pytest.fail("redis-server did not start")
+                pytest.fail(f"{self.binary} did not start")
             time.sleep(0.05)
+
+    def arguments(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
 
     def kill(self) -> None:
         """``kill -9``: the store goes away without a goodbye, as a crashed or unplugged one does."""
         self.process.kill()
         self.process.wait()
+
+
+class RedisServer(_Server):
+    """A fresh redis-server (no persistence); ``url`` is its URL."""
+
+    binary, install = "redis-server", "apt-get install redis-server"
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def arguments(self) -> list[str]:
+        return ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+
+    def ready(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
 
 
 @pytest.fixture
@@ -76,30 +102,21 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
 
 
-class MotoServer:
-    """A moto S3 server on a random port: its endpoint URL, and a way to kill it mid-test."""
+class MotoServer(_Server):
+    """A moto S3 server; ``url`` is its endpoint."""
 
-    def __init__(self) -> None:
-        binary = _needs("moto_server", "pip install 'moto[server]'")
-        port = free_port()
-        self.process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.url}/moto-api/", timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    _stop(self.process)
-                    pytest.fail("moto_server did not start")
-                time.sleep(0.1)
+    binary, install, seconds = "moto_server", "pip install 'moto[server]'", 30
 
-    def kill(self) -> None:
-        """``kill -9``: the store goes away without a goodbye."""
-        self.process.kill()
-        self.process.wait()
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def arguments(self) -> list[str]:
+        return ["-H", "127.0.0.1", "-p", str(self.port)]
+
+    def ready(self) -> bool:
+        urllib.request.urlopen(f"{self.url}/moto-api/", timeout=1).close()
+        return True
 
 
 @pytest.fixture(scope="session")
