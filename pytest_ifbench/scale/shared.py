@@ -21,7 +21,6 @@ from .tier import StoreTier, warning
 
 TIER_KEY = pytest.StashKey[StoreTier]()
 _STATS_KEY = pytest.StashKey[dict[str, int]]()
-_WARNING_KEY = pytest.StashKey[str]()
 #: xdist workers whose tier stood aside, by (the problem's exception type, whether during the run): the first
 #: worker's problem and every worker's id. (Two workers' texts differ by what each was asking: an S3 error
 #: names the object's URL.)
@@ -57,20 +56,13 @@ def pytest_configure(config: pytest.Config) -> None:
         store = open_store(url)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
-    worker = hasattr(config, "workerinput")
-    # A worker's output is never seen: its warning goes to the controller with its counts.
-    tier = StoreTier(store, warn=(lambda _: None) if worker else _warner(config))
+    # Its problem is said in the terminal summary (a worker's goes to the controller with its counts).
+    tier = StoreTier(store)
     config.stash[TIER_KEY] = tier
     if not tier.ping() or _controller(config) or config.getoption("collectonly"):
         return
     tier.start()
     state.cache.shared = tier
-
-
-def _warner(config: pytest.Config) -> Any:
-    def warn(message: str) -> None:  # said once, in the terminal summary
-        config.stash[_WARNING_KEY] = message
-    return warn
 
 
 @pytest.hookimpl(tryfirst=True)  # before the core starts generating
@@ -120,15 +112,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tier = config.stash.get(TIER_KEY, None)
     if tier is None or hasattr(config, "workerinput"):
         return
-    message = config.stash.get(_WARNING_KEY, None)
-    if message:
-        terminalreporter.write_line(f"warning: {message}")
+    down = tier.problem is not None and not tier.failed_during_run  # never reached (the controller: at start)
+    if tier.problem is not None:
+        text = warning(tier.store.display, tier.problem, during_run=tier.failed_during_run)
+        terminalreporter.write_line(f"warning: {text}")
     for (_, during_run), (problem, workers) in config.stash.get(_WORKER_PROBLEMS_KEY, {}).items():
-        if message and not during_run:  # down from the start: said once, above
+        if down and not during_run:  # down from the start: said once, above
             continue
         text = warning(tier.store.display, problem, during_run=during_run, where=f" on {', '.join(sorted(workers))}")
         terminalreporter.write_line(f"warning: {text}")
-    if message and not tier.failed_during_run:  # never used: the warning says it all
+    if down:  # the warning says it all
         return
     stats = config.stash.get(_STATS_KEY, None) or _counts(tier)
     waited = f", {stats['waited']} waited for (being asked elsewhere)" if stats.get("waited") else ""

@@ -23,9 +23,9 @@ loop's thread, so the tier keeps the network off them where it can:
   entry (another process may have written it since the listing) per model call.
 
 Whatever fails -- the store down, a timeout, a refused write -- is one warning (the first
-failure's reason, through ``warn``, and in :attr:`StoreTier.warning`), which says whether it
-failed before the run used it or during the run; the tier then stands aside and the run goes
-on with the local cache. Entries are the cache's own redacted JSON text: no API key reaches a store.
+failure's reason, :attr:`StoreTier.problem`, and whether it came during the run; :func:`warning`
+words it, and ``warn`` is told it); the tier then stands aside and the run goes on with the local
+cache. Entries are the cache's own redacted JSON text: no API key reaches a store.
 """
 
 from __future__ import annotations
@@ -58,12 +58,10 @@ class TierStats:
 class StoreTier:
     """A :class:`~..stores.Store` as the cache's second tier (see the module docstring)."""
 
-    def __init__(self, store: Store, *, warn: Callable[[str], None]) -> None:
+    def __init__(self, store: Store, *, warn: Callable[[str], None] = lambda _: None) -> None:
         self.store = store
         self.stats = TierStats()
         self.problem: str | None = None
-        #: the one warning line (without "warning: "), once something failed
-        self.warning: str | None = None
         #: whether that failure came after the store's keys were listed (the run was using it)
         self.failed_during_run = False
         self._warn = warn
@@ -249,9 +247,8 @@ class StoreTier:
             detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else "")[:300]
             self.problem = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
             self.failed_during_run = self._listed
-            self.warning = warning(self.store.display, self.problem, during_run=self._listed)
         self._ready.set()
-        self._warn(self.warning)
+        self._warn(warning(self.store.display, self.problem, during_run=self.failed_during_run))
 
 
 def warning(display: str, problem: str, *, during_run: bool, where: str = "") -> str:
