@@ -476,3 +476,31 @@ def test_a_quota_left_by_a_killed_process_is_released_by_the_next_one(tmp_path):
         holders[1].kill()
         holders[1].wait()
         assert _quota.reap_stale(parent) == [str(alive)]
+
+
+@pytest.mark.parametrize(("start", "released"), [(12345, True), ("not a number", False), (None, True)],
+                         ids=["ended", "damaged", "start-unknown"])
+def test_a_quota_whose_owner_record_names_an_ended_process_is_released_and_a_damaged_one_is_kept(
+        tmp_path, start, released):
+    """The owner record of a quota (host, pid, start time) names a process that has ended: released. A record
+    whose start time is not a number cannot be told apart from a live owner's: left mounted (as a lease with a
+    damaged owner is only left to run out)."""
+    import json
+
+    from pytest_ifbench.sandbox.backends import _quota
+
+    if not _quota.available():
+        pytest.skip("the kernel quota needs root")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # its pid names no process now
+    parent = tmp_path / "runs"
+    root = parent / "ifbench-ws-forged"
+    root.mkdir(parents=True)
+    quota = _quota.TmpfsQuota(root, 1 << 20)
+    try:
+        record = {"host": socket.gethostname(), "pid": child.pid, "start": start}
+        (root / _quota.OWNER).write_text(json.dumps(record))
+        assert _quota.reap_stale(parent) == ([str(root)] if released else [])
+        assert os.path.ismount(root) is not released
+    finally:
+        quota.release(keep=False)
