@@ -117,7 +117,8 @@ class StoreTier:
             self._fail(TimeoutError(f"listing the store's keys took more than {timeout:g} s"))
 
     def close(self, timeout: float = FLUSH_SECONDS) -> None:
-        """Send the queued writes (up to ``timeout``), then close the store's client (once)."""
+        """Send the queued writes (up to ``timeout``), then close the store's client (once), after the
+        renewing thread has stopped: a renewal cut off by the close is not the store failing."""
         if self._closed:
             return
         self._closed = True
@@ -127,6 +128,8 @@ class StoreTier:
             self._writer.join(timeout)
             if self._writer.is_alive():
                 self._fail(TimeoutError(f"writes still queued after {timeout:g} s"))
+        if self._renewer is not None:
+            self._renewer.join(timeout)  # at most the renewal under way (the clients' timeouts bound it)
         try:
             self.store.close()
         except Exception:  # noqa: BLE001 - closing a client that failed already
@@ -229,7 +232,7 @@ class StoreTier:
             with self._lock:
                 held = list(self._held)
             for key in held:
-                if self.problem is not None:
+                if self.problem is not None or self._stop.is_set():
                     return
                 try:
                     kept = self.store.renew(key, self._owner, LEASE_SECONDS)  # type: ignore[attr-defined]
