@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     "models.background": 0, "models.lookahead": 0, "models.local": 0, "models.local_tools": 0,
     "models.provider_api": 0, "sandbox": 0,
     "ruff.rules_store": 0, "reports.stats": 0, "_ast_guard": 0, "_heap": 0, "_kept_reports": 0, "_report_wire": 0,
-    "_check_bundle": 0, "_xdist": 0,
+    "_check_bundle": 0, "_xdist": 0, "reports.results_reader": 0,
     # 1: the verifier registry and the response cache
     "_registry": 1, "models.cache": 1,
     # 2: model access and the ruff runner

@@ -210,3 +210,33 @@ def test_baseline_results_bad_input_stops_before_the_run(pytester, stub_server):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ifbench-fail-on-regression needs --baseline-results BASE.json*"])
     assert not stub_server.requests, "nothing was paid for"
+
+
+def test_compare_holds_a_view_per_instance_not_the_records(runs, pytester, capsys):
+    """Two runs of 600 instances whose records carry 40 KB of prompt each: compare reads each record
+    once and keeps its compact view (it held both runs whole: more than the files' size)."""
+    import tracemalloc
+
+    data = json.loads((pytester.path / "base.json").read_text())
+    records = data["instances"]
+    big = []
+    for copy in range(30):
+        for record in records:
+            turns = [{**turn, "messages": [{"role": "user", "content": f"{copy} " + "p" * 40_000}]}
+                     for turn in record["turns"]]
+            big.append({**record, "nodeid": f"{record['nodeid']}-{copy}", "turns": turns})
+    paths = []
+    for name in ("big-base.json", "big-new.json"):
+        path = pytester.path / name
+        path.write_text(json.dumps({**data, "instances": big}))
+        paths.append(str(path))
+    size = sum(pytester.path.joinpath(name).stat().st_size for name in ("big-base.json", "big-new.json"))
+    assert _compare(runs["base"], runs["base"]) == 0  # what compare imports is not counted
+    tracemalloc.start()
+    try:
+        assert _compare(*paths) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "600 instances" in capsys.readouterr().out
+    assert size > 48_000_000 and peak < 12_000_000, f"peak {peak:,} bytes for {size:,} bytes of results"

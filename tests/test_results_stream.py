@@ -16,7 +16,8 @@ import pytest
 from pytest_ifbench.reports import results_stream
 from pytest_ifbench.reports.metrics import core_tables, headline_metrics
 from pytest_ifbench.reports.records import SummaryViews
-from pytest_ifbench.reports.results_stream import ResultsJournal, journal_path, read_results_text
+from pytest_ifbench.reports.results_reader import read_results_text
+from pytest_ifbench.reports.results_stream import ResultsJournal, journal_path
 from pytest_ifbench.scale.merge import load
 from pytest_ifbench.testing import Reply
 from tests._support import FAKE_KEY, HELLO_LOWER, SHOUT, bulk_suite, demo_suite, stub_args, write_suite

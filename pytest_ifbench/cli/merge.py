@@ -53,8 +53,12 @@ def _count(text: str) -> int:
     return value
 
 
+def _progress(file: Any) -> None:
+    print(f"ifbench merge: read {file.label}: {file.instances} instance(s)", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace, extra: list[str]) -> int:
-    from ..scale.merge import MergeRefused, NotResults, load, merge
+    from ..scale.merge import MergeRefused, NotResults, merge
     from ..scale.report import summary_path_for, write_reports
 
     out = Path(args.out)
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if out.resolve() in {path.resolve() for path in inputs}:
         raise UsageError(f"--out {out} is one of the shards' files: it would be overwritten")
     try:
-        merged = merge([load(path) for path in inputs], expect=args.expect)
+        merged = merge(inputs, out=out, expect=args.expect, on_file=_progress)
     except (MergeRefused, NotResults) as exc:
         print(f"ifbench merge: refused: {exc}", file=sys.stderr)
         return USAGE_ERROR

@@ -130,12 +130,13 @@ class ResultsCollector:
 
     def _journaled_before_error(self) -> dict[str, Any]:
         """The records the journal took before it failed (read back; empty when it holds none)."""
-        from .results_stream import read_results_text
+        from .results_reader import read_results
 
         if self.journal_path is None or not self.journal_path.is_file():
             return {}
         try:
-            data = read_results_text(self.journal_path.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, ValueError):
+            with self.journal_path.open(encoding="utf-8", errors="replace", newline="") as handle:
+                data = read_results(handle)
+        except (OSError, ValueError, RecursionError):
             return {}
         return {r["nodeid"]: r for r in data.get("instances", []) if isinstance(r, dict) and "nodeid" in r}

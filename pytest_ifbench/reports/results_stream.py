@@ -3,8 +3,8 @@
 Each record goes to ``<results>.partial.jsonl`` (one JSON document per line after a header line) as
 its instance is reported -- handed to the operating system within a quarter of a second -- so a run that is killed,
 runs out of memory or loses its machine keeps every finished instance's record (``ifbench merge``
-and ``ifbench compare`` read the journal like a results file). The session keeps only the byte
-offset of each record; at the end the journal is copied, in node-id order, into the one JSON results
+and ``ifbench compare`` read the journal like a results file, :mod:`.results_reader`). The session
+keeps only the byte offset of each record; at the end the journal is copied, in node-id order, into the one JSON results
 file (the same format as ever, docs/results-format.md) and removed. That copy is a sort of the node
 ids plus one sequential read and one write: linear in the run, with no record held in memory.
 """
@@ -21,9 +21,8 @@ from typing import IO, Any
 from .._redact import redact
 from .._version import __version__
 from .records import RESULTS_FORMAT, dumps_record
+from .results_reader import JOURNAL_KEY
 
-#: The header line's marker: a journal, not a finished results file.
-JOURNAL_KEY = "partial"
 #: A queued record reaches the journal within this many seconds...
 FLUSH_SECONDS = 0.25
 #: ...or once this many characters of records are queued.
@@ -42,9 +41,10 @@ def journal_path(results: Path) -> Path:
 class ResultsJournal:
     """Appends records to the journal as they arrive and assembles the results file from it."""
 
-    def __init__(self, target: Path, meta: Mapping[str, Any]) -> None:
+    def __init__(self, target: Path, meta: Mapping[str, Any], *, journal: Path | None = None) -> None:
+        """``journal``: where to keep the journal instead of :func:`journal_path` (``ifbench merge``'s spool)."""
         self.target = target
-        self.path = journal_path(target)
+        self.path = journal or journal_path(target)
         self._meta = dict(meta)
         self._file: IO[bytes] | None = None
         self._offset = 0
@@ -140,37 +140,10 @@ class ResultsJournal:
             self._file.close()
             self._file = None
 
-
-def read_results_text(text: str) -> dict[str, Any]:
-    """A results file's data -- the JSON document, or a journal (its header line's fields plus
-    ``instances``, the last record of each node id in node-id order). Raises ``ValueError`` for text
-    that is neither."""
-    lines = text.split("\n")  # not splitlines(): a record may hold a raw U+2028
-    try:
-        data = json.loads(text)
-    except ValueError:
-        try:
-            header = json.loads(lines[0])
-        except ValueError:
-            raise ValueError("neither a JSON document nor a JSON Lines results journal") from None
-        if not isinstance(header, dict) or not header.get(JOURNAL_KEY):
-            raise
-    else:
-        if not isinstance(data, dict) or not data.get(JOURNAL_KEY):
-            return data
-        header = data  # a journal holding its header only
-    records: dict[str, Any] = {}
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=0) + 1
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number == last:  # the last line of a journal whose run was killed mid-write
-                break
-            raise ValueError(f"line {number} of the journal is not JSON") from None
-        if isinstance(record, dict):
-            records[str(record.get("nodeid"))] = record
-    return {**{k: v for k, v in header.items() if k != JOURNAL_KEY},
-            "instances": [records[key] for key in sorted(records)]}
+    def discard(self) -> None:
+        """Stop writing and remove the journal (nothing is to be written from it)."""
+        self._pending, self._pending_chars, self._index = [], 0, {}
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.path.unlink(missing_ok=True)

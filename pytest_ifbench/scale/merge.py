@@ -12,11 +12,17 @@ gap in the indices the files name) is reported with the instances it would have 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from ..reports.records import SummaryViews, write_results
+from ..reports.results_reader import ResultsReader
+from ..reports.results_stream import ResultsJournal
 from ..suite.run_settings import settings_by_benchmark
 
 
@@ -29,10 +35,23 @@ class NotResults(Exception):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShardFile:
+class ResultsFile:
+    """A results file read for ``ifbench compare`` and ``--baseline-results``: its metadata and the compact
+    view of each record (:class:`~..reports.records.SummaryViews`: what the metrics read, without the
+    replies' raw text, the prompts or the evidence), so two runs of 50,000 instances fit in memory."""
+
     path: Path
     meta: Mapping[str, Any]
     records: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShardFile:
+    """One of the files a merge read: its metadata and how many instances it held."""
+
+    path: Path
+    meta: Mapping[str, Any]
+    instances: int
 
     @property
     def shard(self) -> Mapping[str, Any] | None:
@@ -47,11 +66,15 @@ class ShardFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Merged:
+    #: The compact view of each merged record (:class:`~..reports.records.SummaryViews`), by node id: what
+    #: the tables and the summary read, as in a run. The records themselves wait in :attr:`spool`.
     records: tuple[Mapping[str, Any], ...]
     #: The merged results file's metadata (model, judges, generation, merged_from, not_run).
     meta: Mapping[str, Any]
     #: Whether the shards ran with ``--judge-model`` (the summary's self-judging warning depends on it).
     judge_given: bool
+    #: The merged records on disk, written out as the results file by :meth:`write`.
+    spool: ResultsJournal
     missing: tuple[int, ...] = ()
     not_run: tuple[str, ...] = field(default=())
 
@@ -59,20 +82,46 @@ class Merged:
     def complete(self) -> bool:
         return not self.missing and not self.not_run
 
+    def write(self) -> None:
+        """Write the merged results file (records in node-id order, :attr:`meta` at the top)."""
+        if self.records:
+            self.spool.finish(self.meta)
+        else:
+            self.spool.discard()
+            write_results(self.spool.target, [], self.meta)
 
-def load(path: Path) -> ShardFile:
-    from ..reports.results_stream import read_results_text
 
+def _open(path: Path) -> IO[str]:
     try:
-        data = read_results_text(Path(path).read_text(encoding="utf-8"))
+        return Path(path).open(encoding="utf-8", newline="")
     except OSError as exc:
         raise NotResults(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise NotResults(f"{path}: not JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("instances"), list) or "format" not in data:
+
+
+def _not_results(path: Path, exc: Exception) -> NotResults:
+    if isinstance(exc, OSError):
+        return NotResults(f"{path}: cannot read: {exc.strerror or exc}")
+    return NotResults(f"{path}: not JSON ({exc})")
+
+
+def _check_results(path: Path, reader: ResultsReader) -> None:
+    if not reader.has_instances or "format" not in reader.meta:
         raise NotResults(f"{path}: not a pytest-ifbench results file (no 'format' and 'instances')")
-    records = tuple(r for r in data["instances"] if isinstance(r, dict) and isinstance(r.get("nodeid"), str))
-    return ShardFile(path=Path(path), meta={k: v for k, v in data.items() if k != "instances"}, records=records)
+
+
+def load(path: Path) -> ResultsFile:
+    """The file's metadata and the views of its records (a journal's: of the last record of each node id)."""
+    make_view = SummaryViews().view
+    with _open(path) as handle:
+        reader = ResultsReader(handle)
+        try:
+            latest = {record["nodeid"]: make_view(record) for record, _ in reader
+                      if isinstance(record.get("nodeid"), str)}
+        except (OSError, ValueError, RecursionError) as exc:
+            raise _not_results(path, exc) from None
+    _check_results(path, reader)
+    records = tuple(latest[key] for key in sorted(latest)) if reader.journal else tuple(latest.values())
+    return ResultsFile(path=Path(path), meta=reader.meta, records=records)
 
 
 def verdicts(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,35 +161,94 @@ def _same_run(first: ShardFile, other: ShardFile) -> None:
                                    f"{benchmark}: {mine[benchmark]!r} vs {theirs[benchmark]!r}")
 
 
-def merge(files: Sequence[ShardFile], *, expect: int | None = None) -> Merged:
-    if not files:
+def merge(paths: Sequence[Path], *, out: Path, expect: int | None = None,
+          on_file: Callable[[ShardFile], None] | None = None) -> Merged:
+    """Read the files one record at a time: each record goes to a spool file beside ``out`` and only its
+    compact view and a digest of its verdicts stay in memory, so a merge holds about what a run does per
+    instance (docs/scale.md). Nothing is written to ``out`` until :meth:`Merged.write`; a refusal removes
+    the spool. ``on_file`` is told of each file read (its progress: a large run's shards take seconds each)."""
+    if not paths:
         raise MergeRefused("no results files given")
-    for other in files[1:]:
-        _same_run(files[0], other)
-    records: dict[str, Mapping[str, Any]] = {}
-    origin: dict[str, ShardFile] = {}
-    for file in files:
-        for record in file.records:
-            nodeid = record["nodeid"]
-            if nodeid in records:
-                if verdicts(records[nodeid]) != verdicts(record):
-                    raise MergeRefused(f"{origin[nodeid].label} and {file.label} both hold {nodeid} "
-                                       "with different records")
-                continue
-            records[nodeid], origin[nodeid] = record, file
-    missing, not_run = _missing(files, records, expect)
+    out = Path(out)
+    spool = ResultsJournal(out, {"merging": [str(p) for p in paths]},
+                           journal=out.with_name(f".{out.name}.{os.getpid()}.merging.jsonl"))
+    try:
+        return _merge([Path(p) for p in paths], spool, expect, on_file)
+    except BaseException:
+        spool.discard()
+        raise
+
+
+def _digest(record: Mapping[str, Any]) -> bytes:
+    text = json.dumps(verdicts(record), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
+
+
+def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
+           on_file: Callable[[ShardFile], None] | None) -> Merged:
+    files: list[ShardFile] = []
+    #: node id -> (the index of the file whose record is kept, the digest of its verdicts)
+    kept: dict[str, tuple[int, bytes]] = {}
+    views: dict[str, Mapping[str, Any]] = {}
+    make_view = SummaryViews().view
+    for index, path in enumerate(paths):
+        #: node ids an earlier file holds -> the digest of this file's (last) record of it
+        again: dict[str, bytes] = {}
+        instances = 0
+        with _open(path) as handle:
+            reader = ResultsReader(handle)
+            try:
+                for record, text in reader:
+                    nodeid = record.get("nodeid")
+                    if not isinstance(nodeid, str):
+                        continue
+                    holder = kept.get(nodeid)
+                    if holder is None or holder[0] == index:  # new, or a journal's later record of it
+                        instances += holder is None
+                        kept[nodeid] = (index, _digest(record))
+                        spool.add(record, None if "\n" in text else text)
+                        views[nodeid] = make_view(record)
+                    else:
+                        instances += nodeid not in again
+                        again[nodeid] = _digest(record)
+            except (OSError, ValueError, RecursionError) as exc:
+                raise _not_results(path, exc) from None
+        _check_results(path, reader)
+        file = ShardFile(path=path, meta=reader.meta, instances=instances)
+        if files:
+            _same_run(files[0], file)
+        if any(earlier.shard for earlier in files):  # the first shard's split is the one kept
+            file = ShardFile(path=path, meta=_without_assignment(reader.meta), instances=instances)
+        for nodeid, digest in again.items():
+            if kept[nodeid][1] != digest:
+                raise MergeRefused(f"{files[kept[nodeid][0]].label} and {file.label} both hold {nodeid} "
+                                   "with different records")
+        files.append(file)
+        if on_file is not None:
+            on_file(file)
+    records = [views[nodeid] for nodeid in sorted(views)]
+    missing, not_run = _missing(files, views, expect)
     meta = {
         "model": files[0].meta.get("model"), "judges": files[0].meta.get("judges"),
-        "generation": settings_by_benchmark(list(records.values())),
+        "generation": settings_by_benchmark(records),
         "merged_from": [{"file": file.path.name, "shard": file.shard and f"{file.shard['index']}/"
-                         f"{file.shard['count']}", "instances": len(file.records)} for file in files],
+                         f"{file.shard['count']}", "instances": file.instances} for file in files],
     }
     if missing or not_run:
         meta["not_run"] = list(not_run)
     judge_given = any(bool((file.shard or {}).get("judge_given")) for file in files) or any(
-        list(r.get("judges") or []) != [r.get("model")] for r in records.values())
-    return Merged(records=tuple(records[n] for n in sorted(records)), meta=meta, judge_given=judge_given,
+        list(r.get("judges") or []) != [r.get("model")] for r in records)
+    return Merged(records=tuple(records), meta=meta, judge_given=judge_given, spool=spool,
                   missing=tuple(missing), not_run=tuple(not_run))
+
+
+def _without_assignment(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A later shard's metadata without its copy of the split (one entry per instance of the whole run):
+    checked equal to the first shard's (:func:`_same_run`), it is not kept."""
+    shard = meta.get("shard")
+    if not isinstance(shard, dict) or "assignment" not in shard:
+        return meta
+    return {**meta, "shard": {k: v for k, v in shard.items() if k != "assignment"}}
 
 
 def _missing(files: Sequence[ShardFile], records: Mapping[str, Any], expect: int | None) -> tuple[list[int], list[str]]:

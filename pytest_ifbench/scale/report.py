@@ -5,7 +5,7 @@ parts of ``pytest.Config`` the reporters read: the options a run would have had
 (the results file, whether ``--judge-model`` was given), a stash holding the run's
 model and judges, and the hooks of every installed benchmark plus the core's plot
 (the ``ifbench`` command's plugin manager). :func:`write_reports` then writes the
-results file (:func:`~..reports.records.write_results`), the summary beside it
+results file (:meth:`~.merge.Merged.write`), the summary beside it
 (:func:`~..reports.summary_writer.write_summary`) and returns the terminal summary
 (:func:`~..reports.terminal.summary_lines`): metrics recomputed over the union.
 """
@@ -75,7 +75,6 @@ def summary_path_for(out: Path) -> Path:
 
 def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
     """Write the merged results file and summary; the terminal summary's lines."""
-    from ..reports.records import write_results
     from ..reports.summary_writer import write_summary
     from ..reports.terminal import summary_lines
 
@@ -84,7 +83,7 @@ def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
     config = MergeConfig(options={"ifbench_results": str(out), "ifbench_summary": str(summary or ""),
                                   "ifbench_judge_models": state.judge_names if merged.judge_given else None},
                          state=state, directory=Path.cwd())
-    write_results(out, records, merged.meta)
+    merged.write()
     lines = summary_lines(config, records) if records else []  # type: ignore[arg-type]
     if summary is not None and records:
         write_summary(config, records, summary if summary.is_absolute() else Path.cwd() / summary)  # type: ignore[arg-type]

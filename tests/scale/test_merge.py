@@ -73,3 +73,71 @@ def test_not_a_results_file_is_refused(pytester, capsys):
     (pytester.path / "x.json").write_text('{"a": 1}')
     assert _merge(pytester, str(pytester.path / "x.json")) == 2
     assert "not a pytest-ifbench results file" in capsys.readouterr().err
+
+
+def test_a_refused_merge_leaves_no_spool_behind(pytester, shards):
+    assert _merge(pytester, shards["one"], shards["other"]) == 2
+    assert not list(pytester.path.glob(".*merging*")) and not (pytester.path / "merged.json").exists()
+
+
+def test_an_indented_shard_file_merges_as_its_compact_self(pytester, shards):
+    assert _merge(pytester, shards["one"], shards["two"]) == 0
+    compact = (pytester.path / "merged.json").read_bytes()
+    indented = pytester.path / "two-indented.json"
+    indented.write_text(json.dumps(json.loads((pytester.path / "two.json").read_text()), indent=2))
+    assert _merge(pytester, shards["one"], str(indented)) == 0
+    merged = json.loads((pytester.path / "merged.json").read_text())
+    assert merged["instances"] == json.loads(compact)["instances"]
+    assert b"\n" not in (pytester.path / "merged.json").read_bytes()  # records re-encoded on one line
+
+
+def _journal(path, *records: dict) -> str:
+    lines = [json.dumps({"format": 1, "partial": True, "model": "m", "judges": ["m"]})]
+    path.write_text("\n".join([*lines, *map(json.dumps, records)]) + "\n")
+    return str(path)
+
+
+def _plain(nodeid: str, status: str) -> dict:
+    return {"nodeid": nodeid, "benchmark": "b", "model": "m", "judges": ["m"], "status": status, "checks": []}
+
+
+def test_a_journal_s_later_record_of_an_instance_is_the_one_compared_with_other_files(pytester, capsys):
+    """A killed run's journal may hold an instance twice (a rerun): its last record counts, in the merge
+    as when the journal is read whole, and only that one must agree with another file's."""
+    a = _journal(pytester.path / "a.partial.jsonl", _plain("s::x", "passed"), _plain("s::y", "failed"))
+    b = _journal(pytester.path / "b.partial.jsonl", _plain("s::x", "failed"), _plain("s::x", "passed"),
+                 _plain("s::z", "passed"), _plain("s::z", "failed"))
+    assert _merge(pytester, a, b) == 0, capsys.readouterr().err
+    merged = json.loads((pytester.path / "merged.json").read_text())
+    assert [(r["nodeid"], r["status"]) for r in merged["instances"]] == \
+        [("s::x", "passed"), ("s::y", "failed"), ("s::z", "failed")]
+    assert [f["instances"] for f in merged["merged_from"]] == [2, 2]
+    c = _journal(pytester.path / "c.partial.jsonl", _plain("s::x", "passed"), _plain("s::x", "failed"))
+    assert _merge(pytester, a, c) == 2
+    assert "both hold s::x with different records" in capsys.readouterr().err
+
+
+def test_a_merge_holds_a_view_per_instance_not_the_records(pytester, monkeypatch):
+    """The shards of a run whose records carry 60 KB of prompt each: the merge reads them one at a time
+    and keeps each one's compact view, as a run does (it held every record: ~4x the files' size); what
+    it holds besides is a buffer and a batch of records on their way to the spool (~6 MB)."""
+    import tracemalloc
+
+    files = []
+    for shard in range(3):
+        records = [{**_plain(f"s::q{shard}-{i:03d}", "passed"), "checks": [{"id": "c", "passed": True}],
+                    "turns": [{"index": 1, "messages": [{"role": "user", "content": f"{i} " + "p" * 60_000}],
+                               "response": {"text": "ok", "raw_text": "ok"}}]} for i in range(150)]
+        path = pytester.path / f"s{shard}.json"
+        path.write_text(json.dumps({"format": 1, "model": "m", "judges": ["m"], "instances": records}))
+        files.append(str(path))
+    size = sum((pytester.path / f"s{shard}.json").stat().st_size for shard in range(3))
+    assert _merge(pytester, files[0]) == 0  # what a merge imports (matplotlib for the plots) is not counted
+    tracemalloc.start()
+    try:
+        assert _merge(pytester, *files) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(json.loads((pytester.path / "merged.json").read_text())["instances"]) == 450
+    assert size > 27_000_000 and peak < 12_000_000, f"peak {peak:,} bytes for {size:,} bytes of shards"
