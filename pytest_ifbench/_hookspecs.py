@@ -151,6 +151,16 @@ def pytest_ifbench_metrics(benchmark: str, records: list[dict[str, Any]]) -> lis
     """
 
 
+def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
+    """Return entries to add to the top level of the results file (a plugin's own keys, e.g. the
+    ``shard`` entry of ``--ifbench-shard``), or None. Called on the controller once, as the results file
+    is written; the results are merged in registration order, and the core's own keys (``format``,
+    ``plugin_version``, ``model``, ``judges``, ``generation``, ``metrics``, ``instances``) cannot be
+    replaced. The file is written from the run's journal without reading it back, so this is the way
+    to add to it (rewriting it would hold the whole file in memory).
+    """
+
+
 def pytest_ifbench_generators(generators: dict[str, Any]) -> None:
     """Add ``ifbench generate NAME`` commands: ``generators[NAME] = main`` with
     ``main(argv: list[str]) -> int`` (an exit status). Called by the ``ifbench``

@@ -306,3 +306,14 @@ results_stream.ResultsJournal = Failing
     doc = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert [r["instance"] for r in doc["instances"]] == ["q000", "q001", "q002"]
     assert not (pytester.path / "ifbench-results.partial.jsonl").exists()
+
+
+def test_a_plugin_adds_entries_to_the_results_file_but_not_over_the_core_s(pytester, stub_env):
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(2))
+    pytester.makeconftest('''
+def pytest_ifbench_results_meta(config):
+    return {"ci": {"job": 7}, "model": "not the model", "instances": []}
+''')
+    assert pytester.runpytest("suites", *stub_args(stub_env)).ret == 0
+    doc = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert doc["ci"] == {"job": 7} and doc["model"] == "openai/stub" and len(doc["instances"]) == 2

@@ -126,26 +126,29 @@ def pytest_sessionfinish(session: pytest.Session):
     if workeroutput is not None and META_KEY in config.stash:  # an xdist worker: tell the controller
         workeroutput[_WORKER_OUTPUT] = json.dumps(config.stash[META_KEY])
     result = yield
-    # The core's sessionfinish has written the results file (or not: a shard that drew no instance).
+    # The core's sessionfinish has written the results file with the shard entry (pytest_ifbench_results_meta),
+    # or none: a shard that drew no instance writes an empty one, so the merge knows it ran.
     meta = config.stash.get(META_KEY, None)
     target = config.getoption("ifbench_results", None)
     if workeroutput is None and meta is not None and target:
         path = Path(target)
-        stamp_results(path if path.is_absolute() else Path(config.invocation_params.dir) / path, meta, config)
+        write_empty_results(path if path.is_absolute() else Path(config.invocation_params.dir) / path, meta, config)
     return result
 
 
-def stamp_results(path: Path, meta: Mapping[str, Any], config: pytest.Config) -> None:
-    """Put the ``shard`` entry first in the results file this run wrote; write an empty one if it wrote none."""
+def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
+    """The results file's ``shard`` entry (on the controller, once its split is known)."""
+    meta = config.stash.get(META_KEY, None)
+    return None if meta is None or hasattr(config, "workerinput") else {"shard": meta}
+
+
+def write_empty_results(path: Path, meta: Mapping[str, Any], config: pytest.Config) -> None:
+    """The results file of a shard that ran no instance: its ``shard`` entry and no records."""
     from .._state import RECORDS_KEY, STATE_KEY
     from ..reports.records import write_results
 
-    if not config.stash.get(RECORDS_KEY, None):
-        state = config.stash[STATE_KEY]
-        write_results(path, [], {"model": state.model_name, "judges": state.judge_names, "generation": {}})
-    text = path.read_text(encoding="utf-8")
-    if not text.startswith("{") or text.startswith('{"shard":'):
+    if config.stash.get(RECORDS_KEY, None):
         return
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text('{"shard":' + json.dumps(meta, separators=(",", ":")) + "," + text[1:], encoding="utf-8")
-    tmp.replace(path)
+    state = config.stash[STATE_KEY]
+    write_results(path, [], {"shard": meta, "model": state.model_name, "judges": state.judge_names,
+                             "generation": {}})

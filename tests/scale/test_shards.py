@@ -101,3 +101,27 @@ def test_an_empty_shard_still_writes_its_results_file(pytester, stub_server):
     _run(pytester, stub_server, "--ifbench-shard=2/2", "--ifbench-results=empty.json")
     data = json.loads((pytester.path / "empty.json").read_text())
     assert data["instances"] == [] and data["shard"]["assignment"] == {"suites/one.yaml::q0": 1}
+
+
+def test_a_shard_writes_its_entry_with_the_results_file_and_never_reads_it_back(pytester, stub_server,
+                                                                                 monkeypatch):
+    """The shard entry goes in as the journal is assembled (``pytest_ifbench_results_meta``): the file
+    was read back whole and written again to put it first, ~3x the file in memory at a run's end."""
+    import pathlib
+
+    _suite.write(pytester.path)
+    read_back = []
+    original = pathlib.Path.read_text
+
+    def read_text(self, *args, **kwargs):
+        if self.name == "shard.json":
+            read_back.append(str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "read_text", read_text)
+    _run(pytester, stub_server, "--ifbench-shard=1/2", "--ifbench-results=shard.json")
+    assert read_back == [], "the run read its results file back"
+    monkeypatch.undo()
+    data = json.loads((pytester.path / "shard.json").read_text())
+    assert data["shard"]["index"] == 1 and data["shard"]["count"] == 2 and data["instances"]
+    assert list(data)[:4] == ["format", "plugin_version", "shard", "model"]
