@@ -161,6 +161,13 @@ def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
     """
 
 
+def pytest_ifbench_summary_facts(config: pytest.Config) -> list[str] | None:
+    """Return lines (Markdown) for the list of facts at the top of the summary file -- model, date,
+    settings -- e.g. what the shared cache did, or None. Called on the controller as the summary is
+    written (by ``ifbench merge`` too, with the command's plugins).
+    """
+
+
 def pytest_ifbench_generators(generators: dict[str, Any]) -> None:
     """Add ``ifbench generate NAME`` commands: ``generators[NAME] = main`` with
     ``main(argv: list[str]) -> int`` (an exit status). Called by the ``ifbench``

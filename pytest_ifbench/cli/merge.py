@@ -59,7 +59,7 @@ def _progress(file: Any) -> None:
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from ..scale.merge import MergeRefused, NotResults, merge
-    from ..scale.report import summary_path_for, write_reports
+    from ..scale.report import shared_cache_warnings, summary_path_for, write_reports
 
     out = Path(args.out)
     summary = summary_path_for(out) if args.summary is None else (Path(args.summary) if args.summary else None)
@@ -75,6 +75,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         return USAGE_ERROR
     for line in write_reports(merged, out, summary):
         print(line)
+    for line in shared_cache_warnings(merged):
+        print(f"ifbench merge: warning: {line}", file=sys.stderr)
     print(f"merged {len(merged.records)} instances from {len(inputs)} file(s) into {out}")
     if merged.complete:
         return 0

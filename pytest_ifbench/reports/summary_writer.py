@@ -222,6 +222,8 @@ def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], 
     warning = judge_warning(config, records)
     if warning:
         facts.append(f"**{warning}**")
+    for lines in config.hook.pytest_ifbench_summary_facts(config=config):
+        facts.extend(lines or ())
     doc.bullets(facts)
 
     by_benchmark: dict[str, list[Mapping[str, Any]]] = defaultdict(list)

@@ -232,7 +232,9 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
         "model": files[0].meta.get("model"), "judges": files[0].meta.get("judges"),
         "generation": settings_by_benchmark(records),
         "merged_from": [{"file": file.path.name, "shard": file.shard and f"{file.shard['index']}/"
-                         f"{file.shard['count']}", "instances": file.instances} for file in files],
+                         f"{file.shard['count']}", "instances": file.instances,
+                         **({"shared_cache": file.meta["shared_cache"]} if "shared_cache" in file.meta else {})}
+                        for file in files],
     }
     if missing or not_run:
         meta["not_run"] = list(not_run)

@@ -40,20 +40,31 @@ class _InvocationParams:
 class MergeConfig:
     """The ``pytest.Config`` surface the reporters use, for a merge."""
 
-    def __init__(self, *, options: Mapping[str, Any], state: MergedState, directory: Path) -> None:
+    def __init__(self, *, options: Mapping[str, Any], state: MergedState, directory: Path,
+                 facts: list[str] | None = None) -> None:
         from .._state import STATE_KEY
 
         self._options = dict(options)
         self.stash = pytest.Stash()
         self.stash[STATE_KEY] = state  # type: ignore[assignment]
         self.invocation_params = _InvocationParams(dir=directory)
-        self.hook = _hooks()
+        self.hook = _hooks(_Facts(facts or []))
 
     def getoption(self, name: str, default: Any = None) -> Any:
         return self._options.get(name, default)
 
 
-def _hooks() -> Any:
+class _Facts:
+    """The merge's own lines among the summary's facts (the shards whose shared cache failed)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def pytest_ifbench_summary_facts(self, config: Any) -> list[str]:
+        return self.lines
+
+
+def _hooks(facts: _Facts) -> Any:
     """The ``ifbench`` command's plugin manager with the core's plot (the summary reporter's) registered
     before the benchmarks, as under pytest, so the plots come in a run's order."""
     from .. import _hookspecs
@@ -63,8 +74,19 @@ def _hooks() -> Any:
     manager = _CommandPluginManager("pytest")
     manager.add_hookspecs(_hookspecs)
     manager.register(summary_file, "ifbench_summary_file")
+    manager.register(facts, "ifbench_merge_facts")
     register_benchmarks(manager)
     return manager.hook
+
+
+def shared_cache_warnings(merged: Merged) -> list[str]:
+    """One line per problem a shard's shared cache had (from each file's ``shared_cache`` entry)."""
+    out = []
+    for part in merged.meta.get("merged_from") or ():
+        shared = part.get("shared_cache") if isinstance(part.get("shared_cache"), dict) else {}
+        where = f"{part['file']}" + (f" (shard {part['shard']})" if part.get("shard") else "")
+        out.extend(f"{where}: {text}" for text in shared.get("warnings") or () if isinstance(text, str))
+    return out
 
 
 def summary_path_for(out: Path) -> Path:
@@ -82,7 +104,8 @@ def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
     state = MergedState(model_name=str(merged.meta.get("model")), judge_names=list(merged.meta.get("judges") or []))
     config = MergeConfig(options={"ifbench_results": str(out), "ifbench_summary": str(summary or ""),
                                   "ifbench_judge_models": state.judge_names if merged.judge_given else None},
-                         state=state, directory=Path.cwd())
+                         state=state, directory=Path.cwd(),
+                         facts=[f"**warning: {line}**" for line in shared_cache_warnings(merged)])
     merged.write()
     lines = summary_lines(config, records) if records else []  # type: ignore[arg-type]
     if summary is not None and records:

@@ -108,25 +108,60 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         tier.close()
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+def status(config: pytest.Config) -> dict[str, Any] | None:
+    """What the shared cache did in this run (the controller's view, the workers' counts added): ``store``
+    (its URL, without credentials), ``fetched``, ``written``, ``waited`` and ``warnings`` (one line per
+    problem: the store unavailable or failing during the run, naming the xdist workers it happened on).
+    None without ``--ifbench-shared-cache``. ``fetched`` and the rest are None when the store was never
+    reached (the warning says it all)."""
     tier = config.stash.get(TIER_KEY, None)
     if tier is None or hasattr(config, "workerinput"):
-        return
+        return None
     down = tier.problem is not None and not tier.failed_during_run  # never reached (the controller: at start)
+    warnings = []
     if tier.problem is not None:
-        text = warning(tier.store.display, tier.problem, during_run=tier.failed_during_run)
-        terminalreporter.write_line(f"warning: {text}")
+        warnings.append(warning(tier.store.display, tier.problem, during_run=tier.failed_during_run))
     for (_, during_run), (problem, workers) in config.stash.get(_WORKER_PROBLEMS_KEY, {}).items():
         if down and not during_run:  # down from the start: said once, above
             continue
-        text = warning(tier.store.display, problem, during_run=during_run, where=f" on {', '.join(sorted(workers))}")
-        terminalreporter.write_line(f"warning: {text}")
-    if down:  # the warning says it all
+        warnings.append(warning(tier.store.display, problem, during_run=during_run,
+                                where=f" on {', '.join(sorted(workers))}"))
+    stats = None if down else (config.stash.get(_STATS_KEY, None) or _counts(tier))
+    return {"store": tier.store.display, "fetched": stats and stats["fetched"],
+            "written": stats and stats["uploaded"], "waited": stats and stats.get("waited", 0), "warnings": warnings}
+
+
+def _counts_line(found: dict[str, Any]) -> str | None:
+    if found["fetched"] is None:
+        return None
+    waited = f", {found['waited']} waited for (being asked elsewhere)" if found["waited"] else ""
+    return f"shared cache {found['store']}: {found['fetched']} entries fetched, {found['written']} written{waited}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    found = status(config)
+    if found is None:
         return
-    stats = config.stash.get(_STATS_KEY, None) or _counts(tier)
-    waited = f", {stats['waited']} waited for (being asked elsewhere)" if stats.get("waited") else ""
-    terminalreporter.write_line(f"shared cache {tier.store.display}: {stats['fetched']} entries fetched, "
-                                f"{stats['uploaded']} written{waited}")
+    for text in found["warnings"]:
+        terminalreporter.write_line(f"warning: {text}")
+    line = _counts_line(found)
+    if line:
+        terminalreporter.write_line(line)
+
+
+def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
+    """The results file's ``shared_cache`` entry: :func:`status` (``ifbench merge`` names a shard whose
+    store failed)."""
+    found = status(config)
+    return None if found is None else {"shared_cache": found}
+
+
+def pytest_ifbench_summary_facts(config: pytest.Config) -> list[str] | None:
+    found = status(config)
+    if found is None:
+        return None
+    line = _counts_line(found)
+    return [*(f"**warning: {text}**" for text in found["warnings"]), *([line] if line else [])]
 
 
 def _counts(tier: StoreTier) -> dict[str, int]:

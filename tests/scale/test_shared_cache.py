@@ -72,13 +72,16 @@ def test_a_store_that_is_down_is_one_warning_and_the_run_goes_on(pytester, stub_
     assert len(warnings) == 1 and "unavailable" in warnings[0] and "local cache" in warnings[0]
     data = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert len(data["instances"]) == _suite.INSTANCES and not [r for r in data["instances"] if r["status"] == "error"]
+    said = warnings[0].removeprefix("warning: ")  # the results file says it too, with no counts
+    assert data["shared_cache"] == {"store": dead, "fetched": None, "written": None, "waited": None,
+                                    "warnings": [said]}
 
 
 
 @pytest.mark.parametrize(("store", "xdist"), [("redis", []), ("redis", ["-n", "2"]), ("s3", ["-n", "2"])],
                          ids=["redis-one-process", "redis-n2", "s3-n2"])
 def test_a_store_that_dies_during_the_run_is_one_warning_naming_it_and_the_run_goes_on(pytester, store, xdist,
-                                                                                       request):
+                                                                                       request, capsys):
     """kill -9 of the store after the model's second call: the run ends with no errored instance, and says
     so once, naming what is missing from the store (under ``-n``, on which workers: they went silent before;
     one line for all of them, though an S3 error names a different object on each)."""
@@ -103,7 +106,7 @@ def test_a_store_that_dies_during_the_run_is_one_warning_naming_it_and_the_run_g
         try:
             result = pytester.runpytest_subprocess(
                 "suites", *stub_args(stub, f"--ifbench-shared-cache={url}", "--ifbench-concurrency=1",
-                                     "--ifbench-cache=cache", *xdist))
+                                     "--ifbench-cache=cache", "--ifbench-summary=summary.md", *xdist))
         finally:
             killer.join()
         assert stub.calls == _suite.CALLS, "each request asked once, with or without the store"
@@ -116,6 +119,15 @@ def test_a_store_that_dies_during_the_run_is_one_warning_naming_it_and_the_run_g
     assert any(line.startswith(f"shared cache {url}: ") and "written" in line for line in result.outlines)
     data = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert len(data["instances"]) == _suite.INSTANCES and not [r for r in data["instances"] if r["status"] == "error"]
+    # the results file and the summary say it too, and so does a merge of the file (a shard's, on CI)
+    said = warnings[0].removeprefix("warning: ")
+    assert data["shared_cache"]["warnings"] == [said] and data["shared_cache"]["store"] == url
+    assert isinstance(data["shared_cache"]["written"], int)
+    assert f"**warning: {said}**" in (pytester.path / "summary.md").read_text()
+    out = pytester.path / "merged.json"
+    assert ifbench(["merge", "--out", str(out), str(pytester.path / "ifbench-results.json")]) == 0
+    assert f"ifbench merge: warning: ifbench-results.json: {said}" in capsys.readouterr().err
+    assert said in (pytester.path / "merged-summary.md").read_text()
 
 def test_bad_shared_cache_urls_are_usage_errors(pytester, stub_server):
     _suite.write(pytester.path)
