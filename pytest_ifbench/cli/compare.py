@@ -66,7 +66,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if out is not None and out.suffix.lower() != ".md":
         raise UsageError(f"--out {args.out!r} must end in .md")
     try:
-        files = [load(Path(name)) for name in (args.base, args.new)]
+        files = []
+        for name in (args.base, args.new):
+            files.append(load(Path(name)))
+            print(f"ifbench compare: read {name}: {len(files[-1].records)} instance(s)", file=sys.stderr, flush=True)
         base, new = (Run(name=str(f.path), meta=f.meta, records={r["nodeid"]: r for r in f.records}) for f in files)
         comparison = compare(base, new, alpha=args.alpha, force=args.force)
     except (NotComparable, NotResults) as exc:
