@@ -26,7 +26,8 @@ instances it would have run are listed as not run; what is there is still merged
 
 _EPILOG = """\
 exit status: 0 merged and complete, 1 merged but shards or instances are missing,
-2 refused (files that do not belong together, an unreadable file)."""
+2 refused (files that do not belong together, an unreadable file) or the merged file
+cannot be written (a full disk: nothing is left behind)."""
 
 
 def add_parser(commands: Any) -> None:
@@ -58,7 +59,7 @@ def _progress(file: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
-    from ..scale.merge import MergeRefused, NotResults, merge
+    from ..scale.merge import CannotWrite, MergeRefused, NotResults, merge
     from ..scale.report import shared_cache_warnings, summary_path_for, write_reports
 
     out = Path(args.out)
@@ -73,7 +74,15 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     except (MergeRefused, NotResults) as exc:
         print(f"ifbench merge: refused: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    for line in write_reports(merged, out, summary):
+    except CannotWrite as exc:
+        print(f"ifbench merge: cannot write: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        lines = write_reports(merged, out, summary)
+    except CannotWrite as exc:
+        print(f"ifbench merge: cannot write: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    for line in lines:
         print(line)
     for line in shared_cache_warnings(merged):
         print(f"ifbench merge: warning: {line}", file=sys.stderr)

@@ -107,17 +107,21 @@ class ResultsJournal:
         self._file.close()
         head = dumps_record({"format": RESULTS_FORMAT, "plugin_version": __version__, **meta, "instances": []})
         tmp = self.target.with_suffix(self.target.suffix + ".tmp")
-        with self.path.open("rb") as source, tmp.open("wb") as out:
-            out.write(redact(head[:-2]).encode("utf-8", "replace"))  # head ends with `"instances":[]}`
-            fd = source.fileno()
-            separator = b""
-            for nodeid in sorted(self._index):
-                span = self._index[nodeid]
-                out.write(separator)
-                out.write(os.pread(fd, span & _LENGTH_MASK, span >> _LENGTH_BITS))
-                separator = b","
-            out.write(b"]}")
-        tmp.replace(self.target)
+        try:
+            with self.path.open("rb") as source, tmp.open("wb") as out:
+                out.write(redact(head[:-2]).encode("utf-8", "replace"))  # head ends with `"instances":[]}`
+                fd = source.fileno()
+                separator = b""
+                for nodeid in sorted(self._index):
+                    span = self._index[nodeid]
+                    out.write(separator)
+                    out.write(os.pread(fd, span & _LENGTH_MASK, span >> _LENGTH_BITS))
+                    separator = b","
+                out.write(b"]}")
+            tmp.replace(self.target)
+        except BaseException:  # a full disk: no half-written file beside the journal, which stays
+            tmp.unlink(missing_ok=True)
+            raise
         self.path.unlink(missing_ok=True)
         self._file = None
 

@@ -34,6 +34,10 @@ class NotResults(Exception):
     """A file is not a pytest-ifbench results file (the message says why)."""
 
 
+class CannotWrite(Exception):
+    """The merged records cannot be written beside ``--out`` (a full disk, a read-only directory)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResultsFile:
     """A results file read for ``ifbench compare`` and ``--baseline-results``: its metadata and the compact
@@ -83,12 +87,17 @@ class Merged:
         return not self.missing and not self.not_run
 
     def write(self) -> None:
-        """Write the merged results file (records in node-id order, :attr:`meta` at the top)."""
-        if self.records:
-            self.spool.finish(self.meta)
-        else:
+        """Write the merged results file (records in node-id order, :attr:`meta` at the top); the spool is
+        removed either way. Raises :class:`CannotWrite`."""
+        try:
+            if self.records:
+                self.spool.finish(self.meta)
+            else:
+                write_results(self.spool.target, [], self.meta)
+        except OSError as exc:
+            raise CannotWrite(f"{self.spool.target}: {exc.strerror or exc}") from None
+        finally:
             self.spool.discard()
-            write_results(self.spool.target, [], self.meta)
 
 
 def _open(path: Path) -> IO[str]:
@@ -206,7 +215,11 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
                     if holder is None or holder[0] == index:  # new, or a journal's later record of it
                         instances += holder is None
                         kept[nodeid] = (index, _digest(record))
-                        spool.add(record, None if "\n" in text else text)
+                        try:
+                            spool.add(record, None if "\n" in text else text)
+                        except OSError as exc:  # not the file being read: say whose it is
+                            raise CannotWrite(f"{spool.target}: {exc.strerror or exc} (spooling its records to "
+                                              f"{spool.path.name})") from None
                         views[nodeid] = make_view(record)
                     else:
                         instances += nodeid not in again

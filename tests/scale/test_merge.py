@@ -141,3 +141,31 @@ def test_a_merge_holds_a_view_per_instance_not_the_records(pytester, monkeypatch
         tracemalloc.stop()
     assert len(json.loads((pytester.path / "merged.json").read_text())["instances"]) == 450
     assert size > 27_000_000 and peak < 12_000_000, f"peak {peak:,} bytes for {size:,} bytes of shards"
+
+
+@pytest.mark.parametrize("padding", [100_000, 30_000], ids=["while-spooling", "while-writing-the-file"])
+def test_a_full_disk_under_the_merged_file_is_said_and_leaves_nothing_behind(pytester, shards, capsys, padding):
+    """A real filesystem too small for the merged records (a 256 KiB tmpfs): exit 2 naming the file it
+    could not write, no spool and no half-written file left (it was an internal error with a traceback,
+    or a misleading "cannot read" of the shard being read)."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    small = pytester.path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        data = json.loads((pytester.path / "one.json").read_text())
+        for record in data["instances"]:
+            record["metadata"] = {"padding": "x" * padding}
+        (pytester.path / "big.json").write_text(json.dumps(data))
+        code = ifbench(["merge", "--out", str(small / "merged.json"), str(pytester.path / "big.json")])
+        err = capsys.readouterr().err
+        assert code == 2 and "ifbench merge: cannot write: " in err and "No space left on device" in err, err
+        assert str(small) in err and "cannot read" not in err and "internal error" not in err
+        assert os.listdir(small) == [], "nothing left behind"
+    finally:
+        subprocess.run(["umount", str(small)])
