@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 STATE_KEY = pytest.StashKey["IfbenchState"]()
 #: Result records by node id, gathered from reports (on the xdist controller: from every worker).
 RECORDS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+#: Why the results file was not written (a full disk...) and where its records are, when it was not.
+RESULTS_PROBLEM_KEY = pytest.StashKey[str]()
 
 
 @dataclass(kw_only=True)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,23 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def small_disk(directory: Path, size: str = "256k") -> Iterator[Path]:
+    """``directory`` as a real filesystem of ``size`` (a tmpfs mount, unmounted after): a full disk for the
+    test. Skips where mounting is not allowed (not root)."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    directory.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield directory
+    finally:
+        subprocess.run(["umount", str(directory)])
 
 
 def stub_args(server: StubServer, *extra: str) -> list[str]:

@@ -20,7 +20,16 @@ from pytest_ifbench.reports.results_reader import read_results_text
 from pytest_ifbench.reports.results_stream import ResultsJournal, journal_path
 from pytest_ifbench.scale.merge import load
 from pytest_ifbench.testing import Reply
-from tests._support import FAKE_KEY, HELLO_LOWER, SHOUT, bulk_suite, demo_suite, stub_args, write_suite
+from tests._support import (
+    FAKE_KEY,
+    HELLO_LOWER,
+    SHOUT,
+    bulk_suite,
+    demo_suite,
+    small_disk,
+    stub_args,
+    write_suite,
+)
 
 SUITE = demo_suite(HELLO_LOWER, SHOUT)
 
@@ -317,3 +326,35 @@ def pytest_ifbench_results_meta(config):
     assert pytester.runpytest("suites", *stub_args(stub_env)).ret == 0
     doc = json.loads((pytester.path / "ifbench-results.json").read_text())
     assert doc["ci"] == {"job": 7} and doc["model"] == "openai/stub" and len(doc["instances"]) == 2
+
+
+def test_a_batch_the_disk_refuses_stays_queued_for_the_run_to_keep(tmp_path):
+    """The journal on a full disk: the records of the batch whose write failed come back from
+    take_pending (the session keeps them in memory); they were dropped, and so missing from the results
+    file written at the end once the disk had room again."""
+    with small_disk(tmp_path / "small", "64k") as small:
+        journal = ResultsJournal(small / "r.json", {})
+        attempted = []
+        with pytest.raises(OSError):
+            for i in range(1000):
+                attempted.append(f"s.yaml::inst-{i:05d}")
+                journal.add(_record(i))
+                journal.flush()
+        kept = {r["nodeid"] for r in journal.take_pending()}
+        on_disk = {r["nodeid"] for r in read_results_text(journal.path.read_text(encoding="utf-8"))["instances"]}
+        assert kept and not kept & on_disk and kept | on_disk == set(attempted), "every record added is somewhere"
+
+
+def test_a_run_whose_results_file_the_disk_refuses_says_so_and_keeps_its_summary(pytester, stub_env):
+    """The results file on a full disk: the run ends with its tables and one line saying the file was
+    not written and how many records its journal holds (it ended in an INTERNALERROR, without them)."""
+    stub_env.add_rule("", Reply(content="hello there " * 300))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(80))
+    with small_disk(pytester.path / "small", "128k"):
+        result = pytester.runpytest("suites", *stub_args(stub_env, "--ifbench-results=small/r.json"))
+        assert result.ret == 0 and "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+        line = next(line for line in result.outlines if "results file" in line)
+        assert line.startswith("warning: results file small/r.json not written (No space left on device); ")
+        held = len(read_results_text((pytester.path / "small" / "r.partial.jsonl").read_text())["instances"])
+        assert f"; {held} of the 80 records are in " in line and 0 < held < 80
+        result.stdout.fnmatch_lines(["*ifbench summary*", "model: openai/stub*"])

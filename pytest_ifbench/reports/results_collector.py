@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .._state import RECORDS_KEY, STATE_KEY
+from .._state import RECORDS_KEY, RESULTS_PROBLEM_KEY, STATE_KEY
 from .records import RECORD_TEXT_ATTR, SummaryViews
 
 
@@ -114,19 +114,43 @@ class ResultsCollector:
         return out
 
     def write(self, meta: dict[str, Any]) -> None:
-        """The results file: assembled from the journal, or written from the records kept in memory."""
+        """The results file: assembled from the journal, or written from the records kept in memory. When
+        it cannot be written (a full disk) the run goes on to its summary, which says so
+        (``RESULTS_PROBLEM_KEY``): how many records the journal holds and where."""
         target = results_target(self.config)
         if target is None:
             return
-        if self.journal is not None and len(self.journal):
-            self.journal.finish(meta)
-        elif self.unjournaled:
-            from .records import write_results
+        try:
+            if self.journal is not None and len(self.journal):
+                self.journal.finish(meta)
+            elif self.unjournaled:
+                from .records import write_results
 
-            records = {**self._journaled_before_error(), **self.unjournaled}
-            write_results(target, list(records.values()), meta)
-            if self.journal_path is not None:
-                self.journal_path.unlink(missing_ok=True)
+                records = {**self._journaled_before_error(), **self.unjournaled}
+                write_results(target, list(records.values()), meta)
+                if self.journal_path is not None:
+                    self.journal_path.unlink(missing_ok=True)
+        except OSError as exc:
+            self.config.stash[RESULTS_PROBLEM_KEY] = self._not_written(exc)
+
+    def _not_written(self, exc: OSError) -> str:
+        total = len(self.config.stash[RECORDS_KEY])
+        journaled = self._journaled_nodeids()
+        where = (f"{len(journaled)} of the {total} records are in {self.journal_path} (ifbench merge and compare "
+                 "read it)") if journaled and self.journal_path else f"none of the {total} records could be kept"
+        return f"not written ({exc.strerror or exc}); {where}"
+
+    def _journaled_nodeids(self) -> set[str]:
+        """The node ids the journal holds, read back one record at a time."""
+        from .results_reader import ResultsReader
+
+        if self.journal_path is None or not self.journal_path.is_file():
+            return set()
+        try:
+            with self.journal_path.open(encoding="utf-8", errors="replace", newline="") as handle:
+                return {str(record.get("nodeid")) for record, _ in ResultsReader(handle)}
+        except (OSError, ValueError, RecursionError):
+            return set()
 
     def _journaled_before_error(self) -> dict[str, Any]:
         """The records the journal took before it failed (read back; empty when it holds none)."""

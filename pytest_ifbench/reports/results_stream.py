@@ -82,11 +82,19 @@ class ResultsJournal:
         lines = redact("\n".join(text for _, text in pending)).encode("utf-8", "replace").split(b"\n")
         if len(lines) != len(pending):  # cannot happen (see above); never misplace a record if it did
             lines = [redact(text).encode("utf-8", "replace") for _, text in pending]
+        entries, offset = {}, self._offset
         for (nodeid, _), line in zip(pending, lines):
-            self._index[nodeid] = self._offset << _LENGTH_BITS | len(line)
-            self._offset += len(line) + 1
-        self._file.write(b"\n".join(lines) + b"\n")
-        self._file.flush()
+            entries[nodeid] = offset << _LENGTH_BITS | len(line)
+            offset += len(line) + 1
+        try:
+            self._file.write(b"\n".join(lines) + b"\n")
+            self._file.flush()
+        except BaseException:  # a full disk: the batch stays queued (take_pending hands it over), not indexed
+            self._pending = pending + self._pending
+            self._pending_chars = sum(len(text) for _, text in self._pending)
+            raise
+        self._index.update(entries)
+        self._offset = offset
         self._flushed = time.monotonic()
 
     def _open(self) -> None:

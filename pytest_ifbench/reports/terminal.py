@@ -81,8 +81,11 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
                      f"instance: {shown}{more}")
     target = config.getoption("ifbench_results")
     if target:
+        from .._state import RESULTS_PROBLEM_KEY
+
+        problem = config.stash.get(RESULTS_PROBLEM_KEY, None)
         lines.append("")
-        lines.append(f"results: {target}")
+        lines.append(f"warning: results file {target} {problem}" if problem else f"results: {target}")
     return lines
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_ifbench.cli.main import main as ifbench
-from tests._support import stub_args
+from tests._support import small_disk, stub_args
 from tests.scale import _suite
 
 
@@ -149,15 +149,8 @@ def test_a_full_disk_under_the_merged_file_is_said_and_leaves_nothing_behind(pyt
     could not write, no spool and no half-written file left (it was an internal error with a traceback,
     or a misleading "cannot read" of the shard being read)."""
     import os
-    import subprocess
 
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    small = pytester.path / "small"
-    small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)]).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with small_disk(pytester.path / "small") as small:
         data = json.loads((pytester.path / "one.json").read_text())
         for record in data["instances"]:
             record["metadata"] = {"padding": "x" * padding}
@@ -167,5 +160,3 @@ def test_a_full_disk_under_the_merged_file_is_said_and_leaves_nothing_behind(pyt
         assert code == 2 and "ifbench merge: cannot write: " in err and "No space left on device" in err, err
         assert str(small) in err and "cannot read" not in err and "internal error" not in err
         assert os.listdir(small) == [], "nothing left behind"
-    finally:
-        subprocess.run(["umount", str(small)])
