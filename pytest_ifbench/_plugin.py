@@ -458,21 +458,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         collector.add(record)
     records = list(config.stash[RECORDS_KEY].values())  # the compact views: all the metrics read
     if records:
+        from .reports.results_collector import results_meta
         from .reports.terminal import run_metrics
 
         state = config.stash[STATE_KEY]
         meta = {"model": state.model_name, "judges": state.judge_names,
                 "generation": settings_by_benchmark(records), "metrics": run_metrics(config, records)}
         collector.write({**results_meta(config, meta), **meta})
-
-
-def results_meta(config: pytest.Config, meta: dict[str, Any]) -> dict[str, Any]:
-    """What plugins add to the results file (``pytest_ifbench_results_meta``), without the core's keys."""
-    added: dict[str, Any] = {}
-    for entries in config.hook.pytest_ifbench_results_meta(config=config):
-        added.update(entries or {})
-    core = {"format", "plugin_version", "instances", *meta}
-    return {key: value for key, value in added.items() if key not in core}
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -56,6 +56,9 @@ def _count(text: str) -> int:
 
 def _progress(file: Any) -> None:
     print(f"ifbench merge: read {file.label}: {file.instances} instance(s)", file=sys.stderr, flush=True)
+    if file.unfinished:
+        print(f"ifbench merge: {file.label} is the journal of a run that did not finish (killed, out of time): "
+              "the instances it finished are merged, its others are not run", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:

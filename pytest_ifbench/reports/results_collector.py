@@ -4,7 +4,7 @@ the end-of-run tables, and assembled into the results file when the session fini
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,16 @@ def results_target(config: pytest.Config) -> Path | None:
         return None
     path = Path(target)
     return path if path.is_absolute() else Path(config.invocation_params.dir) / path
+
+
+def results_meta(config: pytest.Config, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """What plugins add to the results file (``pytest_ifbench_results_meta``), without ``meta``'s keys and
+    the other keys the core writes."""
+    added: dict[str, Any] = {}
+    for entries in config.hook.pytest_ifbench_results_meta(config=config):
+        added.update(entries or {})
+    core = {"format", "plugin_version", "instances", "generation", "metrics", *meta}
+    return {key: value for key, value in added.items() if key not in core}
 
 
 class ResultsCollector:
@@ -51,7 +61,9 @@ class ResultsCollector:
             from .results_stream import ResultsJournal
 
             state = config.stash[STATE_KEY]
-            self.journal = ResultsJournal(target, {"model": state.model_name, "judges": state.judge_names})
+            meta = {"model": state.model_name, "judges": state.judge_names}
+            # the plugins' entries (a shard's) when the first record arrives: a killed run's journal has them
+            self.journal = ResultsJournal(target, meta, header=lambda: results_meta(config, meta))
             self.journal_path = self.journal.path
 
     @pytest.hookimpl(wrapper=True)

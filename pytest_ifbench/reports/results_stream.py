@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -41,11 +41,14 @@ def journal_path(results: Path) -> Path:
 class ResultsJournal:
     """Appends records to the journal as they arrive and assembles the results file from it."""
 
-    def __init__(self, target: Path, meta: Mapping[str, Any], *, journal: Path | None = None) -> None:
-        """``journal``: where to keep the journal instead of :func:`journal_path` (``ifbench merge``'s spool)."""
+    def __init__(self, target: Path, meta: Mapping[str, Any], *, journal: Path | None = None,
+                 header: Callable[[], Mapping[str, Any]] | None = None) -> None:
+        """``journal``: where to keep the journal instead of :func:`journal_path` (``ifbench merge``'s spool);
+        ``header``: more entries for the header line, asked for when the first record opens the journal."""
         self.target = target
         self.path = journal or journal_path(target)
         self._meta = dict(meta)
+        self._header = header
         self._file: IO[bytes] | None = None
         self._offset = 0
         self._pending: list[tuple[str, str]] = []
@@ -100,8 +103,9 @@ class ResultsJournal:
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = self.path.open("wb")
+        more = dict(self._header()) if self._header is not None else {}
         header = json.dumps({"format": RESULTS_FORMAT, "plugin_version": __version__, JOURNAL_KEY: True,
-                             **self._meta}, ensure_ascii=False, separators=(",", ":"), default=str)
+                             **more, **self._meta}, ensure_ascii=False, separators=(",", ":"), default=str)
         data = redact(header).encode("utf-8", "replace") + b"\n"
         handle.write(data)
         handle.flush()

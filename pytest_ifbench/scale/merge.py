@@ -56,6 +56,8 @@ class ShardFile:
     path: Path
     meta: Mapping[str, Any]
     instances: int
+    #: A journal (``*.partial.jsonl``): the run that wrote it did not finish (killed, out of time).
+    unfinished: bool = False
 
     @property
     def shard(self) -> Mapping[str, Any] | None:
@@ -159,7 +161,8 @@ def _same_run(first: ShardFile, other: ShardFile) -> None:
         if a.get("judge_given") != b.get("judge_given"):
             raise MergeRefused(f"{first.label} and {other.label} differ in judges: one ran with --judge-model, "
                                "the other without")
-        if a.get("count") != b.get("count") or a.get("assignment") != b.get("assignment"):
+        splits = [shard["assignment"] for shard in (a, b) if "assignment" in shard]  # a journal's may lack it
+        if a.get("count") != b.get("count") or (len(splits) == 2 and splits[0] != splits[1]):
             raise MergeRefused(f"{first.label} and {other.label} are shards of different splits (another "
                                "number of shards, or another selection of instances: suites, -m, -k)")
     else:
@@ -227,11 +230,12 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
             except (OSError, ValueError, RecursionError) as exc:
                 raise _not_results(path, exc) from None
         _check_results(path, reader)
-        file = ShardFile(path=path, meta=reader.meta, instances=instances)
+        file = ShardFile(path=path, meta=reader.meta, instances=instances, unfinished=reader.journal)
         if files:
             _same_run(files[0], file)
-        if any(earlier.shard for earlier in files):  # the first shard's split is the one kept
-            file = ShardFile(path=path, meta=_without_assignment(reader.meta), instances=instances)
+        if any("assignment" in (earlier.shard or {}) for earlier in files):  # the first split read is kept
+            file = ShardFile(path=path, meta=_without_assignment(reader.meta), instances=instances,
+                             unfinished=reader.journal)
         for nodeid, digest in again.items():
             if kept[nodeid][1] != digest:
                 raise MergeRefused(f"{files[kept[nodeid][0]].label} and {file.label} both hold {nodeid} "
@@ -278,6 +282,6 @@ def _missing(files: Sequence[ShardFile], records: Mapping[str, Any], expect: int
         raise MergeRefused(f"--expect {expect}, but {files[0].label} is one of {count} shards")
     present = {int(shard["index"]) for shard in sharded}
     missing = [index for index in range(1, count + 1) if index not in present]
-    assignment: Mapping[str, int] = sharded[0].get("assignment") or {}
+    assignment: Mapping[str, int] = next((shard["assignment"] for shard in sharded if "assignment" in shard), {})
     not_run = sorted(nodeid for nodeid in assignment if nodeid not in records)
     return missing, not_run

@@ -102,13 +102,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     return result
 
 
-def _meta(config: pytest.Config, spec: ShardSpec, assignment: Mapping[str, int]) -> dict[str, Any]:
+def _meta(config: pytest.Config, spec: ShardSpec, assignment: Mapping[str, int] | None) -> dict[str, Any]:
+    """The ``shard`` entry; without ``assignment`` before the split is known (a journal's header)."""
     from ..suite.run_settings import generation_overrides
 
-    return {"index": spec.index, "count": spec.count, "source": spec.source,
+    meta = {"index": spec.index, "count": spec.count, "source": spec.source,
             "settings": generation_overrides(config),
-            "judge_given": bool(config.getoption("ifbench_judge_models", None)),
-            "assignment": dict(sorted(assignment.items()))}
+            "judge_given": bool(config.getoption("ifbench_judge_models", None))}
+    if assignment is not None:
+        meta["assignment"] = dict(sorted(assignment.items()))
+    return meta
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -137,9 +140,16 @@ def pytest_sessionfinish(session: pytest.Session):
 
 
 def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
-    """The results file's ``shard`` entry (on the controller, once its split is known)."""
+    """The results file's ``shard`` entry (on the controller). Asked for a journal's header too: an xdist
+    controller learns the split only from its workers at the end, so a killed run's journal may have the
+    entry without the assignment (``ifbench merge`` takes that from the other shards)."""
+    if hasattr(config, "workerinput"):
+        return None
     meta = config.stash.get(META_KEY, None)
-    return None if meta is None or hasattr(config, "workerinput") else {"shard": meta}
+    spec = config.stash.get(SPEC_KEY, None)
+    if meta is None and spec is not None:
+        meta = _meta(config, spec, None)
+    return None if meta is None else {"shard": meta}
 
 
 def write_empty_results(path: Path, meta: Mapping[str, Any], config: pytest.Config) -> None:

@@ -125,3 +125,80 @@ def test_a_shard_writes_its_entry_with_the_results_file_and_never_reads_it_back(
     data = json.loads((pytester.path / "shard.json").read_text())
     assert data["shard"]["index"] == 1 and data["shard"]["count"] == 2 and data["instances"]
     assert list(data)[:4] == ["format", "plugin_version", "shard", "model"]
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_a_killed_shard_s_journal_merges_its_finished_instances(tmp_path, stub_env, xdist, capsys):
+    """Shard 2 of 3 killed (SIGKILL, as a CI job out of time) after its first records: its journal says which
+    shard it is, so the merge takes the instances it finished and lists only the others as not run (it
+    named shard 2 as missing, every instance of it not run). Under -n the controller learns the split only
+    at the end: the journal's entry has no assignment and the merge takes it from the other shards."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pytest_ifbench.reports.results_reader import read_results_text
+    from pytest_ifbench.testing import Reply
+    from tests._support import FAKE_KEY, bulk_suite, write_suite
+
+    stub_env.add_rule("", Reply(content="hello there", latency=0.3))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(30))
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+
+    def shard(index: int, *extra: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "pytest", "suites", *stub_args(stub_env),
+                                 f"--ifbench-shard={index}/3", f"--ifbench-results=shard-{index}.json",
+                                 "--ifbench-concurrency=1", "-q", *extra], cwd=tmp_path, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    for index in (1, 3):
+        assert shard(index).wait(timeout=300) in (0, 1)
+    killed = shard(2, *xdist)
+    journal = tmp_path / "shard-2.partial.jsonl"
+    deadline = time.monotonic() + 120
+    try:
+        while not (journal.exists() and len(journal.read_text(encoding="utf-8").splitlines()) >= 3):
+            assert time.monotonic() < deadline, "no records reached the journal"
+            time.sleep(0.05)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+    header = read_results_text(journal.read_text(encoding="utf-8").splitlines()[0] + "\n")
+    assert header["shard"]["index"] == 2 and header["shard"]["count"] == 3
+    assert ("assignment" in header["shard"]) == (not xdist)
+    finished = {r["nodeid"] for r in read_results_text(journal.read_text(encoding="utf-8"))["instances"]}
+    split = json.loads((tmp_path / "shard-1.json").read_text())["shard"]["assignment"]
+    unfinished = sorted(n for n, i in split.items() if i == 2 and n not in finished)
+    assert finished and unfinished
+
+    out = tmp_path / "merged.json"
+    code = ifbench(["merge", "--out", str(out), str(tmp_path / "shard-1.json"), str(journal),
+                    str(tmp_path / "shard-3.json"), "--expect", "3"])
+    err = capsys.readouterr().err
+    assert code == 1 and "did not finish" in err and "is missing" not in err, err
+    merged = json.loads(out.read_text())
+    assert merged["not_run"] == unfinished
+    assert len(merged["instances"]) == len(split) - len(unfinished)
+    if xdist:
+        return
+    # The GitHub Actions example's merge step, run by bash on the artifacts as download-artifact lays them out
+    import shutil
+
+    import yaml
+
+    from tests._support import ROOT
+
+    workflow = yaml.safe_load((ROOT / "examples" / "scale" / "github-actions.yml").read_text())
+    script = next(step["run"] for step in workflow["jobs"]["merge"]["steps"] if "ifbench merge" in step.get("run", ""))
+    ci = tmp_path / "ci"
+    for index, name in ((1, "shard-1.json"), (2, "shard-2.partial.jsonl"), (3, "shard-3.json")):
+        (ci / "shards" / f"shard-{index}" / "allure-results").mkdir(parents=True)
+        shutil.copy(tmp_path / name, ci / "shards" / f"shard-{index}" / name)
+    bin_dir = os.path.dirname(sys.executable)
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=ci, capture_output=True, text=True,
+                          env={**env, "SHARDS": "3", "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert done.returncode == 1 and "did not finish" in done.stderr, done.stderr  # named, and published after
+    assert json.loads((ci / "merged.json").read_text())["not_run"] == unfinished
+    assert (ci / "merged-summary.md").is_file()
