@@ -26,6 +26,8 @@ _STATS_KEY = pytest.StashKey[dict[str, int]]()
 #: names the object's URL.)
 _WORKER_PROBLEMS_KEY = pytest.StashKey[dict[tuple[str, bool], tuple[str, list[str]]]]()
 _WORKER_OUTPUT = "ifbench_shared_cache"
+#: Every instance has run: the counts are final (a journal's header, written at the first record, has none).
+_FINISHED_KEY = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -79,6 +81,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if tier is None:
         return
     tier.close()
+    config.stash[_FINISHED_KEY] = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[_WORKER_OUTPUT] = json.dumps({"counts": _counts(tier), "problem": tier.problem,
@@ -151,8 +154,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
     """The results file's ``shared_cache`` entry: :func:`status` (``ifbench merge`` names a shard whose
-    store failed)."""
-    found = status(config)
+    store failed). Not in a journal's header: the run has only begun."""
+    found = status(config) if config.stash.get(_FINISHED_KEY, False) else None
     return None if found is None else {"shared_cache": found}
 
 
