@@ -250,6 +250,7 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
         "generation": settings_by_benchmark(records),
         "merged_from": [{"file": file.path.name, "shard": file.shard and f"{file.shard['index']}/"
                          f"{file.shard['count']}", "instances": file.instances,
+                         **({"unfinished": True} if file.unfinished else {}),
                          **({"shared_cache": file.meta["shared_cache"]} if "shared_cache" in file.meta else {})}
                         for file in files],
     }

@@ -89,6 +89,20 @@ def shared_cache_warnings(merged: Merged) -> list[str]:
     return out
 
 
+def incomplete_facts(merged: Merged, shown: int = 20) -> list[str]:
+    """The summary's lines for a merge that is not complete: the missing shards, the files whose run did not
+    finish, and the instances not run (the first ``shown`` of them; the merged file lists all)."""
+    out = [f"**shard {index} is missing**" for index in merged.missing]
+    out.extend(f"**{part['file']} did not finish** (a journal: the instances it finished are merged)"
+               for part in merged.meta.get("merged_from") or () if part.get("unfinished"))
+    if merged.not_run:
+        listed = ", ".join(f"`{nodeid}`" for nodeid in merged.not_run[:shown])
+        more = f" and {len(merged.not_run) - shown} more (`not_run` in the merged file)" \
+            if len(merged.not_run) > shown else ""
+        out.append(f"**{len(merged.not_run)} instance(s) not run**: {listed}{more}")
+    return out
+
+
 def summary_path_for(out: Path) -> Path:
     """Where a run writing ``out`` puts its summary (``merged.json`` -> ``merged-summary.md``)."""
     stem = out.stem.replace("results", "summary") if "results" in out.stem else f"{out.stem}-summary"
@@ -105,7 +119,8 @@ def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
     config = MergeConfig(options={"ifbench_results": str(out), "ifbench_summary": str(summary or ""),
                                   "ifbench_judge_models": state.judge_names if merged.judge_given else None},
                          state=state, directory=Path.cwd(),
-                         facts=[f"**warning: {line}**" for line in shared_cache_warnings(merged)])
+                         facts=[*incomplete_facts(merged),
+                                *(f"**warning: {line}**" for line in shared_cache_warnings(merged))])
     merged.write()
     lines = summary_lines(config, records) if records else []  # type: ignore[arg-type]
     if summary is not None and records:

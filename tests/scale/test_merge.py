@@ -65,6 +65,8 @@ def test_a_missing_shard_is_named_with_its_instances(pytester, shards, capsys):
     assert all(f"  {nodeid}" in captured.err for nodeid in absent)
     merged = json.loads((pytester.path / "merged.json").read_text())
     assert merged["not_run"] == absent and len(merged["instances"]) == len(split) - len(absent)
+    summary = (pytester.path / "merged-summary.md").read_text()
+    assert "**shard 2 is missing**" in summary and f"**{len(absent)} instance(s) not run**" in summary
     assert _merge(pytester, shards["one"], shards["two"], expect=3) == 2
     assert "--expect 3, but" in capsys.readouterr().err
 

@@ -181,6 +181,10 @@ def test_a_killed_shard_s_journal_merges_its_finished_instances(tmp_path, stub_e
     merged = json.loads(out.read_text())
     assert merged["not_run"] == unfinished
     assert len(merged["instances"]) == len(split) - len(unfinished)
+    assert [part.get("unfinished", False) for part in merged["merged_from"]] == [False, True, False]
+    summary = (tmp_path / "merged-summary.md").read_text()  # what the merge job publishes says it too
+    assert "**shard-2.partial.jsonl did not finish**" in summary
+    assert f"**{len(unfinished)} instance(s) not run**: `{unfinished[0]}`" in summary
     if xdist:
         return
     # The GitHub Actions example's merge step, run by bash on the artifacts as download-artifact lays them out
