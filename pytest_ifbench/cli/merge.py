@@ -74,14 +74,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         raise UsageError(f"--out {out} is one of the shards' files: it would be overwritten")
     try:
         merged = merge(inputs, out=out, expect=args.expect, on_file=_progress)
+        lines = write_reports(merged, out, summary)
     except (MergeRefused, NotResults) as exc:
         print(f"ifbench merge: refused: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    except CannotWrite as exc:
-        print(f"ifbench merge: cannot write: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    try:
-        lines = write_reports(merged, out, summary)
     except CannotWrite as exc:
         print(f"ifbench merge: cannot write: {exc}", file=sys.stderr)
         return USAGE_ERROR

@@ -12,13 +12,14 @@ gap in the indices the files name) is reported with the instances it would have 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..reports.records import SummaryViews, write_results
 from ..reports.results_reader import ResultsReader
@@ -102,20 +103,18 @@ class Merged:
             self.spool.discard()
 
 
-def _open(path: Path) -> IO[str]:
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[ResultsReader]:
+    """A reader of ``path``: what cannot be read, is not JSON or is not a results file is :class:`NotResults`,
+    raised while the records are read or, for the missing ``format`` and ``instances``, after them."""
     try:
-        return Path(path).open(encoding="utf-8", newline="")
+        with Path(path).open(encoding="utf-8", newline="") as handle:
+            reader = ResultsReader(handle)
+            yield reader
     except OSError as exc:
         raise NotResults(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def _not_results(path: Path, exc: Exception) -> NotResults:
-    if isinstance(exc, OSError):
-        return NotResults(f"{path}: cannot read: {exc.strerror or exc}")
-    return NotResults(f"{path}: not JSON ({exc})")
-
-
-def _check_results(path: Path, reader: ResultsReader) -> None:
+    except (ValueError, RecursionError) as exc:
+        raise NotResults(f"{path}: not JSON ({exc})") from None
     if not reader.has_instances or "format" not in reader.meta:
         raise NotResults(f"{path}: not a pytest-ifbench results file (no 'format' and 'instances')")
 
@@ -123,14 +122,8 @@ def _check_results(path: Path, reader: ResultsReader) -> None:
 def load(path: Path) -> ResultsFile:
     """The file's metadata and the views of its records (a journal's: of the last record of each node id)."""
     make_view = SummaryViews().view
-    with _open(path) as handle:
-        reader = ResultsReader(handle)
-        try:
-            latest = {record["nodeid"]: make_view(record) for record, _ in reader
-                      if isinstance(record.get("nodeid"), str)}
-        except (OSError, ValueError, RecursionError) as exc:
-            raise _not_results(path, exc) from None
-    _check_results(path, reader)
+    with _reading(path) as reader:
+        latest = {record["nodeid"]: make_view(record) for record, _ in reader if isinstance(record.get("nodeid"), str)}
     records = tuple(latest[key] for key in sorted(latest)) if reader.journal else tuple(latest.values())
     return ResultsFile(path=Path(path), meta=reader.meta, records=records)
 
@@ -207,29 +200,24 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
         #: node ids an earlier file holds -> the digest of this file's (last) record of it
         again: dict[str, bytes] = {}
         instances = 0
-        with _open(path) as handle:
-            reader = ResultsReader(handle)
-            try:
-                for record, text in reader:
-                    nodeid = record.get("nodeid")
-                    if not isinstance(nodeid, str):
-                        continue
-                    holder = kept.get(nodeid)
-                    if holder is None or holder[0] == index:  # new, or a journal's later record of it
-                        instances += holder is None
-                        kept[nodeid] = (index, _digest(record))
-                        try:
-                            spool.add(record, None if "\n" in text else text)
-                        except OSError as exc:  # not the file being read: say whose it is
-                            raise CannotWrite(f"{spool.target}: {exc.strerror or exc} (spooling its records to "
-                                              f"{spool.path.name})") from None
-                        views[nodeid] = make_view(record)
-                    else:
-                        instances += nodeid not in again
-                        again[nodeid] = _digest(record)
-            except (OSError, ValueError, RecursionError) as exc:
-                raise _not_results(path, exc) from None
-        _check_results(path, reader)
+        with _reading(path) as reader:
+            for record, text in reader:
+                nodeid = record.get("nodeid")
+                if not isinstance(nodeid, str):
+                    continue
+                holder = kept.get(nodeid)
+                if holder is None or holder[0] == index:  # new, or a journal's later record of it
+                    instances += holder is None
+                    kept[nodeid] = (index, _digest(record))
+                    try:
+                        spool.add(record, None if "\n" in text else text)
+                    except OSError as exc:  # not the file being read: say whose it is
+                        raise CannotWrite(f"{spool.target}: {exc.strerror or exc} (spooling its records to "
+                                          f"{spool.path.name})") from None
+                    views[nodeid] = make_view(record)
+                else:
+                    instances += nodeid not in again
+                    again[nodeid] = _digest(record)
         file = ShardFile(path=path, meta=reader.meta, instances=instances, unfinished=reader.journal)
         if files:
             _same_run(files[0], file)
