@@ -21,11 +21,12 @@ from .suite.run_settings import settings_by_benchmark
 
 _ast_guard.install()  # before any thread of ours starts; see the module for the CPython bug
 
-#: Reporting plugins shipped with the core; each owns its options (``-p no:ifbench_<name>`` disables one).
+#: Plugins shipped with the core (reporters, the scale plugins, the spending limit); each owns its options
+#: (``-p no:ifbench_<name>`` disables one).
 _REPORTERS = {"ifbench_baseline": "reports.baseline", "ifbench_allure": "reports.allure",
               "ifbench_summary_file": "reports.summary_file",
               "ifbench_shard": "scale.shard", "ifbench_shared_cache": "scale.shared",
-              "ifbench_live_status": "reports.live_status"}
+              "ifbench_live_status": "reports.live_status", "ifbench_max_cost": "_max_cost"}
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

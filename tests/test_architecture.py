@@ -24,7 +24,7 @@ LAYERS: dict[str, int] = {
     "suite.safe_yaml": 0,
     "suite.yaml_cache": 0, "suite.errors": 0, "suite.detect": 0, "_user_cache": 0, "reports.metrics": 0, "suite": 0,
     "models.background": 0, "models.lookahead": 0, "models.local": 0, "models.local_tools": 0,
-    "models.provider_api": 0, "sandbox": 0,
+    "models.provider_api": 0, "models.spending": 0, "sandbox": 0,
     "ruff.rules_store": 0, "reports.stats": 0, "_ast_guard": 0, "_heap": 0, "_kept_reports": 0, "_report_wire": 0,
     "_check_bundle": 0, "_xdist": 0, "reports.results_reader": 0,
     # 1: the verifier registry and the response cache
@@ -50,7 +50,7 @@ LAYERS: dict[str, int] = {
     # 9: reporters, entry points and the testing plugin
     "reports.baseline": 9, "reports.allure": 9, "reports.allure_render": 9, "reports.summary_file": 9,
     "reports.summary_writer": 9, "reports.baseline_extension": 9, "reports": 9,
-    "_plugin": 9, "_options": 9, "cli": 9, "testing": 9,
+    "_plugin": 9, "_options": 9, "_max_cost": 9, "cli": 9, "testing": 9,
     # scale/: the split (a leaf), the stores and the cache's shared tier, the merge, and its plugins/reports
     "scale": 0, "scale.partition": 0, "scale.stores": 0, "scale.tier": 1, "scale.merge": 4,
     "scale.shard": 9, "scale.shared": 9, "scale.report": 9,

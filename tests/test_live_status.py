@@ -54,6 +54,9 @@ def test_the_line_says_what_was_done_and_estimates_the_rest():
                                           "2,000 tokens, $0.7500, 2m05s, ~8m20s left")
     # No agent run: no agent counts; nothing done yet: no estimate.
     assert status_line({"total": 2}, 3661) == "ifbench: 0/2 instances done, 0 tokens, $0, 1h01m"
+    # Under --ifbench-max-cost: what the whole run paid, against its limit, in place of the agents' cost.
+    assert status_line({"total": 2, "done": 1, "cost": 0.5, "limit": 20, "paid": 3.125}, 10) == (
+        "ifbench: 1/2 instances done, 0 tokens, $3.1250 of $20.00 paid, 10s, ~10s left")
 
 
 def _records(pytester) -> list[dict]:

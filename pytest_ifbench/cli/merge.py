@@ -63,7 +63,7 @@ def _progress(file: Any) -> None:
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from ..scale.merge import CannotWrite, MergeRefused, NotResults, merge
-    from ..scale.report import shared_cache_warnings, summary_path_for, write_reports
+    from ..scale.report import shared_cache_warnings, spending_facts, summary_path_for, write_reports
 
     out = Path(args.out)
     summary = summary_path_for(out) if args.summary is None else (Path(args.summary) if args.summary else None)
@@ -81,8 +81,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     except CannotWrite as exc:
         print(f"ifbench merge: cannot write: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    for line in lines:
-        print(line)
+    for line in [*lines, *spending_facts(merged)]:
+        print(line.replace("**", ""))
     for line in shared_cache_warnings(merged):
         print(f"ifbench merge: warning: {line}", file=sys.stderr)
     print(f"merged {len(merged.records)} instances from {len(inputs)} file(s) into {out}")

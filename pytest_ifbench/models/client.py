@@ -18,24 +18,31 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._redact import redact
 from .._text import strip_reasoning
 from .._types import GenerationParams
 from .breaker import Breakers, CircuitOpen, is_connection_failure
 from .cache import ResponseCache, cache_key
+from .call_errors import (
+    EndpointDown,
+    ModelCallError,
+    SpendingLimitReached,
+    answered,
+    error_message,
+    is_retryable,
+    retry_after,
+)
 from .in_flight import kept_reply, reply_or_claim
 from .openai_compat import DirectTransport, direct_route
 from .provider_api import Transport
 from .replies import MalformedReply, as_malformed, checked_reply, status_of
+from .spending import WAIT, SpendingLimit
 
-_RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _litellm: Any = None
 _import_lock = threading.Lock()
 _prefetch: threading.Thread | None = None
@@ -146,110 +153,25 @@ class Completion:
         }
 
 
-class ModelCallError(Exception):
-    """A model call failed for good (after retries, or not retryable); the message is redacted.
-
-    ``paid``: the completions the failed operation had already paid for (an agent run's steps, a
-    dialogue's earlier turns), added by the layer that re-raises it, so the errored record counts them."""
-
-    paid: tuple[Any, ...] = ()
-
-    def __init__(self, model: str, message: str, *, attempts: int, status: int | None = None) -> None:
-        self.model = model
-        self.status = status
-        self.attempts = attempts
-        status_text = f" (HTTP {status})" if status else ""
-        super().__init__(f"model {model!r} failed after {attempts} attempt(s){status_text}: {message}")
-
-
-class EndpointDown(ModelCallError):
-    """A call not sent (or not sent again): its endpoint's circuit breaker is open (:mod:`.breaker`)."""
-
-    def __init__(self, model: str, message: str, *, attempts: int) -> None:
-        Exception.__init__(self, f"model {model!r} not called: {message}" if not attempts else
-                           f"model {model!r} failed after {attempts} attempt(s): {message}")
-        self.model = model
-        self.status = None
-        self.attempts = attempts
-
-
-def _error_message(exc: BaseException) -> str:
-    """The one line a failed call is reported with; redacted before it is cut, so no key survives in part."""
-    text = redact(str(exc)).strip()
-    if isinstance(exc, MalformedReply):
-        return text
-    name = _kind(exc)
-    message = text.splitlines()[0][:500] if text else name
-    return message if name in message else f"{name}: {message}"
+async def _admitted(limit: SpendingLimit, model: str, attempt: int, patience: float) -> float:
+    """The reservation of a call the run's spending limit lets start (waiting while the run's first
+    call is on its way, for at most ``patience`` seconds: a call's own time limit); raises
+    :class:`SpendingLimitReached` when it does not."""
+    deadline = time.monotonic() + patience
+    while True:
+        # inline: the lock is held for a read and a write of 512 bytes (~25 us), a thread hop costs more
+        reserved = limit.start(wait=time.monotonic() < deadline)
+        if reserved is None:
+            raise SpendingLimitReached(model, limit, attempts=attempt - 1)
+        if reserved != WAIT:
+            return reserved
+        await asyncio.sleep(0.05)
 
 
 def _reply_cost(response: Any) -> float | None:
     """The ``cost`` (USD) a transport's reply carries, if it carries one."""
     cost = getattr(response, "cost", None)
     return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    for headers in (
-        getattr(getattr(exc, "response", None), "headers", None),
-        getattr(exc, "litellm_response_headers", None),
-        getattr(exc, "headers", None),
-    ):
-        if not headers:
-            continue
-        try:
-            value = headers.get("retry-after") or headers.get("Retry-After")
-        except AttributeError:
-            continue
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            return None
-    return None
-
-
-def _answered(exc: BaseException) -> bool:
-    """Whether the endpoint answered: a reply it sent was unusable, or an HTTP status it sent (not one a
-    client library made up for a timeout or a connection error)."""
-    if isinstance(exc, MalformedReply):
-        return True
-    return status_of(exc) is not None and _kind(exc) not in {"Timeout", "APITimeoutError", "APIConnectionError"}
-
-
-def _kind(exc: BaseException) -> str:
-    """The error's litellm exception name (the direct path's errors carry it as ``kind``)."""
-    return getattr(exc, "kind", None) or type(exc).__name__
-
-
-#: How providers word a prompt longer than the model's window when they do not raise litellm's
-#: ``ContextWindowExceededError`` (llama.cpp, behind litellm's custom-provider path, raises a ValueError
-#: that arrives as an ``APIConnectionError``: "Requested tokens (N) exceed context window of 4096").
-_CONTEXT_WINDOW = re.compile(r"exceeds? (?:the )?context window|context[_ ]length[_ ]exceeded"
-                             r"|maximum context length|context window exceeded", re.I)
-
-
-def is_context_window_error(exc: BaseException) -> bool:
-    """Whether ``exc`` says the prompt does not fit the model's window: never worth a retry."""
-    return _kind(exc) == "ContextWindowExceededError" or bool(_CONTEXT_WINDOW.search(str(exc)[:2000]))
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    if isinstance(exc, MalformedReply):
-        return True
-    if is_context_window_error(exc):
-        return False
-    name = _kind(exc)
-    if name in {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
-                "ContextWindowExceededError", "ContentPolicyViolationError", "UnsupportedParamsError"}:
-        return False
-    if name in {"Timeout", "APITimeoutError", "APIConnectionError", "RateLimitError",
-                "ServiceUnavailableError", "InternalServerError", "BadGatewayError", "APIError",
-                "TimeoutError", "JSONDecodeError"}:
-        return True
-    status = status_of(exc)
-    return status in _RETRYABLE_STATUS if status is not None else isinstance(exc, (OSError, asyncio.TimeoutError))
 
 
 @dataclass(kw_only=True)
@@ -282,6 +204,9 @@ class ModelClient:
     #: Where a call made with ``prompt_cache=True`` asks the provider to cache its prompt (litellm's
     #: ``cache_control_injection_points``; ``make_client`` takes them from the provider): empty, no marks.
     cache_breakpoints: tuple[Mapping[str, Any], ...] = ()
+    #: The run's spending limit (``--ifbench-max-cost``, shared by the model's and the judges' clients and
+    #: every process of the run); None: no limit.
+    spending: SpendingLimit | None = field(default=None, repr=False)
     #: Calls on their way, by (event loop, cache key): an identical request waits for the first (see
     #: :meth:`complete`).
     _in_flight: dict[tuple[int, str], asyncio.Future[Any]] = field(default_factory=dict, init=False, repr=False)
@@ -350,24 +275,21 @@ class ModelClient:
         shared = self.cache.shared is not None
         kept = kept_reply(await asyncio.to_thread(self.cache.get, key) if shared else self.cache.get(key))
         if kept is not None:
-            self.stats.cache_hits += 1
-            return self._completion(kept["raw_text"], kept, cached=True)
+            return self._hit(kept)
         loop = asyncio.get_running_loop()
         flight = (id(loop), key)
         first = self._in_flight.get(flight)
         if first is not None:
             answer = await asyncio.shield(first)  # this caller's own cancellation leaves the first alone
             if answer is not None:
-                self.stats.cache_hits += 1
-                return self._completion(answer["raw_text"], answer, cached=True)
+                return self._hit(answer)
         mine = self._in_flight[flight] = loop.create_future()
         answer, claimed = None, False
         try:
             policy = self.retry  # a process that takes longer than a call may take under the retry policy hangs
             answer = await reply_or_claim(self.cache, key, policy.max_attempts * policy.timeout + policy.max_total_wait)
             if answer is not None:
-                self.stats.cache_hits += 1
-                return self._completion(answer["raw_text"], answer, cached=True)
+                return self._hit(answer)
             claimed = True
             answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
                                                    marks=marks)
@@ -382,6 +304,13 @@ class ModelClient:
                 del self._in_flight[flight]
             mine.set_result(answer)  # None (failed, cancelled): whoever waited calls for itself
         return self._completion(answer["raw_text"], answer, cached=False)
+
+    def _hit(self, entry: Mapping[str, Any]) -> Completion:
+        """A reply from the cache (or a call another caller made): free, and what a call may cost."""
+        self.stats.cache_hits += 1
+        if self.spending is not None:
+            self.spending.saw(entry.get("cost"))
+        return self._completion(entry["raw_text"], entry, cached=True)
 
     async def _call_with_retries(self, messages, params, *, tools, response_format, marks=()) -> dict[str, Any]:
         litellm = await litellm_module() if self.direct is None else None
@@ -398,9 +327,14 @@ class ModelClient:
         if marks:
             kwargs["cache_control_injection_points"] = [dict(point) for point in marks]
         breaker = self.breakers.for_endpoint(self.endpoint)
+        spending = self.spending
+        reserved: float | None = None  # what the spending limit holds for the attempt on its way
 
         async def send() -> Any:
+            nonlocal reserved
             breaker.check()  # also after waiting for a slot: the endpoint may have been found dead meanwhile
+            if spending is not None:  # after the slot too: a call waiting for one has not started
+                reserved = await _admitted(spending, self.model, attempt, self.retry.timeout)
             self.stats.calls += 1
             if litellm is None:
                 call = self.direct.acompletion(model=self.model, messages=messages,  # type: ignore[union-attr]
@@ -436,6 +370,9 @@ class ModelClient:
                         cost = float(litellm.completion_cost(completion_response=response))
                     except Exception:
                         cost = None
+                if reserved is not None:
+                    spending.end(reserved, cost)  # type: ignore[union-attr]
+                    reserved = None
                 return {
                     "raw_text": raw, "tool_calls": calls,
                     "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
@@ -444,26 +381,34 @@ class ModelClient:
                     "finish_reason": getattr(choice, "finish_reason", None),
                 }
             except asyncio.CancelledError:
+                if reserved is not None:
+                    spending.end(reserved, None, paid=False)  # type: ignore[union-attr]
+                raise
+            except SpendingLimitReached:
+                self.stats.failures += 1
                 raise
             except CircuitOpen as opened:
                 self.stats.failures += 1
                 raise EndpointDown(self.model, str(opened), attempts=attempt - 1) from None
             except Exception as error:
                 exc = as_malformed(error)
-                message = _error_message(exc)
+                if reserved is not None:  # a reply that came malformed was paid for, at a price not known
+                    spending.end(reserved, None, paid=isinstance(exc, MalformedReply))  # type: ignore[union-attr]
+                    reserved = None
+                message = error_message(exc)
                 if is_connection_failure(error):
                     breaker.failed(message)
                     if breaker.opened is not None:
                         self.stats.failures += 1
                         raise EndpointDown(self.model, breaker.opened, attempts=attempt) from None
-                elif _answered(exc):
+                elif answered(exc):
                     breaker.answered()
-                if not _is_retryable(exc) or attempt >= self.retry.max_attempts:
+                if not is_retryable(exc) or attempt >= self.retry.max_attempts:
                     self.stats.failures += 1
                     raise ModelCallError(self.model, message,
                                          attempts=attempt, status=status_of(exc)) from None
                 delay = random.uniform(0, min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1)))
-                hinted = _retry_after(exc)
+                hinted = retry_after(exc)
                 if hinted is not None:
                     delay = max(delay, hinted)
                 if waited + delay > self.retry.max_total_wait:

@@ -30,6 +30,7 @@ from .cache import ResponseCache
 from .client import ModelClient, RetryPolicy
 from .prices import provider_of
 from .provider_api import Provider
+from .spending import SpendingLimit
 
 
 def _litellm_cache_breakpoints(model: str) -> tuple[Mapping[str, Any], ...]:
@@ -122,7 +123,7 @@ _BUILTIN_TABLE = ProviderTable()
 def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache | None = None,
                 retry: RetryPolicy = RetryPolicy(), strip_think: bool = True,
                 extra: Mapping[str, Any] | None = None, providers: ProviderTable | None = None,
-                breakers: Breakers | None = None) -> ModelClient:
+                breakers: Breakers | None = None, spending: SpendingLimit | None = None) -> ModelClient:
     """The client for ``model``, built by the provider that serves it.
 
     ``api_base`` is the ``--api-base`` setting (a provider that does not use it, like the embedded
@@ -130,7 +131,7 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     ``extra`` is sent with every call (an ``openai/`` model on a server of one's own gets
     ``api_key="no-key"`` unless ``OPENAI_API_KEY`` is set); ``providers`` is the
     run's table (default: the built-ins only); ``breakers`` the run's circuit breakers (default: the
-    client's own, see :mod:`.breaker`).
+    client's own, see :mod:`.breaker`); ``spending`` the run's spending limit (see :mod:`.spending`).
     """
     table = _BUILTIN_TABLE if providers is None else providers
     api_base = endpoint(model, api_base)
@@ -140,7 +141,7 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     transport = provider.transport(model, base, sent) if provider.transport is not None else None
     marks = tuple(provider.cache_breakpoints(model)) if provider.cache_breakpoints is not None else ()
     return ModelClient(model=model, api_base=base, cache=cache, retry=retry, strip_think=strip_think,
-                       extra=sent, direct=transport, cache_breakpoints=marks,
+                       extra=sent, direct=transport, cache_breakpoints=marks, spending=spending,
                        **({"breakers": breakers} if breakers is not None else {}))
 
 

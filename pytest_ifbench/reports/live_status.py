@@ -7,7 +7,9 @@
 What it counts. Instances are the collected ifbench items and those finished; agent runs, steps (model
 calls of the built-in loop and of real CLIs behind the proxy), their prompt + completion tokens and
 cost come from :data:`pytest_ifbench.agents.progress.BOARD`, which the loop and the proxy's meter fill
-step by step. The rest is estimated from the pace so far (elapsed / done x instances left).
+step by step. With ``--ifbench-max-cost`` the money is instead what every call of the run (model, judges,
+agents; every worker's) has paid, against the limit (``$3.12 of $20 paid``), read off the run's ledger.
+The rest is estimated from the pace so far (elapsed / done x instances left).
 
 Where it shows (``--ifbench-live-status``):
 
@@ -44,7 +46,9 @@ from typing import Any
 
 import pytest
 
+from .._max_cost import status as spending_status
 from ..agents.progress import BOARD
+from ..models.spending import usd
 
 MODES = ("auto", "tty", "plain", "off")
 #: The xdist worker input naming the directory of snapshots.
@@ -80,8 +84,11 @@ def status_line(snapshot: Mapping[str, Any], elapsed: float) -> str:
         parts.append(f"{running} agent run{'s' if running != 1 else ''} going")
         parts.append(f"{steps:,} step{'s' if steps != 1 else ''}")
     parts.append(f"{int(snapshot.get('tokens') or 0):,} tokens")
-    cost = float(snapshot.get("cost") or 0.0)
-    parts.append(f"${cost:.4f}" if cost else "$0")
+    if snapshot.get("limit"):  # --ifbench-max-cost: what every call of the run paid, against the limit
+        parts.append(f"{usd(float(snapshot.get('paid') or 0.0))} of {usd(float(snapshot['limit']))} paid")
+    else:
+        cost = float(snapshot.get("cost") or 0.0)
+        parts.append(f"${cost:.4f}" if cost else "$0")
     parts.append(_duration(elapsed))
     if 0 < done < total:
         parts.append(f"~{_duration(elapsed / done * (total - done))} left")
@@ -178,12 +185,17 @@ class _View(_Items):
     # -- where the numbers come from ------------------------------------------------------------------
     def gather(self) -> dict[str, Any]:
         if self.directory is None:
-            return self.snapshot()
-        snapshots = []
-        for path in sorted(self.directory.glob("*.json")):
-            with contextlib.suppress(OSError, ValueError):
-                snapshots.append(json.loads(path.read_text(encoding="utf-8")))
-        return add_up(snapshots)
+            snapshot = self.snapshot()
+        else:
+            snapshots = []
+            for path in sorted(self.directory.glob("*.json")):
+                with contextlib.suppress(OSError, ValueError):
+                    snapshots.append(json.loads(path.read_text(encoding="utf-8")))
+            snapshot = add_up(snapshots)
+        spent = spending_status(self.config)  # the run's ledger, every worker's calls in it
+        if spent is not None:
+            snapshot.update(limit=spent.limit, paid=spent.spent)
+        return snapshot
 
     def line(self) -> str | None:
         """The status now; None in a session without ifbench items (agent runs a plain test makes are not shown)."""

@@ -26,6 +26,10 @@ from ..reports.results_reader import ResultsReader
 from ..reports.results_stream import ResultsJournal
 from ..suite.run_settings import settings_by_benchmark
 
+#: A shard file's entries that ``merged_from`` keeps: what its shared cache did and its spending limit (the
+#: merge's summary says which shard's store failed and which shard stopped paying).
+_KEPT_ENTRIES = ("shared_cache", "spending_limit")
+
 
 class MergeRefused(Exception):
     """The files are not parts of one run (the message names the files and what differs)."""
@@ -239,7 +243,7 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
         "merged_from": [{"file": file.path.name, "shard": file.shard and f"{file.shard['index']}/"
                          f"{file.shard['count']}", "instances": file.instances,
                          **({"unfinished": True} if file.unfinished else {}),
-                         **({"shared_cache": file.meta["shared_cache"]} if "shared_cache" in file.meta else {})}
+                         **{key: file.meta[key] for key in _KEPT_ENTRIES if key in file.meta}}
                         for file in files],
     }
     if missing or not_run:

@@ -89,6 +89,26 @@ def shared_cache_warnings(merged: Merged) -> list[str]:
     return out
 
 
+def spending_facts(merged: Merged) -> list[str]:
+    """What the shards paid under ``--ifbench-max-cost`` (each shard's own limit): their total, and one
+    line per shard that reached its limit."""
+    from ..models.spending import usd
+
+    parts = [(part, part["spending_limit"]) for part in merged.meta.get("merged_from") or ()
+             if isinstance(part.get("spending_limit"), dict)]
+    if not parts:
+        return []
+    out = [f"spending limits: {usd(sum(float(entry.get('spent') or 0) for _, entry in parts))} paid by "
+           f"{sum(int(entry.get('calls') or 0) for _, entry in parts)} call(s) in {len(parts)} file(s)"]
+    for part, entry in parts:
+        if entry.get("refused"):
+            where = f"{part['file']}" + (f" (shard {part['shard']})" if part.get("shard") else "")
+            out.append(f"**{where} reached its spending limit** ({usd(float(entry.get('spent') or 0))} of "
+                       f"{usd(float(entry.get('limit') or 0))}): {entry['refused']} call(s) not made, their "
+                       f"instances errored")
+    return out
+
+
 def incomplete_facts(merged: Merged, shown: int = 20) -> list[str]:
     """The summary's lines for a merge that is not complete: the missing shards, the files whose run did not
     finish, and the instances not run (the first ``shown`` of them; the merged file lists all)."""
@@ -120,7 +140,8 @@ def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
                                   "ifbench_judge_models": state.judge_names if merged.judge_given else None},
                          state=state, directory=Path.cwd(),
                          facts=[*incomplete_facts(merged),
-                                *(f"**warning: {line}**" for line in shared_cache_warnings(merged))])
+                                *(f"**warning: {line}**" for line in shared_cache_warnings(merged)),
+                                *spending_facts(merged)])
     merged.write()
     lines = summary_lines(config, records) if records else []  # type: ignore[arg-type]
     if summary is not None and records:

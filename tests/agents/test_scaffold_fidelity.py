@@ -141,11 +141,11 @@ def test_a_missing_workspaces_directory_is_one_usage_error(suite, tmp_path):
 
 
 def test_a_context_window_error_is_never_retried():
-    from pytest_ifbench.models.client import _is_retryable, is_context_window_error
+    from pytest_ifbench.models.call_errors import is_context_window_error, is_retryable
 
     class APIConnectionError(Exception):  # how litellm reports llama.cpp's error for local/ models
         pass
 
     local = APIConnectionError("litellm.APIConnectionError: Requested tokens (6031) exceed context window of 4096")
-    assert is_context_window_error(local) and not _is_retryable(local)
-    assert _is_retryable(APIConnectionError("Connection reset by peer"))
+    assert is_context_window_error(local) and not is_retryable(local)
+    assert is_retryable(APIConnectionError("Connection reset by peer"))

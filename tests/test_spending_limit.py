@@ -1,0 +1,339 @@
+"""``--ifbench-max-cost``: the run's ledger, its calls against the real stub, and whole runs (one process,
+``-n 2``, shards and their merge).
+
+The stub answers ``openai/gpt-4o-mini``, a model litellm's price table prices, through the OpenAI SDK
+route; its usage counts words, so a call costs millionths of a dollar and the limits here are as small.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from pytest_ifbench._types import GenerationParams
+from pytest_ifbench.cli.main import main as ifbench
+from pytest_ifbench.models.client import SpendingLimitReached
+from pytest_ifbench.models.providers import make_client
+from pytest_ifbench.models.spending import WAIT, SpendingLimit, usd
+from pytest_ifbench.testing import Fault, StubServer
+from tests._support import closing_sessions
+from tests.scale import _suite
+
+MODEL = "openai/gpt-4o-mini"
+
+
+def _ledger(tmp_path: Path, limit: float) -> SpendingLimit:
+    return SpendingLimit.create(tmp_path / "ledger", limit)
+
+
+# --------------------------------------------------------------------------- the ledger
+
+
+def test_a_call_starts_while_what_is_paid_and_reserved_leaves_room_for_it(tmp_path):
+    ledger = _ledger(tmp_path, 1.0)
+    first = ledger.start()
+    assert first == 0.0, "no price known: the first call reserves nothing"
+    assert ledger.start() == WAIT, "until the first call comes back, it is the only one on its way"
+    ledger.end(first, 0.3)
+    held = [ledger.start(), ledger.start()]
+    assert held == [0.3, 0.3]
+    assert ledger.start() is None, "0.3 paid + 2 x 0.3 reserved + 0.3 for a third is past 1.0"
+    ledger.end(held[0], 0.1)
+    ledger.end(held[1], 0.2)
+    now = ledger.status()
+    assert (now.spent, now.calls, now.refused, now.in_flight, now.reserved) == (pytest.approx(0.6), 3, 1, 0, 0)
+    assert ledger.start() == 0.3 and ledger.start() is None
+
+
+def test_a_call_that_came_back_with_no_reply_costs_nothing_and_a_reply_without_a_price_is_counted(tmp_path):
+    ledger = _ledger(tmp_path, 1.0)
+    ledger.end(ledger.start(), None, paid=False)
+    assert ledger.status().calls == 0
+    assert ledger.start() == 0.0, "the failed first call is no longer on its way: the next one goes"
+    ledger.end(0.0, None)
+    now = ledger.status()
+    assert (now.calls, now.unpriced, now.spent) == (1, 1, 0.0)
+    assert ledger.start() == 0.0 and ledger.start() == 0.0, "calls came back unpriced: no more waiting"
+
+
+def test_a_cached_reply_s_cost_is_what_a_call_reserves_before_any_is_paid(tmp_path):
+    ledger = _ledger(tmp_path, 1.0)
+    ledger.saw(0.4)
+    assert [ledger.start(), ledger.start()] == [0.4, 0.4]
+    assert ledger.start() is None
+
+
+def test_a_caller_that_waited_long_enough_for_the_first_call_goes(tmp_path):
+    """A first call whose process died would otherwise hold every other call back for good."""
+    ledger = _ledger(tmp_path, 1.0)
+    assert ledger.start() == 0.0
+    assert ledger.start() == WAIT
+    assert ledger.start(wait=False) == 0.0
+
+
+def test_the_record_is_written_in_place_at_one_width(tmp_path):
+    """One pwrite of a fixed width: a process killed mid-write never leaves a shorter record's tail."""
+    ledger = _ledger(tmp_path, 12345.678)
+    sizes = set()
+    for cost in (0.1, 123.456789, 0.0):
+        ledger.end(ledger.start(wait=False), cost)
+        sizes.add((tmp_path / "ledger").stat().st_size)
+    assert sizes == {64}
+    now = SpendingLimit(tmp_path / "ledger").status()
+    assert (now.calls, now.spent, now.limit) == (3, pytest.approx(123.556789), 12345.678)
+    (tmp_path / "ledger").write_bytes(b"cut")
+    with pytest.raises(RuntimeError, match="unreadable: 3 bytes"):
+        ledger.status()
+
+
+def test_a_limit_must_be_above_zero(tmp_path):
+    with pytest.raises(ValueError, match="above 0"):
+        _ledger(tmp_path, 0)
+
+
+def _spend(path: str, rounds: int, results) -> None:
+    ledger = SpendingLimit(Path(path))
+    started = 0
+    for _ in range(rounds):
+        reserved = ledger.start(wait=False)
+        if reserved is not None:
+            started += 1
+            ledger.end(reserved, 1.0)
+    results.put(started)
+
+
+def test_processes_sharing_the_ledger_never_pass_the_limit_between_them(tmp_path):
+    """Four processes at once, each trying 300 calls of $1 under a $100 limit: exactly 100 are made.
+    (Without the file lock, read-modify-write races lose updates and let more through.)"""
+    ledger = _ledger(tmp_path, 100.0)
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    workers = [context.Process(target=_spend, args=(str(ledger.path), 300, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    started = [results.get(timeout=60) for _ in workers]
+    for worker in workers:
+        worker.join(30)
+    now = ledger.status()
+    assert sum(started) == now.calls == 100
+    assert now.spent == pytest.approx(100.0) and now.refused == 1200 - 100 and now.in_flight == 0
+
+
+def test_amounts_read_as_money():
+    assert [usd(0), usd(12.3456), usd(4.98765), usd(0.0123), usd(0.0000234)] == [
+        "$0", "$12.35", "$4.9877", "$0.0123", "$2.3e-05"]
+
+
+# --------------------------------------------------------------------------- calls against the stub
+
+
+def _complete(client, prompts: list[str]):
+    async def everything():
+        return await asyncio.gather(*(client.complete([{"role": "user", "content": p}], GenerationParams(max_tokens=9))
+                                      for p in prompts), return_exceptions=True)
+
+    return asyncio.run(closing_sessions(everything()))
+
+
+def test_a_call_past_the_limit_is_never_sent(stub_env, tmp_path):
+    ledger = _ledger(tmp_path, 1e-5)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger)
+    done = _complete(client, [f"question number {i}" for i in range(12)])
+    paid = [d for d in done if not isinstance(d, BaseException)]
+    refused = [d for d in done if isinstance(d, SpendingLimitReached)]
+    assert len(paid) + len(refused) == 12 and paid and refused
+    assert stub_env.calls == len(paid) == ledger.status().calls
+    assert sum(c.cost for c in paid) == pytest.approx(ledger.status().spent) and ledger.status().spent <= 1e-5
+    assert refused[0].attempts == 0 and "spending limit is reached" in str(refused[0])
+    assert ledger.status().refused == len(refused)
+
+
+def test_concurrent_calls_stay_within_the_limit_from_the_first_one(stub_env, tmp_path):
+    """16 calls at once, room for about 3: the first goes alone, then the others reserve what it cost.
+    (Had all started together, all 16 would have been paid.)"""
+    probe = make_client(MODEL, api_base=stub_env.url)
+    one = _complete(probe, ["the same words every time"])[0].cost
+    stub_env.latency = 0.2
+    ledger = _ledger(tmp_path, one * 3.5)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger)
+    _complete(client, ["the same words every time"] * 1 + [f"the same words every {i}" for i in range(15)])
+    now = ledger.status()
+    assert now.calls == 3 and now.spent <= one * 3.5 and now.refused == 13
+
+
+def test_a_failed_attempt_costs_nothing_and_its_retry_asks_again(stub_env, tmp_path):
+    from pytest_ifbench.models.client import RetryPolicy
+
+    stub_env.inject_faults(Fault(kind="status", status=500, message="backend down"))
+    ledger = _ledger(tmp_path, 1.0)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger,
+                         retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02))
+    (done,) = _complete(client, ["hello there"])
+    now = ledger.status()
+    assert done.attempts == 2 and stub_env.calls == 2
+    assert now.calls == 1 and now.spent == pytest.approx(done.cost) and now.in_flight == 0
+
+
+# --------------------------------------------------------------------------- whole runs
+
+
+def _write_suite(pytester, n: int = 20) -> None:
+    (pytester.path / "suites").mkdir(exist_ok=True)
+    (pytester.path / "suites" / "scaled.yaml").write_text(_suite.suite_text(n), encoding="utf-8")
+
+
+def _args(server: StubServer, limit: float | None, *extra: str) -> list[str]:
+    return ["suites", f"--model={MODEL}", f"--api-base={server.url}", "-p", "no:cacheprovider",
+            "--ifbench-max-wait=5", "--ifbench-timeout=5", *([f"--ifbench-max-cost={limit:.10f}"] if limit else []),
+            *extra]
+
+
+def _call_prices(pytester, server: StubServer) -> tuple[float, float]:
+    """The cheapest and the costliest call of this suite (the stub's usage counts words)."""
+    result = pytester.runpytest(*_args(server, None, "--ifbench-no-cache", "--ifbench-results=probe.json",
+                                       "--ifbench-summary="))
+    assert result.ret == 1
+    costs = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("cost"), float) and "raw_text" in node:
+                costs.append(node["cost"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads((pytester.path / "probe.json").read_text())["instances"])
+    assert len(costs) >= 21
+    server.reset()
+    return min(costs), max(costs)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_a_run_stops_paying_at_its_limit_and_a_later_run_pays_only_the_rest(pytester, stub_env, workers):
+    _write_suite(pytester)
+    full = 20 + 2 + 3  # the suite's calls: 20 single turns, a dialogue's 2 turns, 3 samples
+    cheapest, costliest = _call_prices(pytester, stub_env)
+    limit = costliest * 6.5
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest
+    first = run(*_args(stub_env, limit, *workers))
+    assert first.ret == 1
+    data = json.loads((pytester.path / "ifbench-results.json").read_text())
+    entry = data["spending_limit"]
+    # past the limit only by what a call costs more than the costliest before it
+    assert entry["spent"] <= limit + costliest - cheapest and 0 < entry["calls"] == stub_env.calls < full
+    assert 0 < entry["refused"] <= full - entry["calls"]  # a dialogue refused at its first turn asks no second
+    errored = [r for r in data["instances"] if r["status"] == "error"]
+    assert errored and all("the run's spending limit is reached" in r["error"] for r in errored)
+    paid = sum(r["cost"] or 0 for r in data["instances"])
+    assert paid == pytest.approx(entry["spent"])
+    text = first.stdout.str()
+    assert f"spending limit: {usd(entry['spent'])} of {usd(limit)} paid by {entry['calls']} call(s)" in text
+    assert f"spending limit reached: {entry['refused']} call(s) not made" in text
+    assert f" tokens, {usd(entry['spent'])} of {usd(limit)} paid, " in text, "the live status line reads the ledger"
+    summary = (pytester.path / "ifbench-summary.md").read_text()
+    assert "spending limit reached" in summary
+
+    second = run(*_args(stub_env, 1.0, *workers))
+    assert second.ret == 1  # the even instances fail their checks: no errors now
+    again = json.loads((pytester.path / "ifbench-results.json").read_text())
+    assert not [r for r in again["instances"] if r["status"] == "error"]
+    assert stub_env.calls == full, "what the first run paid for came from the cache"
+    assert again["spending_limit"]["calls"] == full - entry["calls"]
+
+
+def test_shards_each_keep_their_own_limit_and_the_merge_says_which_reached_it(pytester, stub_env, capsys):
+    _write_suite(pytester)
+    limit = _call_prices(pytester, stub_env)[1] * 4.5
+    for index in (1, 2):
+        pytester.runpytest(*_args(stub_env, limit if index == 1 else 1.0, f"--ifbench-shard={index}/2",
+                                  f"--ifbench-results=shard-{index}.json"))
+    capsys.readouterr()
+    assert ifbench(["merge", str(pytester.path / "shard-1.json"), str(pytester.path / "shard-2.json"),
+                    "--out", str(pytester.path / "merged.json")]) == 0
+    printed = capsys.readouterr().out
+    parts = json.loads((pytester.path / "merged.json").read_text())["merged_from"]
+    assert [bool(p["spending_limit"]["refused"]) for p in parts] == [True, False]
+    assert "shard-1.json (shard 1/2) reached its spending limit" in printed
+    assert "shard-2.json (shard 2/2) reached" not in printed
+    summary = (pytester.path / "merged-summary.md").read_text()
+    assert "**shard-1.json (shard 1/2) reached its spending limit**" in summary
+
+
+def test_a_limit_a_run_cannot_count_is_refused_at_start_up(pytester, stub_env):
+    _write_suite(pytester, 2)
+    result = pytester.runpytest("suites", "--model=openai/stub", f"--api-base={stub_env.url}", "--ifbench-max-cost=5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ifbench-max-cost counts what litellm's price table says*no price for "
+                                 "'openai/stub'*"])
+    result = pytester.runpytest(*_args(stub_env, None, "--ifbench-max-cost=0"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ifbench-max-cost must be above 0, not 0*"])
+    result = pytester.runpytest(*_args(stub_env, None, "--ifbench-max-cost=1", "--judge-model=openai/stub"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert stub_env.calls == 0
+
+
+# --------------------------------------------------------------------------- agent runs
+
+
+def _loop_step(n: int):
+    from pytest_ifbench.testing import Reply
+
+    return Reply(tool_calls=[{"id": f"call_{n}", "type": "function",
+                              "function": {"name": "bash", "arguments": json.dumps({"command": f"echo {n}"})}}])
+
+
+def test_a_loop_run_stops_at_the_run_s_limit_with_its_paid_steps_kept(stub_env, tmp_path):
+    """The built-in loop's steps are the run's calls: the step past the limit is not made, and the error
+    carries the steps paid before it (the errored record counts them)."""
+    from pytest_ifbench.agents.loop import run_loop
+    from pytest_ifbench.agents.options import AgentOptions
+    from pytest_ifbench.agents.profiles import ToolRegistry
+    from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
+
+    if (problem := sandbox_problem()) is not None:
+        pytest.skip(problem)
+    stub_env.default = lambda body: _loop_step(sum(m["role"] == "assistant" for m in body["messages"]))
+    one = _complete(make_client(MODEL, api_base=stub_env.url), ["echo"])[0].cost
+    stub_env.reset()
+    stub_env.default = lambda body: _loop_step(sum(m["role"] == "assistant" for m in body["messages"]))
+    ledger = _ledger(tmp_path, one * 2.5)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger)
+    with Workspace.create(None, parent=tmp_path) as workspace, pytest.raises(SpendingLimitReached) as raised:
+        asyncio.run(closing_sessions(run_loop(
+            client=client, messages=[{"role": "user", "content": "go"}], profile=ToolRegistry().profile("generic"),
+            workspace=workspace, options=AgentOptions(max_steps=20), params=GenerationParams(max_tokens=50),
+            trajectory_path=tmp_path / "t.json")))
+    now = ledger.status()
+    assert len(raised.value.paid) == now.calls == stub_env.calls >= 1 and now.refused == 1
+    assert json.loads((tmp_path / "t.json").read_text())["meta"]["stop_reason"] == "model_error"
+
+
+def test_a_cli_s_call_past_the_limit_is_answered_with_a_final_error_and_never_sent(stub_env, tmp_path):
+    """Behind the relay (Claude Code, Kilo, Droid): the CLI is told not to retry, the proxy records the
+    failure (the run is then an error of the harness, not the agent's failure), and the model is not called."""
+    import urllib.error
+    import urllib.request
+
+    from pytest_ifbench.agents.proxy import RecordingProxy
+
+    ledger = _ledger(tmp_path, 1e-12)
+    ledger.end(ledger.start(), 1e-12)  # the run has paid its limit
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger)
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 50, "messages": [{"role": "user", "content": "hello"}]}
+    with RecordingProxy(client, log_path=tmp_path / "raw.jsonl", session_id="s1", tcp=True,
+                        socket_path=tmp_path / "proxy.sock") as proxy:
+        sent = urllib.request.Request(proxy.url + "/v1/messages", data=json.dumps(request).encode(), method="POST",
+                                      headers={"content-type": "application/json", "anthropic-version": "2023-06-01"})
+        with pytest.raises(urllib.error.HTTPError) as answered:
+            urllib.request.urlopen(sent, timeout=30)
+    assert answered.value.code == 400 and answered.value.headers["x-should-retry"] == "false"
+    assert "the run's spending limit is reached" in json.loads(answered.value.read())["error"]["message"]
+    assert stub_env.calls == 0 and len(proxy.failures) == 1 and "spending limit" in proxy.failures[0]
