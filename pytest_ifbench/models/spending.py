@@ -6,8 +6,8 @@ cost (:meth:`SpendingLimit.end`). It may start only while what was paid, plus a 
 call on its way, plus one for itself, stays within the limit. A call's reservation is the largest cost
 of one call seen so far in the run (its replies, and the cached replies this process read); until a
 first call has come back, one call at a time is on its way in the whole run, so a run can pass its
-limit only by what one call costs more than the costliest call before it. A refused call is never sent:
-its caller fails with the limit's reason (:class:`~.client.SpendingLimitReached`).
+limit only by what the calls on their way cost more than the costliest call before them. A refused call
+is never sent: its caller fails with the limit's reason (:class:`~.client.SpendingLimitReached`).
 
 The ledger is one small file under an exclusive ``flock`` (plus a lock for this process's threads,
 which share the file's descriptor): the controller of an xdist run creates it and each worker opens
