@@ -184,3 +184,26 @@ def test_the_loop_holds_max_seconds_while_a_model_call_is_in_flight(stub_env, tm
                                       profile=ToolRegistry().profile("generic"), workspace=ws,
                                       options=AgentOptions(max_seconds=2), params=GenerationParams()))
     assert result.stop_reason == "max_seconds" and time.monotonic() - began < 6
+
+
+@pytest.mark.parametrize("name", list(AGENT_CLIS))
+def test_the_run_s_spending_limit_ends_a_real_cli_as_an_error_of_the_harness(name, agents, stub_env, tmp_path):
+    """``--ifbench-max-cost`` reached: the CLI's call is never sent, the CLI is told not to retry and ends
+    within seconds, and the run is an error of the harness (not the agent's failure, not a scored stop)."""
+    from pytest_ifbench.models.providers import make_client
+    from pytest_ifbench.models.spending import SpendingLimit
+
+    stub_env.default = endless(name)
+    ledger = SpendingLimit.create(tmp_path / "ledger", 1e-12)
+    ledger.end(ledger.start(), 1e-12)  # the run has paid its limit
+    client = make_client("openai/gpt-4o-mini", api_base=stub_env.url, spending=ledger,
+                         retry=RetryPolicy(max_attempts=1, timeout=120))
+    with Workspace.create(None, parent=tmp_path) as ws:
+        began = time.monotonic()
+        result = asyncio.run(run_cli(name, workspace=ws, queries=["Write hello.txt."], system=None, model_name=MODEL,
+                                     client=client, submit=None, options=AgentOptions(max_seconds=120),
+                                     log_path=tmp_path / "raw.jsonl"))
+        took = time.monotonic() - began
+    assert result.agent_fault is None and "the run's spending limit is reached" in (result.harness_error or ""), (
+        result.harness_error, result.stderr[-2000:])
+    assert stub_env.calls == 0 and took < 60 and ledger.status().refused >= 1
