@@ -84,6 +84,32 @@ def test_plain_lines_under_xdist_count_every_workers_steps(pytester, stub_env):
     assert "\x1b[" not in out  # plain lines only: no cursor movement in a log
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_instances_that_are_not_agent_runs_count_their_tokens_and_cost(pytester, stub_env, workers):
+    """A plain model's run pays for every instance too: the final line says what its records say (it said
+    "0 tokens, $0" when only agent steps were counted)."""
+    write_suite(pytester.path, "suites/plain.yaml", """
+        ifbench: 1
+        benchmark: plain
+        instances:
+          - {id: a, prompt: say hello, checks: [{id: w, verifier: ifbench.word_count, params: {min: 1}}]}
+          - {id: b, prompt: say goodbye, checks: [{id: w, verifier: ifbench.word_count, params: {min: 1}}]}
+          - id: c
+            protocol: multi_turn
+            turns:
+              - {user: first, checks: [{id: w1, verifier: ifbench.word_count, params: {min: 1}}]}
+              - {user: second, checks: [{id: w2, verifier: ifbench.word_count, params: {min: 1}}]}
+        """)
+    args = ["--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:], "--ifbench-live-status=plain", *workers]
+    result = (pytester.runpytest_subprocess if workers else pytester.runpytest)("suites", *args)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    records = _records(pytester)
+    tokens = sum(sum(r["tokens"].values()) for r in records)
+    cost = sum(r["cost"] for r in records)
+    assert tokens > 0 and cost > 0 and stub_env.calls == 4
+    assert final_line(result.stdout.str()).startswith(f"ifbench: 3/3 instances done, {tokens:,} tokens, ${cost:.4f}, ")
+
+
 def _as_seen(out: str) -> str:
     """What a terminal shows for ``out``: each ``ESC[nD ESC[K`` takes back the n characters before it."""
     screen: list[str] = []

@@ -159,7 +159,7 @@ async def _admitted(limit: SpendingLimit, model: str, attempt: int, patience: fl
     :class:`SpendingLimitReached` when it does not."""
     deadline = time.monotonic() + patience
     while True:
-        # inline: the lock is held for a read and a write of 512 bytes (~25 us), a thread hop costs more
+        # inline: the lock is held for a read and a write of 64 bytes (~10 us); a thread hop cost 0.6 ms a call
         reserved = limit.start(wait=time.monotonic() < deadline)
         if reserved is None:
             raise SpendingLimitReached(model, limit, attempts=attempt - 1)

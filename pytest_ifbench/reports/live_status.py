@@ -7,9 +7,10 @@
 What it counts. Instances are the collected ifbench items and those finished; agent runs, steps (model
 calls of the built-in loop and of real CLIs behind the proxy), their prompt + completion tokens and
 cost come from :data:`pytest_ifbench.agents.progress.BOARD`, which the loop and the proxy's meter fill
-step by step. With ``--ifbench-max-cost`` the money is instead what every call of the run (model, judges,
-agents; every worker's) has paid, against the limit (``$3.12 of $20 paid``), read off the run's ledger.
-The rest is estimated from the pace so far (elapsed / done x instances left).
+step by step; the other instances' tokens and cost (their model's and judges' calls, as their records
+count them) are added as each finishes. With ``--ifbench-max-cost`` the money is instead what every
+call of the run (model, judges, agents; every worker's) has paid, against the limit (``$3.12 of $20
+paid``), read off the run's ledger. The rest is estimated from the pace so far (elapsed / done x instances left).
 
 Where it shows (``--ifbench-live-status``):
 
@@ -111,9 +112,23 @@ class _Items:
     def __init__(self) -> None:
         self.total = 0
         self.done = 0
+        #: The tokens and cost of the finished instances that were not agent runs (those count step by step).
+        self.tokens = 0
+        self.cost = 0.0
 
     def snapshot(self) -> dict[str, Any]:
-        return {"total": self.total, "done": self.done, **BOARD.snapshot()}
+        board = BOARD.snapshot()
+        return {"total": self.total, "done": self.done, **board, "tokens": board["tokens"] + self.tokens,
+                "cost": round(board["cost"] + self.cost, 8)}
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: the core has put the record on the report
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Generator[None, Any, Any]:
+        report = yield
+        record = report.__dict__.get("ifbench_record")
+        if isinstance(record, dict) and not record.get("agent"):
+            self.tokens += sum(int(v or 0) for v in (record.get("tokens") or {}).values())
+            self.cost += float(record.get("cost") or 0.0)
+        return report
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
