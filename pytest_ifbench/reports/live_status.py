@@ -9,7 +9,7 @@ calls of the built-in loop and of real CLIs behind the proxy), their prompt + co
 cost come from :data:`pytest_ifbench.agents.progress.BOARD`, which the loop and the proxy's meter fill
 step by step; the other instances' tokens and cost (their model's and judges' calls, as their records
 count them) are added as each finishes. With ``--ifbench-max-cost`` the money is instead what every
-call of the run (model, judges, agents; every worker's) has paid, against the limit (``$3.12 of $20
+call of the run (model, judges, agents; every worker's) has paid, against the limit (``$3.1200 of $20.00
 paid``), read off the run's ledger. The rest is estimated from the pace so far (elapsed / done x instances left).
 
 Where it shows (``--ifbench-live-status``):
