@@ -81,7 +81,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     except CannotWrite as exc:
         print(f"ifbench merge: cannot write: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    for line in [*lines, *spending_facts(merged)]:
+    for line in lines:
+        print(line)
+    for line in spending_facts(merged):  # Markdown for the merged summary's facts: plain here
         print(line.replace("**", ""))
     for line in shared_cache_warnings(merged):
         print(f"ifbench merge: warning: {line}", file=sys.stderr)

@@ -22,7 +22,7 @@ import fcntl
 import os
 import struct
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +96,9 @@ class SpendingLimit:
             if wait and largest <= 0 and now.in_flight and not now.calls:
                 return WAIT
             if now.spent >= now.limit or now.spent + now.reserved + largest > now.limit:
-                self._write(_replace(now, refused=now.refused + 1, largest=largest))
+                self._write(replace(now, refused=now.refused + 1, largest=largest))
                 return None
-            self._write(_replace(now, in_flight=now.in_flight + 1, reserved=now.reserved + largest, largest=largest))
+            self._write(replace(now, in_flight=now.in_flight + 1, reserved=now.reserved + largest, largest=largest))
             return largest
 
     def end(self, reserved: float, cost: float | None, *, paid: bool = True) -> None:
@@ -107,7 +107,7 @@ class SpendingLimit:
         with self._held():
             now = self._read()
             priced = cost if cost is not None and paid else 0.0
-            self._write(_replace(
+            self._write(replace(
                 now, in_flight=max(0, now.in_flight - 1), reserved=max(0.0, now.reserved - reserved),
                 spent=now.spent + priced, calls=now.calls + (1 if paid else 0),
                 unpriced=now.unpriced + (1 if paid and cost is None else 0), largest=max(now.largest, priced)))
@@ -145,11 +145,6 @@ class _Held:
             fcntl.flock(self._ledger._fd, fcntl.LOCK_UN)
         finally:
             self._ledger._lock.release()
-
-
-def _replace(record: Spent, **changes: Any) -> Spent:
-    fields = {name: getattr(record, name) for name in Spent.__slots__} | changes
-    return Spent(**fields)
 
 
 def _encode(spent: Spent) -> bytes:

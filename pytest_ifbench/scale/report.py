@@ -79,13 +79,17 @@ def _hooks(facts: _Facts) -> Any:
     return manager.hook
 
 
+def _where(part: Mapping[str, Any]) -> str:
+    """A ``merged_from`` entry as the merge's lines name it: the file, and its shard when it was one."""
+    return f"{part['file']}" + (f" (shard {part['shard']})" if part.get("shard") else "")
+
+
 def shared_cache_warnings(merged: Merged) -> list[str]:
     """One line per problem a shard's shared cache had (from each file's ``shared_cache`` entry)."""
     out = []
     for part in merged.meta.get("merged_from") or ():
         shared = part.get("shared_cache") if isinstance(part.get("shared_cache"), dict) else {}
-        where = f"{part['file']}" + (f" (shard {part['shard']})" if part.get("shard") else "")
-        out.extend(f"{where}: {text}" for text in shared.get("warnings") or () if isinstance(text, str))
+        out.extend(f"{_where(part)}: {text}" for text in shared.get("warnings") or () if isinstance(text, str))
     return out
 
 
@@ -102,8 +106,7 @@ def spending_facts(merged: Merged) -> list[str]:
            f"{sum(int(entry.get('calls') or 0) for _, entry in parts)} call(s) in {len(parts)} file(s)"]
     for part, entry in parts:
         if entry.get("refused"):
-            where = f"{part['file']}" + (f" (shard {part['shard']})" if part.get("shard") else "")
-            out.append(f"**{where} reached its spending limit** ({usd(float(entry.get('spent') or 0))} of "
+            out.append(f"**{_where(part)} reached its spending limit** ({usd(float(entry.get('spent') or 0))} of "
                        f"{usd(float(entry.get('limit') or 0))}): {entry['refused']} call(s) not made, their "
                        f"instances errored")
     return out
