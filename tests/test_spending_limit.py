@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -337,3 +339,23 @@ def test_a_cli_s_call_past_the_limit_is_answered_with_a_final_error_and_never_se
     assert answered.value.code == 400 and answered.value.headers["x-should-retry"] == "false"
     assert "the run's spending limit is reached" in json.loads(answered.value.read())["error"]["message"]
     assert stub_env.calls == 0 and len(proxy.failures) == 1 and "spending limit" in proxy.failures[0]
+
+
+def test_an_agent_command_can_neither_see_nor_write_the_run_s_ledger(tmp_path):
+    """The ledger is the run's money: a tool command that reset it would lift the limit, one that filled it
+    would turn the other instances into errors. It lives outside everything the sandbox shows."""
+    from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
+
+    if (problem := sandbox_problem()) is not None:
+        pytest.skip(problem)
+    directory = Path(tempfile.mkdtemp(prefix="ifbench-spending-"))  # where the plugin makes it
+    try:
+        ledger = SpendingLimit.create(directory / "ledger", 5.0)
+        with Workspace.create(None, parent=tmp_path) as workspace:
+            done = asyncio.run(workspace.arun(["sh", "-c", f"cat {ledger.path}; printf x > {ledger.path}; "
+                                                           f"printf x > /tmp/{directory.name}/ledger"]))
+        assert done.returncode != 0 and "No such file or directory" in done.stderr + done.stdout
+        assert ledger.status() == SpendingLimit(ledger.path).status() and ledger.status().limit == 5.0
+        assert (directory / "ledger").stat().st_size == 64
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
