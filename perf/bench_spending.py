@@ -9,6 +9,9 @@
    subprocess, without and with a limit no call reaches: wall time and CPU per call. With a limit the
    run's first call goes alone (no price is known before it), so the wall time grows by about one
    call's latency; the rest is the ledger's bookkeeping.
+3. **A ledger shared by shards** (``--ifbench-max-cost-ledger``), when ``redis-server`` is installed: the
+   same, against a redis-server this script starts on 127.0.0.1 (one Lua script per start and per end:
+   a round trip each).
 
 Usage (from the repository root)::
 
@@ -19,16 +22,21 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import multiprocessing
 import os
 import platform
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
@@ -39,9 +47,10 @@ from _common import source_revision
 from pytest_ifbench.models.spending import SpendingLimit
 from pytest_ifbench.testing import FAKE_API_KEY, StubServer
 
-#: One run of calls, in a fresh interpreter: argv = url, calls, concurrency, limit ("" for none).
+#: One run of calls, in a fresh interpreter: argv = url, calls, concurrency, limit ("" for none), the Redis
+#: URL of a shared ledger ("" for the run's own file).
 _CALLS = """
-import asyncio, json, resource, sys, tempfile, time
+import asyncio, json, resource, sys, tempfile, time, uuid
 from pathlib import Path
 from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.models.client import RetryPolicy
@@ -49,8 +58,15 @@ from pytest_ifbench.models.openai_compat import close_sessions
 from pytest_ifbench.models.providers import make_client
 from pytest_ifbench.models.spending import SpendingLimit
 
-url, calls, concurrency, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-ledger = SpendingLimit.create(Path(tempfile.mkdtemp()) / "ledger", float(limit)) if limit else None
+url, calls, concurrency, limit, shared = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+
+def new_ledger():
+    if shared:
+        from pytest_ifbench.scale.shared_ledger import RedisLedger
+        return RedisLedger(f"{shared}/bench-{uuid.uuid4().hex}", float(limit))
+    return SpendingLimit.create(Path(tempfile.mkdtemp()) / "ledger", float(limit))
+
+ledger = new_ledger() if limit else None
 client = make_client("openai/gpt-4o-mini", api_base=url, retry=RetryPolicy(max_attempts=1), spending=ledger)
 
 async def main():
@@ -61,7 +77,7 @@ async def main():
             await client.complete([{"role": "user", "content": f"question {i}"}], GenerationParams(max_tokens=16))
     await one(-1)  # the connection pool warmed up, outside the timing (the ledger then knows a price)
     if ledger is not None:
-        ledger = SpendingLimit.create(ledger.path, float(limit))  # ... but not the run's first call: a new ledger
+        ledger = new_ledger()  # ... but not the run's first call: a new ledger
         client.spending = ledger
     before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(calls)))
@@ -74,25 +90,38 @@ print(json.dumps(asyncio.run(main())))
 """
 
 
-def _pairs(path: str, count: int, ready, go) -> None:
-    ledger = SpendingLimit(Path(path))
+def _open(where: str) -> Any:
+    """The ledger at ``where``: a file's path, or a shared ledger's Redis URL."""
+    if where.startswith("redis://"):
+        from pytest_ifbench.scale.shared_ledger import RedisLedger
+
+        return RedisLedger(where, 1e9)
+    return SpendingLimit(Path(where))
+
+
+def _pairs(where: str, count: int, ready, go) -> None:
+    ledger = _open(where)
     ready.wait()
     go.wait()
     for _ in range(count):
         ledger.end(ledger.start(wait=False), 1e-9)
 
 
-def ledger_pairs(pairs: int, processes: int) -> tuple[float, float]:
-    """Microseconds per start/end pair: in this process, and over ``processes`` processes at once."""
+def ledger_pairs(pairs: int, processes: int, redis: str = "") -> tuple[float, float]:
+    """Microseconds per start/end pair: in this process, and over ``processes`` processes at once (on a
+    file, or on a shared ledger in the Redis at ``redis``)."""
     with tempfile.TemporaryDirectory() as directory:
-        ledger = SpendingLimit.create(Path(directory) / "ledger", 1e9)
+        where = f"{redis}/bench-pairs-{os.getpid()}" if redis else str(Path(directory) / "ledger")
+        if not redis:
+            SpendingLimit.create(Path(where), 1e9)
+        ledger = _open(where)
         start = time.perf_counter()
         for _ in range(pairs):
             ledger.end(ledger.start(wait=False), 1e-9)
         alone = (time.perf_counter() - start) / pairs * 1e6
         context = multiprocessing.get_context("spawn")
         ready, go = context.Barrier(processes + 1), context.Event()
-        workers = [context.Process(target=_pairs, args=(str(ledger.path), pairs // processes, ready, go))
+        workers = [context.Process(target=_pairs, args=(where, pairs // processes, ready, go))
                    for _ in range(processes)]
         for worker in workers:
             worker.start()
@@ -103,12 +132,37 @@ def ledger_pairs(pairs: int, processes: int) -> tuple[float, float]:
             worker.join()
         shared = (time.perf_counter() - start) / (pairs // processes * processes) * 1e6
         assert ledger.status().calls == pairs + pairs // processes * processes
+        ledger.close()
         return alone, shared
 
 
-def calls(url: str, count: int, concurrency: int, limit: str) -> dict:
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A redis-server on 127.0.0.1 (no persistence) for the shared ledger's rows: its URL, or "" when
+    none is installed."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield ""
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def calls(url: str, count: int, concurrency: int, limit: str, shared: str = "") -> dict:
     env = dict(os.environ, OPENAI_API_KEY=FAKE_API_KEY, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-c", _CALLS, url, str(count), str(concurrency), limit],
+    done = subprocess.run([sys.executable, "-c", _CALLS, url, str(count), str(concurrency), limit, shared],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode:
         raise SystemExit(done.stderr[-3000:])
@@ -125,27 +179,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    alone, shared = ledger_pairs(args.pairs, args.processes)
-    print(f"ledger: {alone:.1f} us per start/end pair in one process; {shared:.1f} us per pair with "
-          f"{args.processes} processes at once")
-    rows = []
-    with StubServer(latency=args.latency) as stub:
-        print("| concurrency | limit | wall s | CPU ms per call |")
-        print("|---:|---|---:|---:|")
-        for concurrency in (16, 64):
-            for limit in ("", "1000"):
-                runs = [calls(stub.url, args.calls, concurrency, limit) for _ in range(args.repeat)]
-                best = min(runs, key=lambda r: r["cpu_s"])
-                rows.append({"concurrency": concurrency, "limit": limit or None, **best,
-                             "walls": [round(r["wall_s"], 3) for r in runs]})
-                print(f"| {concurrency} | {'$' + limit if limit else 'none'} | {best['wall_s']:.2f} "
-                      f"| {best['cpu_s'] / args.calls * 1000:.2f} |")
+    with redis_server() as redis:
+        alone, shared = ledger_pairs(args.pairs, args.processes)
+        print(f"ledger: {alone:.1f} us per start/end pair in one process; {shared:.1f} us per pair with "
+              f"{args.processes} processes at once")
+        pairs = {"one_process": alone, "processes": shared}
+        if redis:
+            alone, shared = ledger_pairs(args.pairs // 4, args.processes, redis)
+            print(f"shared ledger (Redis on 127.0.0.1): {alone:.1f} us per start/end pair in one process; "
+                  f"{shared:.1f} us per pair with {args.processes} processes at once")
+            pairs |= {"redis_one_process": alone, "redis_processes": shared}
+        rows = []
+        kinds = [("", ""), ("1000", ""), *([("1000", redis)] if redis else [])]
+        with StubServer(latency=args.latency) as stub:
+            print("| concurrency | limit | wall s | CPU ms per call |")
+            print("|---:|---|---:|---:|")
+            for concurrency in (16, 64):
+                for limit, ledger in kinds:
+                    runs = [calls(stub.url, args.calls, concurrency, limit, ledger) for _ in range(args.repeat)]
+                    best = min(runs, key=lambda r: r["cpu_s"])
+                    label = f"${limit}, shared in Redis" if ledger else f"${limit}" if limit else "none"
+                    rows.append({"concurrency": concurrency, "limit": limit or None, "shared": bool(ledger), **best,
+                                 "walls": [round(r["wall_s"], 3) for r in runs]})
+                    per_call = best["cpu_s"] / args.calls * 1000
+                    print(f"| {concurrency} | {label} | {best['wall_s']:.2f} | {per_call:.2f} |")
     if args.json is not None:
         args.json.write_text(json.dumps({
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()},
             "revision": source_revision(), "settings": vars(args) | {"json": str(args.json)},
-            "ledger_us_per_pair": {"one_process": alone, "processes": shared}, "calls": rows,
+            "ledger_us_per_pair": pairs, "calls": rows,
         }, indent=2), encoding="utf-8")
     return 0
 

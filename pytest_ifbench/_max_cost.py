@@ -7,7 +7,9 @@ never sent; its instance is an error saying so (a failure outside the model's re
 costs nothing, so a later run with a higher limit, or none, pays only for what this one did not.
 
 Under ``--ifbench-shard`` the limit is the shard's: each shard runs on its own machine with its own
-ledger (give each its share of the whole). The limit needs prices: a model litellm's price table does
+ledger (give each its share of the whole), unless every shard names one shared ledger with
+``--ifbench-max-cost-ledger redis://host:port/db/NAME`` (:mod:`.scale.shared_ledger`): the limit is then
+the run's, across machines. The limit needs prices: a model litellm's price table does
 not price (the embedded model, a server of one's own) is refused at start-up, since its calls would
 never count.
 """
@@ -22,9 +24,13 @@ from typing import Any
 
 import pytest
 
-from .models.spending import SpendingLimit, Spent, usd
+from .models.spending import Ledger, LedgerUnavailable, SpendingLimit, Spent, usd
 
-_LEDGER_KEY = pytest.StashKey[SpendingLimit]()
+_LEDGER_KEY = pytest.StashKey[Ledger]()
+#: The shared ledger's URL as shown (no credentials); absent: the run's own file.
+_SHARED_KEY = pytest.StashKey[str]()
+#: Why the shared ledger could not be read for the summary.
+_UNREAD_KEY = pytest.StashKey[str]()
 _DIRECTORY_KEY = pytest.StashKey[Path]()
 _FINISHED_KEY = pytest.StashKey[bool]()
 _WORKER_INPUT = "ifbench_spending_ledger"
@@ -38,21 +44,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "own under --ifbench-shard) have cost USD: later calls are not made and their "
                          "instances error saying so; cached replies are free, so a later run resumes from "
                          "the cache. Needs models litellm's price table prices")
+    group.addoption("--ifbench-max-cost-ledger", dest="ifbench_max_cost_ledger", default=None, metavar="URL",
+                    help="keep --ifbench-max-cost's ledger in Redis, redis://host:port/db/NAME, so that every "
+                         "shard naming it shares one limit (NAME: the run's, e.g. the CI run's id)")
 
 
 @pytest.hookimpl(trylast=True)  # after the core's configure, which builds the session state
 def pytest_configure(config: pytest.Config) -> None:
     limit = config.getoption("ifbench_max_cost", None)
+    shared = config.getoption("ifbench_max_cost_ledger", None)
     if limit is None:
+        if shared:
+            raise pytest.UsageError("pytest-ifbench: --ifbench-max-cost-ledger keeps --ifbench-max-cost's "
+                                    "ledger: give the limit too")
         return
     from ._state import STATE_KEY
 
     state = config.stash[STATE_KEY]
     worker_input = getattr(config, "workerinput", None)
-    if worker_input is not None:  # the controller checked the option and made the ledger
+    if worker_input is None:  # a worker's controller checked the option
+        _check(limit, state)
+    ledger: Ledger
+    if shared:
+        ledger = _shared(shared, limit)
+        config.stash[_SHARED_KEY] = ledger.display  # type: ignore[attr-defined]
+    elif worker_input is not None:  # the controller made the ledger
         ledger = SpendingLimit(Path(worker_input[_WORKER_INPUT]))
     else:
-        _check(limit, state)
         directory = Path(tempfile.mkdtemp(prefix="ifbench-spending-"))
         config.stash[_DIRECTORY_KEY] = directory
         ledger = SpendingLimit.create(directory / _FILE, limit)
@@ -77,11 +95,31 @@ def _check(limit: float, state: Any) -> None:
             f"cost nothing it can count): name a priced model, or drop the option")
 
 
+def _shared(url: str, limit: float) -> Ledger:
+    """The shared ledger ``url`` names; a usage error when it cannot be reached or keeps another limit
+    (a run never goes on without the limit it was given)."""
+    from .scale.shared_ledger import RedisLedger
+
+    try:
+        ledger = RedisLedger(url, limit)
+    except ValueError as exc:
+        raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
+    except LedgerUnavailable as exc:
+        raise pytest.UsageError(f"pytest-ifbench: --ifbench-max-cost-ledger: cannot be reached ({exc}); the "
+                                f"run does not start without its spending limit") from None
+    if abs(ledger.limit - limit) > 1e-9:
+        ledger.close()
+        raise pytest.UsageError(
+            f"pytest-ifbench: --ifbench-max-cost={limit:g}, but the shared ledger {ledger.display} keeps a limit "
+            f"of {ledger.limit:g}: give every shard of the run the same limit (a new budget: a new ledger name)")
+    return ledger
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist, on the controller: every worker opens the controller's ledger."""
     ledger = node.config.stash.get(_LEDGER_KEY, None)
-    if ledger is not None:
+    if isinstance(ledger, SpendingLimit):  # (a shared ledger: every worker opens it from its own options)
         node.workerinput[_WORKER_INPUT] = str(ledger.path)
 
 
@@ -95,14 +133,29 @@ def status(config: pytest.Config) -> Spent | None:
     ledger = config.stash.get(_LEDGER_KEY, None)
     if ledger is None or hasattr(config, "workerinput"):
         return None
-    return ledger.status()
+    try:
+        return ledger.status()
+    except LedgerUnavailable as exc:  # a shared ledger's store went away: said once, in the summary
+        config.stash[_UNREAD_KEY] = str(exc)
+        return None
+
+
+def entry(config: pytest.Config) -> dict[str, Any] | None:
+    """The results file's ``spending_limit`` entry: :meth:`Spent.to_json`, plus ``ledger`` (the shared
+    ledger's URL, no credentials) when the limit is shared by shards."""
+    spent = status(config)
+    if spent is None:
+        return None
+    shared = config.stash.get(_SHARED_KEY, None)
+    return {**spent.to_json(), **({"ledger": shared} if shared else {})}
 
 
 def lines(entry: Mapping[str, Any]) -> list[str]:
-    """The summary's lines for a ``spending_limit`` entry (:meth:`Spent.to_json`): what was paid against
-    the limit, what was not called for it, and a warning for replies that came without a price."""
-    out = [f"spending limit: {usd(entry['spent'])} of {usd(entry['limit'])} paid by {entry['calls']:,} call(s) "
-           f"(--ifbench-max-cost; the costliest call {usd(entry['largest_call'])})"]
+    """The summary's lines for a ``spending_limit`` entry (:func:`entry`): what was paid against the limit,
+    what was not called for it, and a warning for replies that came without a price."""
+    shared = f", every shard's calls in {entry['ledger']}" if entry.get("ledger") else ""
+    out = [f"spending limit: {usd(entry['spent'])} of {usd(entry['limit'])} paid by {entry['calls']:,} call(s)"
+           f"{shared} (--ifbench-max-cost; the costliest call {usd(entry['largest_call'])})"]
     if entry["refused"]:
         out.append(f"spending limit reached: {entry['refused']:,} call(s) not made; their instances errored "
                    f"(a run with a higher limit resumes from the cache)")
@@ -112,22 +165,26 @@ def lines(entry: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _summary(config: pytest.Config) -> list[str]:
+    found = entry(config)
+    unread = config.stash.get(_UNREAD_KEY, None)
+    return [*(lines(found) if found else ()),
+            *([f"warning: the shared spending ledger could not be read ({unread})"] if unread else [])]
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    spent = status(config)
-    if spent is not None:
-        for line in lines(spent.to_json()):
-            terminalreporter.write_line(line)
+    for line in _summary(config):
+        terminalreporter.write_line(line)
 
 
 def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
     """The results file's ``spending_limit`` entry (not in a journal's header: the run has only begun)."""
-    spent = status(config) if config.stash.get(_FINISHED_KEY, False) else None
-    return None if spent is None else {"spending_limit": spent.to_json()}
+    found = entry(config) if config.stash.get(_FINISHED_KEY, False) else None
+    return None if found is None else {"spending_limit": found}
 
 
 def pytest_ifbench_summary_facts(config: pytest.Config) -> list[str] | None:
-    spent = status(config)
-    return None if spent is None else lines(spent.to_json())
+    return _summary(config) or None
 
 
 @pytest.hookimpl(trylast=True)

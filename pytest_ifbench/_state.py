@@ -18,7 +18,7 @@ from .models.client import ModelClient, RetryPolicy
 from .models.local import DEFAULT_LOCAL_MODEL
 from .models.providers import ProviderTable, make_client
 from .models.recorded import RECORDED
-from .models.spending import SpendingLimit
+from .models.spending import Ledger
 from .ruff.batch import RuffBatcher
 from .suite.format import Suite, load_suite, parse_suite
 from .suite.run_settings import apply_overrides, generation_overrides
@@ -56,7 +56,7 @@ class IfbenchState:
     #: Circuit breakers per endpoint, shared by the model's and the judges' clients (one set per process).
     breakers: Breakers = field(default_factory=Breakers)
     #: The run's spending limit (``--ifbench-max-cost``, see ``_max_cost``), shared by every client; None: none.
-    spending: SpendingLimit | None = None
+    spending: Ledger | None = None
     _runtime: Runtime | None = None
     _ruff_batcher: RuffBatcher | None = None
     #: The markers registered for instances, by name, with their decorator once collection made it

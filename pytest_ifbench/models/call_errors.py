@@ -9,7 +9,7 @@ from typing import Any
 
 from .._redact import redact
 from .replies import MalformedReply, status_of
-from .spending import SpendingLimit, usd
+from .spending import Ledger, LedgerUnavailable, usd
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
@@ -44,11 +44,26 @@ class EndpointDown(ModelCallError):
 class SpendingLimitReached(ModelCallError):
     """A call not sent: the run has paid what ``--ifbench-max-cost`` allows (:mod:`.spending`)."""
 
-    def __init__(self, model: str, limit: SpendingLimit, *, attempts: int) -> None:
-        now = limit.status()
+    def __init__(self, model: str, limit: Ledger, *, attempts: int) -> None:
+        try:
+            now = limit.status()
+            paid = f"{usd(now.spent)} of {usd(now.limit)} paid; "
+        except LedgerUnavailable:  # a shared ledger that refused the call and went away since
+            paid = ""
         Exception.__init__(self, f"model {model!r} not called: the run's spending limit is reached "
-                                 f"({usd(now.spent)} of {usd(now.limit)} paid; a run with a higher limit "
-                                 f"resumes from the cache)")
+                                 f"({paid}a run with a higher limit resumes from the cache)")
+        self.model = model
+        self.status = None
+        self.attempts = attempts
+
+
+class SpendingLedgerUnavailable(SpendingLimitReached):
+    """A call not sent: the run's shared spending ledger could not be asked, so what the call costs could
+    not be counted (a failure outside the model's reach, like a provider down)."""
+
+    def __init__(self, model: str, problem: BaseException, *, attempts: int) -> None:
+        Exception.__init__(self, f"model {model!r} not called: the run's spending limit cannot be checked "
+                                 f"({problem})")
         self.model = model
         self.status = None
         self.attempts = attempts

@@ -31,6 +31,7 @@ from .cache import ResponseCache, cache_key
 from .call_errors import (
     EndpointDown,
     ModelCallError,
+    SpendingLedgerUnavailable,
     SpendingLimitReached,
     answered,
     error_message,
@@ -41,7 +42,7 @@ from .in_flight import kept_reply, reply_or_claim
 from .openai_compat import DirectTransport, direct_route
 from .provider_api import Transport
 from .replies import MalformedReply, as_malformed, checked_reply, status_of
-from .spending import WAIT, SpendingLimit
+from .spending import WAIT, Ledger, LedgerUnavailable
 
 _litellm: Any = None
 _import_lock = threading.Lock()
@@ -153,14 +154,18 @@ class Completion:
         }
 
 
-async def _admitted(limit: SpendingLimit, model: str, attempt: int, patience: float) -> float:
+async def _admitted(limit: Ledger, model: str, attempt: int, patience: float) -> float:
     """The reservation of a call the run's spending limit lets start (waiting while the run's first
     call is on its way, for at most ``patience`` seconds: a call's own time limit); raises
-    :class:`SpendingLimitReached` when it does not."""
+    :class:`SpendingLimitReached` when it does not (:class:`SpendingLedgerUnavailable` when a shared
+    ledger cannot be asked)."""
     deadline = time.monotonic() + patience
     while True:
         # inline: the lock is held for a read and a write of 64 bytes (~10 us); a thread hop cost 0.6 ms a call
-        reserved = limit.start(wait=time.monotonic() < deadline)
+        try:
+            reserved = limit.start(wait=time.monotonic() < deadline)
+        except LedgerUnavailable as problem:
+            raise SpendingLedgerUnavailable(model, problem, attempts=attempt - 1) from None
         if reserved is None:
             raise SpendingLimitReached(model, limit, attempts=attempt - 1)
         if reserved != WAIT:
@@ -206,7 +211,7 @@ class ModelClient:
     cache_breakpoints: tuple[Mapping[str, Any], ...] = ()
     #: The run's spending limit (``--ifbench-max-cost``, shared by the model's and the judges' clients and
     #: every process of the run); None: no limit.
-    spending: SpendingLimit | None = field(default=None, repr=False)
+    spending: Ledger | None = field(default=None, repr=False)
     #: Calls on their way, by (event loop, cache key): an identical request waits for the first (see
     #: :meth:`complete`).
     _in_flight: dict[tuple[int, str], asyncio.Future[Any]] = field(default_factory=dict, init=False, repr=False)

@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .client import ModelClient, RetryPolicy
 from .prices import provider_of
 from .provider_api import Provider
-from .spending import SpendingLimit
+from .spending import Ledger
 
 
 def _litellm_cache_breakpoints(model: str) -> tuple[Mapping[str, Any], ...]:
@@ -123,7 +123,7 @@ _BUILTIN_TABLE = ProviderTable()
 def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache | None = None,
                 retry: RetryPolicy = RetryPolicy(), strip_think: bool = True,
                 extra: Mapping[str, Any] | None = None, providers: ProviderTable | None = None,
-                breakers: Breakers | None = None, spending: SpendingLimit | None = None) -> ModelClient:
+                breakers: Breakers | None = None, spending: Ledger | None = None) -> ModelClient:
     """The client for ``model``, built by the provider that serves it.
 
     ``api_base`` is the ``--api-base`` setting (a provider that does not use it, like the embedded

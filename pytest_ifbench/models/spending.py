@@ -24,7 +24,7 @@ import struct
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 #: The record: the fields of :class:`Spent` in their order (float, float, then int, int, int, float, int, float).
 _RECORD = struct.Struct("<ddqqqdqd")
@@ -50,8 +50,29 @@ class Spent:
                 "unpriced": self.unpriced, "largest_call": round(self.largest, 10)}
 
 
+class Ledger(Protocol):
+    """What the clients ask (see the module docstring): :class:`SpendingLimit`, this host's file, or a ledger
+    several machines share (``--ifbench-max-cost-ledger``, :mod:`..scale.shared_ledger`). Any method may
+    raise :class:`LedgerUnavailable`."""
+
+    def start(self, *, wait: bool = True) -> float | None: ...
+
+    def end(self, reserved: float, cost: float | None, *, paid: bool = True) -> None: ...
+
+    def saw(self, cost: float | None) -> None: ...
+
+    def status(self) -> Spent: ...
+
+    def close(self) -> None: ...
+
+
+class LedgerUnavailable(RuntimeError):
+    """A shared ledger could not be asked (its store is down): the call is not made, since what it would
+    cost could not be counted."""
+
+
 class SpendingLimit:
-    """The run's ledger (see the module docstring); one per process, all on the same file."""
+    """The run's ledger on this host (see the module docstring); one per process, all on the same file."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

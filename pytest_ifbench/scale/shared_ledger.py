@@ -1,0 +1,238 @@
+"""``--ifbench-max-cost-ledger redis://host:port/db/NAME``: one spending limit for every shard of a run.
+
+The shards of a run start at once on separate machines (:mod:`.shard`), each with its own host's ledger
+(:class:`~..models.spending.SpendingLimit`). Naming one Redis ledger for all of them makes the limit the
+run's: every process of every shard asks it before each call, by the same rule as the file ledger (a
+call starts only while what was paid, plus a reservation for each call on its way and one for itself,
+fits the limit; the reservation is the costliest call so far; until a first call has come back, one is
+on its way in the whole run).
+
+Each decision is one Lua script run by Redis, so it is atomic however many machines ask (one round trip
+per start, one per end). The ledger is four hashes under ``pytest-ifbench:spending:{NAME}``: the totals,
+and each process's calls on their way and what they hold, by owner (``host:pid``). A process that dies
+with calls on their way would hold their reservations for good, so every process writes the time of
+its last word, a thread renews it while it has calls on their way, and a script drops what an owner
+silent for :data:`LEASE` seconds holds. A settlement Redis did not take (the store unreachable a moment)
+is kept and sent before the process's next call; a call that cannot be started because Redis cannot be
+asked is not made (:class:`~..models.spending.LedgerUnavailable`): what it would cost could not count.
+
+S3 has no atomic add, so a shared ledger lives only in Redis. NAME is the run's: the same for its shards,
+new for each run (e.g. ``${{ github.run_id }}``, ``$SLURM_ARRAY_JOB_ID``, the Kubernetes Job's name); a
+re-run shard of the same run (a CI job re-run) counts against what the run has paid already. The keys
+are forgotten :data:`KEPT_DAYS` days after the ledger's last call.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..models.spending import WAIT, LedgerUnavailable, Spent
+
+#: Seconds after an owner's last word (or its renewal thread's) that what it holds is given back.
+LEASE = 120.0
+#: How long the keys outlive the ledger's last call.
+KEPT_DAYS = 30
+_PREFIX = "pytest-ifbench:spending:"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+
+# KEYS: totals, on-their-way (owner -> calls), held (owner -> USD), heard (owner -> ms of its last word).
+# Every script first gives back what owners silent for ARGV[1] ms held, and notes ARGV[2]'s word.
+_COMMON = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local heard = redis.call('HGETALL', KEYS[4])
+for i = 1, #heard, 2 do
+  if heard[i] ~= ARGV[2] and now - tonumber(heard[i + 1]) > tonumber(ARGV[1]) then
+    redis.call('HDEL', KEYS[2], heard[i]); redis.call('HDEL', KEYS[3], heard[i]); redis.call('HDEL', KEYS[4], heard[i])
+  end
+end
+redis.call('HSET', KEYS[4], ARGV[2], now)
+local function num(v) return tonumber(v) or 0 end
+local function str(v) return string.format('%.17g', v) end
+local function sum(key)
+  local total = 0
+  for _, v in ipairs(redis.call('HVALS', key)) do total = total + num(v) end
+  return total
+end
+local limit, spent, calls, refused, unpriced, largest = unpack(redis.call('HMGET', KEYS[1],
+  'limit', 'spent', 'calls', 'refused', 'unpriced', 'largest'))
+limit, spent, calls, largest = num(limit), num(spent), num(calls), num(largest)
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+"""
+#: ARGV[4] the largest cost this process saw in cached replies, ARGV[5] 1 to wait for a first price.
+#: Returns the reservation as a string, 'wait', or false (refused).
+_START = _COMMON + """
+largest = math.max(largest, tonumber(ARGV[4]))
+local in_flight, reserved = sum(KEYS[2]), sum(KEYS[3])
+if ARGV[5] == '1' and largest <= 0 and in_flight > 0 and calls == 0 then return 'wait' end
+redis.call('HSET', KEYS[1], 'largest', str(largest))
+if spent >= limit or spent + reserved + largest > limit then
+  redis.call('HINCRBY', KEYS[1], 'refused', 1)
+  return false
+end
+redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
+redis.call('HINCRBYFLOAT', KEYS[3], ARGV[2], str(largest))
+return str(largest)
+"""
+#: ARGV[4] what the call reserved, ARGV[5] its cost ('' when its reply had none), ARGV[6] 1 if it was paid.
+_END = _COMMON + """
+local mine = redis.call('HGET', KEYS[2], ARGV[2])
+if mine then
+  if num(mine) <= 1 then
+    redis.call('HDEL', KEYS[2], ARGV[2]); redis.call('HDEL', KEYS[3], ARGV[2])
+  else
+    redis.call('HINCRBY', KEYS[2], ARGV[2], -1)
+    local held = num(redis.call('HGET', KEYS[3], ARGV[2])) - tonumber(ARGV[4])
+    redis.call('HSET', KEYS[3], ARGV[2], str(math.max(0, held)))
+  end
+end
+if ARGV[6] == '1' then
+  local cost = tonumber(ARGV[5])
+  redis.call('HINCRBY', KEYS[1], 'calls', 1)
+  if cost then
+    redis.call('HSET', KEYS[1], 'spent', str(spent + cost), 'largest', str(math.max(largest, cost)))
+  else
+    redis.call('HINCRBY', KEYS[1], 'unpriced', 1)
+  end
+end
+return 1
+"""
+#: The totals and the calls on their way; renews ARGV[2]'s word (its renewal thread calls it).
+_STATUS = _COMMON + """
+return {str(limit), str(spent), calls, num(refused), num(unpriced), str(largest), sum(KEYS[2]), str(sum(KEYS[3]))}
+"""
+#: ARGV[4] the limit: set when the ledger is new; returns the ledger's limit.
+_OPEN = _COMMON + """
+if limit <= 0 then
+  redis.call('HSET', KEYS[1], 'limit', ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return ARGV[4]
+end
+return str(limit)
+"""
+
+
+def parse(url: str) -> tuple[str, str, str]:
+    """``redis://[user:password@]host:port/db/NAME`` as (the Redis URL, NAME, the URL to show: no
+    credentials); ValueError saying what is wrong."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("redis", "rediss"):
+        raise ValueError(f"--ifbench-max-cost-ledger: {url.split('@')[-1]!r}: a shared ledger lives in Redis "
+                         f"(redis://host:port/db/NAME or rediss://...); S3 has no atomic add")
+    database, _, name = parts.path.lstrip("/").partition("/")
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    shown = urlunsplit((parts.scheme, host, parts.path, "", ""))
+    if not database.isdigit() or not _NAME.fullmatch(name):
+        raise ValueError(f"--ifbench-max-cost-ledger: {shown!r}: name the run's ledger after the database, "
+                         f"redis://host:port/0/NAME (NAME: letters, digits, '.', '_', ':', '-'; the same for "
+                         f"every shard of the run, new for each run)")
+    return urlunsplit((parts.scheme, parts.netloc, f"/{database}", parts.query, "")), name, shown
+
+
+class RedisLedger:
+    """The run's ledger in Redis (see the module docstring): one per process, every shard's on the same keys."""
+
+    def __init__(self, url: str, limit: float, *, timeout: float = 10.0) -> None:
+        try:
+            import redis
+        except ImportError:
+            raise ValueError("--ifbench-max-cost-ledger: the redis package is not installed "
+                             "(pip install 'pytest-ifbench[scale]')") from None
+        address, name, self.display = parse(url)
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._client: Any = redis.Redis.from_url(address, socket_timeout=timeout,
+                                                         socket_connect_timeout=min(3.0, timeout))
+        # {NAME}: a Redis Cluster keeps the four in one slot, as a script's keys must be
+        self._keys = [f"{_PREFIX}{{{name}}}{suffix}" for suffix in ("", ":on-their-way", ":held", ":heard")]
+        self._owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._scripts = {kind: self._client.register_script(text)
+                         for kind, text in (("start", _START), ("end", _END), ("status", _STATUS), ("open", _OPEN))}
+        self._seen = 0.0
+        self._lock = threading.Lock()
+        #: Settlements Redis did not take yet, sent before anything else.
+        self._unsent: list[tuple[float, float | None, bool]] = []
+        self._on_their_way = 0
+        self._renewing: threading.Thread | None = None
+        self._closed = threading.Event()
+        self.limit = float(self._run("open", limit))
+
+    # -- what the clients ask (models.spending.Ledger) ----------------------------------------------------
+    def saw(self, cost: float | None) -> None:
+        if cost is not None and cost > self._seen:
+            self._seen = cost
+
+    def start(self, *, wait: bool = True) -> float | None:
+        with self._lock:
+            self._send_unsent()
+            answer = self._run("start", self._seen, 1 if wait else 0)
+            if answer is None:
+                return None
+            if answer == b"wait":
+                return WAIT
+            self._on_their_way += 1
+            self._renew_while_on_their_way()
+            return float(answer)
+
+    def end(self, reserved: float, cost: float | None, *, paid: bool = True) -> None:
+        """Settle a call; never raises: what Redis did not take is sent with the next call (or at close)."""
+        with self._lock:
+            self._on_their_way = max(0, self._on_their_way - 1)
+            self._unsent.append((reserved, cost, paid))
+            try:
+                self._send_unsent()
+            except LedgerUnavailable:
+                pass
+
+    def status(self) -> Spent:
+        limit, spent, calls, refused, unpriced, largest, in_flight, reserved = self._run("status")
+        return Spent(limit=float(limit), spent=float(spent), calls=int(calls), refused=int(refused),
+                     unpriced=int(unpriced), largest=float(largest), in_flight=int(in_flight),
+                     reserved=float(reserved))
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            try:
+                self._send_unsent()
+            except LedgerUnavailable:
+                pass
+        self._client.close()
+
+    # -- Redis ----------------------------------------------------------------------------------------------
+    def _run(self, kind: str, *args: Any) -> Any:
+        try:
+            return self._scripts[kind](keys=self._keys, args=[round(LEASE * 1000), self._owner,
+                                                              KEPT_DAYS * 86_400_000, *args])
+        except self._errors as exc:
+            raise LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}") from None
+
+    def _send_unsent(self) -> None:
+        while self._unsent:
+            reserved, cost, paid = self._unsent[0]
+            self._run("end", repr(reserved), "" if cost is None else repr(cost), 1 if paid else 0)
+            self._unsent.pop(0)
+
+    def _renew_while_on_their_way(self) -> None:
+        """Keep this process's word fresh while it has calls on their way (a call may take longer than
+        :data:`LEASE`); its thread ends when none is."""
+        if self._renewing is None:  # (called with the lock held, as the thread's decision to end is made)
+            self._renewing = threading.Thread(target=self._renew, name="ifbench-spending-lease", daemon=True)
+            self._renewing.start()
+
+    def _renew(self) -> None:
+        while not self._closed.wait(LEASE / 4):
+            with self._lock:
+                if not self._on_their_way:
+                    self._renewing = None
+                    return
+            try:
+                self.status()
+            except LedgerUnavailable:
+                pass

@@ -1,0 +1,264 @@
+"""``--ifbench-max-cost-ledger redis://host:port/db/NAME``: one spending limit for every shard of a run.
+
+A real redis-server (``redis_server``, tests/scale/conftest.py) and the real stub; shards run at once, as
+separate processes. The stub answers ``openai/gpt-4o-mini``, a model litellm's price table prices, and
+its usage counts words, so a call costs millionths of a dollar and the limits here are as small.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import astuple
+
+import pytest
+
+from pytest_ifbench.cli.main import main as ifbench
+from pytest_ifbench.models.client import ModelCallError, SpendingLedgerUnavailable
+from pytest_ifbench.models.providers import make_client
+from pytest_ifbench.models.spending import WAIT, SpendingLimit, usd
+from pytest_ifbench.scale import shared_ledger
+from pytest_ifbench.scale.shared_ledger import RedisLedger, parse
+from tests.test_spending_limit import MODEL, _args, _call_prices, _complete, _write_suite
+
+
+def _url(redis_url: str, name: str = "run-1") -> str:
+    return f"{redis_url}/{name}"
+
+
+# --------------------------------------------------------------------------- the ledger
+
+
+def test_the_shared_ledger_decides_every_call_as_the_run_s_own_file_does(redis_url, tmp_path):
+    """The same 400 random starts, settlements and cached prices on both ledgers: the same decisions
+    and the same figures after each (the Lua script and the file's Python are one rule)."""
+    shared = RedisLedger(_url(redis_url), 0.05)
+    local = SpendingLimit.create(tmp_path / "ledger", 0.05)
+    chance = random.Random(7)
+    on_their_way: list[tuple[float, float]] = []
+    for step in range(400):
+        roll = chance.random()
+        if roll < 0.5:
+            wait = chance.random() < 0.7
+            decided = shared.start(wait=wait), local.start(wait=wait)
+            assert decided[0] == decided[1], step
+            if decided[0] not in (None, WAIT):
+                on_their_way.append(decided)
+        elif roll < 0.9 and on_their_way:
+            reserved = on_their_way.pop(chance.randrange(len(on_their_way)))
+            cost = chance.choice([None, round(chance.uniform(0, 0.004), 6)])
+            paid = chance.random() < 0.85
+            shared.end(reserved[0], cost, paid=paid)
+            local.end(reserved[1], cost, paid=paid)
+        else:
+            cost = round(chance.uniform(0, 0.003), 6)
+            shared.saw(cost)
+            local.saw(cost)
+        assert astuple(shared.status()) == pytest.approx(astuple(local.status())), step
+    assert shared.status().refused > 20 and shared.status().calls > 30
+    shared.close()
+
+
+def _spend(url: str, rounds: int, results) -> None:
+    ledger = RedisLedger(url, 100.0)
+    started = 0
+    for _ in range(rounds):
+        reserved = ledger.start(wait=False)
+        if reserved is not None:
+            started += 1
+            ledger.end(reserved, 1.0)
+    ledger.close()
+    results.put(started)
+
+
+def test_processes_of_different_shards_never_pass_the_shared_limit_between_them(redis_url):
+    """Four processes at once, each trying 300 calls of $1 under a $100 limit: exactly 100 are made."""
+    url = _url(redis_url)
+    ledger = RedisLedger(url, 100.0)
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    workers = [context.Process(target=_spend, args=(url, 300, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    started = [results.get(timeout=60) for _ in workers]
+    for worker in workers:
+        worker.join(30)
+    now = ledger.status()
+    assert sum(started) == now.calls == 100
+    assert now.spent == pytest.approx(100.0) and now.refused == 1200 - 100 and now.in_flight == 0
+    ledger.close()
+
+
+def _start_and_hang(url: str, ready, lease: float) -> None:
+    shared_ledger.LEASE = lease
+    ledger = RedisLedger(url, 1.0)
+    ledger.saw(0.1)
+    for _ in range(3):
+        ledger.start()
+    ready.put(True)
+    time.sleep(600)
+
+
+def _shard_with_calls_on_their_way(url: str, lease: float) -> multiprocessing.Process:
+    """Another process (as another shard is) with three calls of $0.10 on their way, hanging."""
+    context = multiprocessing.get_context("spawn")
+    ready = context.Queue()
+    child = context.Process(target=_start_and_hang, args=(url, ready, lease))
+    child.start()
+    assert ready.get(timeout=60)
+    return child
+
+
+def test_what_a_killed_shard_s_calls_held_is_given_back_after_the_lease(redis_url, monkeypatch):
+    """A shard killed with three calls on their way (by its CI job's time limit) held $0.30 of a $1 limit;
+    once it has been silent for the lease, what it held is free again."""
+    url = _url(redis_url)
+    child = _shard_with_calls_on_their_way(url, shared_ledger.LEASE)
+    try:
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(10)
+        monkeypatch.setattr(shared_ledger, "LEASE", 1.0)
+        ledger = RedisLedger(url, 1.0)
+        assert (ledger.status().in_flight, ledger.status().reserved) == (3, pytest.approx(0.3))
+        time.sleep(1.2)
+        now = ledger.status()
+        assert (now.in_flight, now.reserved) == (0, 0.0)
+        ledger.close()
+    finally:
+        child.kill()
+
+
+def test_a_live_shard_keeps_what_its_slow_calls_hold(redis_url, monkeypatch):
+    """Calls on their way for longer than the lease keep their reservations: their process renews its word."""
+    url = _url(redis_url)
+    child = _shard_with_calls_on_their_way(url, 0.4)
+    try:
+        monkeypatch.setattr(shared_ledger, "LEASE", 0.4)
+        ledger = RedisLedger(url, 1.0)
+        time.sleep(1.5)
+        now = ledger.status()
+        assert (now.in_flight, now.reserved) == (3, pytest.approx(0.3))
+        ledger.close()
+    finally:
+        child.kill()
+
+
+def test_a_settlement_redis_did_not_take_is_sent_with_the_next_call(redis_server):
+    """Redis stops answering while a call is on its way: the call's end does not fail the reply, and what
+    it cost reaches the ledger before the next call is asked for; a call that cannot be asked is refused."""
+    ledger = RedisLedger(_url(redis_server.url), 1.0, timeout=0.5)
+    first = ledger.start()
+    os.kill(redis_server.process.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        ledger.end(first, 0.25)  # does not raise
+        assert time.monotonic() - started < 10
+        with pytest.raises(shared_ledger.LedgerUnavailable, match="TimeoutError"):
+            ledger.start()
+    finally:
+        os.kill(redis_server.process.pid, signal.SIGCONT)
+    assert ledger.status().calls == 0
+    ledger.start()
+    now = ledger.status()
+    assert (now.calls, now.spent, now.in_flight) == (1, 0.25, 1)
+    ledger.close()
+
+
+def test_a_ledger_url_names_the_run_and_never_shows_its_password():
+    assert parse("redis://:secret@cache:6379/2/nightly-42") == (
+        "redis://:secret@cache:6379/2", "nightly-42", "redis://cache:6379/2/nightly-42")
+    for wrong in ("redis://cache:6379/2", "redis://cache/nightly", "redis://cache/0/a b"):
+        with pytest.raises(ValueError, match="name the run's ledger after the database"):
+            parse(wrong)
+    with pytest.raises(ValueError, match="lives in Redis") as raised:
+        parse("s3://user:secret@bucket/prefix/run")
+    assert "secret" not in str(raised.value)
+
+
+# --------------------------------------------------------------------------- calls against the stub
+
+
+def test_a_call_whose_limit_cannot_be_checked_is_not_made(stub_env, redis_server):
+    ledger = RedisLedger(_url(redis_server.url), 1.0, timeout=0.5)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger)
+    redis_server.kill()
+    (done,) = _complete(client, ["hello there"])
+    assert isinstance(done, SpendingLedgerUnavailable) and isinstance(done, ModelCallError)
+    assert "not called: the run's spending limit cannot be checked" in str(done)
+    assert stub_env.calls == 0
+
+
+# --------------------------------------------------------------------------- whole runs
+
+
+def _shard(pytester, server, limit: float, ledger: str, index: int, *extra: str) -> subprocess.Popen:
+    args = _args(server, limit, f"--ifbench-max-cost-ledger={ledger}", f"--ifbench-shard={index}/2",
+                 f"--ifbench-results=shard-{index}.json", f"--ifbench-summary=shard-{index}.md", "-q", *extra)
+    return subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def test_shards_at_once_share_one_limit_and_the_merge_says_the_run_reached_it(pytester, stub_env, redis_url,
+                                                                               capsys):
+    """Two shards (one of them with two xdist workers) run at once against one ledger: together they pay
+    no more than the limit, where each alone would have paid it; a run with a new ledger pays the rest."""
+    _write_suite(pytester)
+    full = 20 + 2 + 3
+    cheapest, costliest = _call_prices(pytester, stub_env)
+    stub_env.latency = 0.05
+    limit = costliest * 6.5
+    ledger = _url(redis_url)
+    shards = [_shard(pytester, stub_env, limit, ledger, 1), _shard(pytester, stub_env, limit, ledger, 2, "-n", "2")]
+    outputs = [shard.communicate(timeout=300)[0] for shard in shards]
+    assert [shard.returncode for shard in shards] == [1, 1], outputs
+    files = [json.loads((pytester.path / f"shard-{i}.json").read_text()) for i in (1, 2)]
+    entries = [data["spending_limit"] for data in files]
+    shown = ledger  # (no password in it)
+    assert {entry["ledger"] for entry in entries} == {shown}
+    now = RedisLedger(ledger, limit).status()
+    paid = sum(record["cost"] or 0 for data in files for record in data["instances"])
+    assert paid == pytest.approx(now.spent) and now.calls == stub_env.calls
+    assert now.spent <= limit + costliest - cheapest, "past the limit only by a call's difference in price"
+    assert now.refused and now.in_flight == 0
+    assert max(entry["calls"] for entry in entries) == now.calls
+    for output in outputs:
+        assert f"every shard's calls in {shown}" in output
+
+    capsys.readouterr()
+    assert ifbench(["merge", str(pytester.path / "shard-1.json"), str(pytester.path / "shard-2.json"),
+                    "--out", str(pytester.path / "merged.json")]) == 0
+    printed = capsys.readouterr().out
+    assert (f"spending limit shared by 2 file(s) in {shown}: {usd(now.spent)} of {usd(limit)} paid by "
+            f"{now.calls} call(s)") in printed
+    assert f"the run reached its shared spending limit ({usd(now.spent)} of {usd(limit)}): {now.refused}" in printed
+    assert "**the run reached its shared spending limit**" in (pytester.path / "merged-summary.md").read_text()
+
+    again = [_shard(pytester, stub_env, 1.0, _url(redis_url, "run-2"), index) for index in (1, 2)]
+    assert [shard.communicate(timeout=300) and shard.returncode for shard in again] == [1, 1]
+    assert stub_env.calls == full, "what the first run paid for came from the cache"
+
+
+def test_a_shared_ledger_the_run_cannot_use_stops_it_at_start_up(pytester, stub_env, redis_url):
+    _write_suite(pytester, 2)
+    ledger = _url(redis_url)
+    assert pytester.runpytest(*_args(stub_env, 0.01, f"--ifbench-max-cost-ledger={ledger}")).ret in (0, 1)
+    cases = [
+        ((0.02, f"--ifbench-max-cost-ledger={ledger}"),
+         "*--ifbench-max-cost=0.02, but the shared ledger * keeps a limit of 0.01: give every shard*"),
+        ((None, f"--ifbench-max-cost-ledger={ledger}"), "*--ifbench-max-cost-ledger keeps *give the limit too*"),
+        ((0.01, "--ifbench-max-cost-ledger=redis://127.0.0.1:9/0/run-1"),
+         "*--ifbench-max-cost-ledger: cannot be reached (*ConnectionError*); the run does not start*"),
+        ((0.01, "--ifbench-max-cost-ledger=s3://bucket/run-1"), "*a shared ledger lives in Redis*"),
+    ]
+    calls = stub_env.calls
+    for (limit, *extra), expected in cases:
+        result = pytester.runpytest(*_args(stub_env, limit, *extra))
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, expected
+        result.stderr.fnmatch_lines([expected])
+    assert stub_env.calls == calls
