@@ -43,12 +43,30 @@ def test_a_call_starts_while_what_is_paid_and_reserved_leaves_room_for_it(tmp_pa
     ledger.end(first, 0.3)
     held = [ledger.start(), ledger.start()]
     assert held == [0.3, 0.3]
-    assert ledger.start() is None, "0.3 paid + 2 x 0.3 reserved + 0.3 for a third is past 1.0"
+    assert ledger.start() == WAIT, "0.3 paid + 2 x 0.3 reserved + 0.3 for a third is past 1.0: it waits"
+    assert ledger.start(wait=False) is None, "... or is refused, once its caller has waited long enough"
     ledger.end(held[0], 0.1)
     ledger.end(held[1], 0.2)
     now = ledger.status()
     assert (now.spent, now.calls, now.refused, now.in_flight, now.reserved) == (pytest.approx(0.6), 3, 1, 0, 0)
-    assert ledger.start() == 0.3 and ledger.start() is None
+    last = ledger.start()
+    assert last == 0.3, "the calls on their way cost less than they held: the waiting call goes"
+    assert ledger.start() == WAIT, "0.6 paid + 0.3 fits, but not beside the 0.3 the last one holds"
+    ledger.end(last, 0.3)
+    assert ledger.start() is None, "0.9 paid: no room for 0.3 even with nothing on its way, so no waiting"
+
+
+def test_a_call_that_fits_only_once_the_calls_on_their_way_are_paid_waits_for_them(tmp_path):
+    """Reservations are the costliest call so far, more than most calls cost: a call refused for them
+    would leave the limit unspent (a run at concurrency 16 refused calls with a seventh of it paid)."""
+    ledger = _ledger(tmp_path, 1.0)
+    ledger.saw(0.2)
+    held = [ledger.start() for _ in range(5)]
+    assert held == [0.2] * 5 and ledger.start() == WAIT, "no room for 0.2 beside 1.0 held: after they are paid"
+    for reserved in held:
+        ledger.end(reserved, 0.05)
+    assert ledger.start() == 0.2, "0.2 paid: room for it now"
+    assert ledger.status().refused == 0
 
 
 def test_a_call_that_came_back_with_no_reply_costs_nothing_and_a_reply_without_a_price_is_counted(tmp_path):
@@ -66,7 +84,7 @@ def test_a_cached_reply_s_cost_is_what_a_call_reserves_before_any_is_paid(tmp_pa
     ledger = _ledger(tmp_path, 1.0)
     ledger.saw(0.4)
     assert [ledger.start(), ledger.start()] == [0.4, 0.4]
-    assert ledger.start() is None
+    assert ledger.start() == WAIT and ledger.start(wait=False) is None
 
 
 def test_a_caller_that_waited_long_enough_for_the_first_call_goes(tmp_path):

@@ -156,7 +156,8 @@ class Completion:
 
 async def _admitted(limit: Ledger, model: str, attempt: int, patience: float) -> float:
     """The reservation of a call the run's spending limit lets start (waiting while the run's first
-    call is on its way, for at most ``patience`` seconds: a call's own time limit); raises
+    call is on its way, or while it fits only once the calls on their way are paid, for at most
+    ``patience`` seconds: a call's own time limit); raises
     :class:`SpendingLimitReached` when it does not (:class:`SpendingLedgerUnavailable` when a shared
     ledger cannot be asked)."""
     deadline = time.monotonic() + patience

@@ -6,8 +6,11 @@ cost (:meth:`SpendingLimit.end`). It may start only while what was paid, plus a 
 call on its way, plus one for itself, stays within the limit. A call's reservation is the largest cost
 of one call seen so far in the run (its replies, and the cached replies this process read); until a
 first call has come back, one call at a time is on its way in the whole run, so a run can pass its
-limit only by what the calls on their way cost more than the costliest call before them. A refused call
-is never sent: its caller fails with the limit's reason (:class:`~.client.SpendingLimitReached`).
+limit only by what the calls on their way cost more than the costliest call before them. A call that
+does not fit beside the calls on their way, but would fit once they are paid, waits for them (what
+they hold may be more than they cost); a call is refused only when what was paid leaves no room for
+it. A refused call is never sent: its caller fails with the limit's reason
+(:class:`~.client.SpendingLimitReached`).
 
 The ledger is one small file under an exclusive ``flock`` (plus a lock for this process's threads,
 which share the file's descriptor): the controller of an xdist run creates it and each worker opens
@@ -109,14 +112,18 @@ class SpendingLimit:
 
     def start(self, *, wait: bool = True) -> float | None:
         """Whether a call may start: its reservation (to give back to :meth:`end`), :data:`WAIT` while the
-        run's first call is on its way and no price is known (unless ``wait`` is False: the caller has
-        waited long enough -- that call's process may have died), or None -- refused, the limit is reached."""
+        run's first call is on its way and no price is known, or while the call fits only once the calls
+        on their way are paid (unless ``wait`` is False: the caller has waited long enough -- a call's
+        process may have died), or None -- refused, the limit is reached."""
         with self._held():
             now = self._read()
             largest = max(now.largest, self._seen)
             if wait and largest <= 0 and now.in_flight and not now.calls:
                 return WAIT
-            if now.spent >= now.limit or now.spent + now.reserved + largest > now.limit:
+            fits_alone = now.spent < now.limit and now.spent + largest <= now.limit
+            if fits_alone and now.spent + now.reserved + largest > now.limit and wait:
+                return WAIT
+            if not fits_alone or now.spent + now.reserved + largest > now.limit:
                 self._write(replace(now, refused=now.refused + 1, largest=largest))
                 return None
             self._write(replace(now, in_flight=now.in_flight + 1, reserved=now.reserved + largest, largest=largest))

@@ -4,8 +4,8 @@ The shards of a run start at once on separate machines (:mod:`.shard`), each wit
 (:class:`~..models.spending.SpendingLimit`). Naming one Redis ledger for all of them makes the limit the
 run's: every process of every shard asks it before each call, by the same rule as the file ledger (a
 call starts only while what was paid, plus a reservation for each call on its way and one for itself,
-fits the limit; the reservation is the costliest call so far; until a first call has come back, one is
-on its way in the whole run).
+fits the limit, and waits while it would fit once those are paid; the reservation is the costliest call
+so far; until a first call has come back, one is on its way in the whole run).
 
 Each decision is one Lua script run by Redis, so it is atomic however many machines ask (one round trip
 per start, one per end). The ledger is four hashes under ``pytest-ifbench:spending:{NAME}``: the totals,
@@ -64,14 +64,17 @@ local limit, spent, calls, refused, unpriced, largest = unpack(redis.call('HMGET
 limit, spent, calls, largest = num(limit), num(spent), num(calls), num(largest)
 for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
 """
-#: ARGV[4] the largest cost this process saw in cached replies, ARGV[5] 1 to wait for a first price.
+#: ARGV[4] the largest cost this process saw in cached replies, ARGV[5] 1 to wait (for a first price, or for
+#: the calls on their way to be paid).
 #: Returns the reservation as a string, 'wait', or false (refused).
 _START = _COMMON + """
 largest = math.max(largest, tonumber(ARGV[4]))
 local in_flight, reserved = sum(KEYS[2]), sum(KEYS[3])
 if ARGV[5] == '1' and largest <= 0 and in_flight > 0 and calls == 0 then return 'wait' end
+local fits_alone = spent < limit and spent + largest <= limit
+if fits_alone and spent + reserved + largest > limit and ARGV[5] == '1' then return 'wait' end
 redis.call('HSET', KEYS[1], 'largest', str(largest))
-if spent >= limit or spent + reserved + largest > limit then
+if not fits_alone or spent + reserved + largest > limit then
   redis.call('HINCRBY', KEYS[1], 'refused', 1)
   return false
 end
