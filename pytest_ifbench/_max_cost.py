@@ -10,8 +10,8 @@ Under ``--ifbench-shard`` the limit is the shard's: each shard runs on its own m
 ledger (give each its share of the whole), unless every shard names one shared ledger with
 ``--ifbench-max-cost-ledger redis://host:port/db/NAME`` (:mod:`.scale.shared_ledger`): the limit is then
 the run's, across machines. The limit needs prices: a model litellm's price table does
-not price (the embedded model, a server of one's own) is refused at start-up, since its calls would
-never count.
+not price (a server of one's own) is refused at start-up, since its calls would never count; the
+embedded model's calls cost nothing, so the limit leaves them alone (a local judge beside a paid model).
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     state.spending = ledger
     if state._runtime is not None:  # clients made before this hook (a plugin's configure asked for them)
         for client in {id(c): c for c in [state._runtime.model, *state._runtime.judges] if c is not None}.values():
-            client.spending = ledger
+            if not _free(state, client.model):
+                client.spending = ledger
 
 
 def _check(limit: float, state: Any) -> None:
@@ -87,12 +88,17 @@ def _check(limit: float, state: Any) -> None:
     from .models.prices import is_priced
 
     called = ([] if state.responses is not None else [state.model_name]) + list(state.judge_names)
-    unpriced = [name for name in dict.fromkeys(called) if not is_priced(name)]
+    unpriced = [name for name in dict.fromkeys(called) if not is_priced(name) and not _free(state, name)]
     if unpriced:
         raise pytest.UsageError(
             f"pytest-ifbench: --ifbench-max-cost counts what litellm's price table says a call costs, and it "
-            f"has no price for {', '.join(map(repr, unpriced))} (the embedded model and servers of one's own "
-            f"cost nothing it can count): name a priced model, or drop the option")
+            f"has no price for {', '.join(map(repr, unpriced))} (a server of one's own costs nothing it can "
+            f"count): name a priced model, or drop the option")
+
+
+def _free(state: Any, model: str) -> bool:
+    """Whether ``model``'s calls cost nothing (the embedded model): the limit leaves them alone."""
+    return state.providers.for_model(model, state.api_base).free
 
 
 def _shared(url: str, limit: float) -> Ledger:

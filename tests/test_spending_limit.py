@@ -300,6 +300,21 @@ def test_a_limit_a_run_cannot_count_is_refused_at_start_up(pytester, stub_env):
     assert stub_env.calls == 0
 
 
+def test_the_embedded_model_s_calls_are_free_beside_a_paid_model(pytester, stub_env, tmp_path):
+    """A local judge beside a paid model: the limit accepts it, never counts its calls and never refuses
+    them (it was refused at start-up as unpriced)."""
+    _write_suite(pytester, 2)
+    result = pytester.runpytest(*_args(stub_env, 1.0, "--judge-model=local/smollm2", "--collect-only"))
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    spent = _ledger(tmp_path, 1e-9)
+    spent.end(spent.start(), 1.0)  # the limit is paid
+    client = make_client("local/smollm2", spending=spent)
+    (done,) = _complete(client, ["Say hello."])
+    assert not isinstance(done, BaseException) and done.raw_text
+    assert (spent.status().calls, spent.status().refused) == (1, 0)
+    assert make_client(MODEL, api_base=stub_env.url, spending=spent).spending is spent
+
+
 # --------------------------------------------------------------------------- agent runs
 
 

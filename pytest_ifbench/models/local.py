@@ -134,7 +134,7 @@ def context_window(model: str = "local/smollm2") -> int:
 
 PROVIDER = Provider(name="local", prefix="local/", problem=lambda: local_model_problem(), concurrency=1,
                     needed="the embedded model is needed (no --model/--judge-model given)", uses_api_base=False,
-                    context_window=context_window)
+                    context_window=context_window, free=True)
 
 
 class LocalModelUnavailable(RuntimeError):

@@ -77,6 +77,9 @@ class Provider:
     #: (which its transport then gets among the call's keyword arguments). None or empty: the provider
     #: caches prompts by itself (OpenAI) or not at all, and calls carry no marks.
     cache_breakpoints: Callable[[str], Sequence[Mapping[str, Any]]] | None = None
+    #: Whether its calls cost nothing (a model run on this machine, recorded replies): the run's spending
+    #: limit (``--ifbench-max-cost``) neither counts nor refuses them, and accepts its models unpriced.
+    free: bool = False
 
     def serves(self, model: str, api_base: str | None, extra: Mapping[str, Any]) -> bool:
         if self.prefix is not None and not model.startswith(self.prefix):

@@ -131,7 +131,8 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     ``extra`` is sent with every call (an ``openai/`` model on a server of one's own gets
     ``api_key="no-key"`` unless ``OPENAI_API_KEY`` is set); ``providers`` is the
     run's table (default: the built-ins only); ``breakers`` the run's circuit breakers (default: the
-    client's own, see :mod:`.breaker`); ``spending`` the run's spending limit (see :mod:`.spending`).
+    client's own, see :mod:`.breaker`); ``spending`` the run's spending limit (see :mod:`.spending`; a
+    provider whose calls are free is not given it).
     """
     table = _BUILTIN_TABLE if providers is None else providers
     api_base = endpoint(model, api_base)
@@ -141,7 +142,8 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     transport = provider.transport(model, base, sent) if provider.transport is not None else None
     marks = tuple(provider.cache_breakpoints(model)) if provider.cache_breakpoints is not None else ()
     return ModelClient(model=model, api_base=base, cache=cache, retry=retry, strip_think=strip_think,
-                       extra=sent, direct=transport, cache_breakpoints=marks, spending=spending,
+                       extra=sent, direct=transport, cache_breakpoints=marks,
+                       spending=None if provider.free else spending,
                        **({"breakers": breakers} if breakers is not None else {}))
 
 

@@ -49,4 +49,4 @@ RECORDED = "recorded-responses"
 #: Recorded responses in the provider table: the protocols hand out the recorded replies, so this
 #: model is never called (a stray call -- a judge left at the default -- goes through litellm and
 #: fails there, as it always did) and a run scoring recorded responses never prefetches litellm.
-PROVIDER = Provider(name="recorded", serves_when=lambda model, api_base, extra: model == RECORDED)
+PROVIDER = Provider(name="recorded", serves_when=lambda model, api_base, extra: model == RECORDED, free=True)
