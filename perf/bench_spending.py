@@ -105,6 +105,14 @@ def _pairs(where: str, count: int, ready, go) -> None:
     go.wait()
     for _ in range(count):
         ledger.end(ledger.start(wait=False), 1e-9)
+    _flushed(ledger)
+    ledger.close()
+
+
+def _flushed(ledger: Any) -> None:
+    """Every settlement sent (a shared ledger's thread sends them)."""
+    if hasattr(ledger, "flush"):
+        assert ledger.flush()
 
 
 def ledger_pairs(pairs: int, processes: int, redis: str = "") -> tuple[float, float]:
@@ -118,6 +126,7 @@ def ledger_pairs(pairs: int, processes: int, redis: str = "") -> tuple[float, fl
         start = time.perf_counter()
         for _ in range(pairs):
             ledger.end(ledger.start(wait=False), 1e-9)
+        _flushed(ledger)
         alone = (time.perf_counter() - start) / pairs * 1e6
         context = multiprocessing.get_context("spawn")
         ready, go = context.Barrier(processes + 1), context.Event()
@@ -134,6 +143,51 @@ def ledger_pairs(pairs: int, processes: int, redis: str = "") -> tuple[float, fl
         assert ledger.status().calls == pairs + pairs // processes * processes
         ledger.close()
         return alone, shared
+
+
+@contextlib.contextmanager
+def farther(url: str, delay: float) -> Iterator[tuple[str, float]]:
+    """``url``'s Redis behind a relay that holds every chunk ``delay`` seconds each way (a store on another
+    host): the relay's URL and the round trip measured through it (a PING, median of 50)."""
+    import asyncio
+    import statistics
+    import threading
+
+    import redis as redis_py
+
+    target = int(url.rsplit(":", 1)[1].split("/")[0])
+    loop = asyncio.new_event_loop()
+    bound: list[int] = []
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while chunk := await reader.read(65536):
+            await asyncio.sleep(delay)
+            writer.write(chunk)
+        writer.close()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", target)
+        await asyncio.gather(pump(reader, upstream_writer), pump(upstream_reader, writer), return_exceptions=True)
+
+    async def serve() -> None:
+        server = await asyncio.start_server(relay, "127.0.0.1", 0)
+        bound.append(server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+
+    thread = threading.Thread(target=lambda: loop.run_until_complete(serve()), daemon=True)
+    thread.start()
+    while not bound:
+        time.sleep(0.01)
+    relayed = f"redis://127.0.0.1:{bound[0]}/0"
+    client = redis_py.Redis.from_url(relayed)
+    client.ping()
+    trips = []
+    for _ in range(50):
+        start = time.perf_counter()
+        client.ping()
+        trips.append(time.perf_counter() - start)
+    client.close()
+    yield relayed, statistics.median(trips)
 
 
 @contextlib.contextmanager
@@ -176,10 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the lowest CPU is kept")
+    parser.add_argument("--redis-delay-ms", type=float, default=0.5,
+                        help="the shared ledger's far row: its Redis this many ms away each way (0: no such row)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    with redis_server() as redis:
+    with redis_server() as redis, contextlib.ExitStack() as far:
         alone, shared = ledger_pairs(args.pairs, args.processes)
         print(f"ledger: {alone:.1f} us per start/end pair in one process; {shared:.1f} us per pair with "
               f"{args.processes} processes at once")
@@ -191,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
             pairs |= {"redis_one_process": alone, "redis_processes": shared}
         rows = []
         kinds = [("", ""), ("1000", ""), *([("1000", redis)] if redis else [])]
+        if redis and args.redis_delay_ms:
+            relayed, trip = far.enter_context(farther(redis, args.redis_delay_ms / 1000))
+            print(f"shared ledger {args.redis_delay_ms:g} ms away each way: a round trip takes {trip * 1000:.2f} ms")
+            pairs["far_round_trip_ms"] = trip * 1000
+            kinds.append(("1000", relayed))
         with StubServer(latency=args.latency) as stub:
             print("| concurrency | limit | wall s | CPU ms per call |")
             print("|---:|---|---:|---:|")
@@ -198,8 +259,11 @@ def main(argv: list[str] | None = None) -> int:
                 for limit, ledger in kinds:
                     runs = [calls(stub.url, args.calls, concurrency, limit, ledger) for _ in range(args.repeat)]
                     best = min(runs, key=lambda r: r["cpu_s"])
-                    label = f"${limit}, shared in Redis" if ledger else f"${limit}" if limit else "none"
-                    rows.append({"concurrency": concurrency, "limit": limit or None, "shared": bool(ledger), **best,
+                    label = f"${limit}" if limit else "none"
+                    if ledger:
+                        label += ", shared in Redis" + (" (far)" if ledger != redis else "")
+                    rows.append({"concurrency": concurrency, "limit": limit or None, "shared": bool(ledger),
+                                 "far": bool(ledger) and ledger != redis, **best,
                                  "walls": [round(r["wall_s"], 3) for r in runs]})
                     per_call = best["cpu_s"] / args.calls * 1000
                     print(f"| {concurrency} | {label} | {best['wall_s']:.2f} | {per_call:.2f} |")

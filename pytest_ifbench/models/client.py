@@ -162,9 +162,11 @@ async def _admitted(limit: Ledger, model: str, attempt: int, patience: float) ->
     ledger cannot be asked)."""
     deadline = time.monotonic() + patience
     while True:
-        # inline: the lock is held for a read and a write of 64 bytes (~10 us); a thread hop cost 0.6 ms a call
+        wait = time.monotonic() < deadline
         try:
-            reserved = limit.start(wait=time.monotonic() < deadline)
+            # a file's lock is held for a read and a write of 64 bytes (~10 us): inline, where a thread hop
+            # cost 0.6 ms a call; a shared ledger's round trip would hold the event loop up
+            reserved = await asyncio.to_thread(limit.start, wait=wait) if limit.remote else limit.start(wait=wait)
         except LedgerUnavailable as problem:
             raise SpendingLedgerUnavailable(model, problem, attempts=attempt - 1) from None
         if reserved is None:

@@ -7,14 +7,16 @@ call starts only while what was paid, plus a reservation for each call on its wa
 fits the limit, and waits while it would fit once those are paid; the reservation is the costliest call
 so far; until a first call has come back, one is on its way in the whole run).
 
-Each decision is one Lua script run by Redis, so it is atomic however many machines ask (one round trip
-per start, one per end). The ledger is four hashes under ``pytest-ifbench:spending:{NAME}``: the totals,
-and each process's calls on their way and what they hold, by owner (``host:pid``). A process that dies
-with calls on their way would hold their reservations for good, so every process writes the time of
-its last word, a thread renews it while it has calls on their way, and a script drops what an owner
-silent for :data:`LEASE` seconds holds. A settlement Redis did not take (the store unreachable a moment)
-is kept and sent before the process's next call; a call that cannot be started because Redis cannot be
-asked is not made (:class:`~..models.spending.LedgerUnavailable`): what it would cost could not count.
+Each decision is one Lua script run by Redis, so it is atomic however many machines ask (a round trip
+to start a call; settlements go several to a round trip). The ledger is five hashes under
+``pytest-ifbench:spending:{NAME}``: the totals, and by owner (``host:pid:nonce``, one per process) its
+calls on their way, what they hold, the time of its last word and the number of its last settlement. A
+process that dies with calls on their way would hold their reservations for good, so every process
+notes the time of its last word, a thread renews it while it has calls on their way, and a script drops
+what an owner silent for :data:`LEASE` seconds holds. Settlements are sent by that thread, so a call's
+end never waits for the network; one Redis did not take (the store unreachable a moment) is sent again
+until it does, and counts once. A call that cannot be started because Redis cannot be asked is not made
+(:class:`~..models.spending.LedgerUnavailable`): what it would cost could not count.
 
 S3 has no atomic add, so a shared ledger lives only in Redis. NAME is the run's: the same for its shards,
 new for each run (e.g. ``${{ github.run_id }}``, ``$SLURM_ARRAY_JOB_ID``, the Kubernetes Job's name); a
@@ -26,8 +28,12 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import socket
 import threading
+import time
+from collections import deque
+from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -40,9 +46,11 @@ KEPT_DAYS = 30
 _PREFIX = "pytest-ifbench:spending:"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 
-# KEYS: totals, on-their-way (owner -> calls), held (owner -> USD), heard (owner -> ms of its last word).
+# KEYS: totals, on-their-way (owner -> calls), held (owner -> USD), heard (owner -> ms of its last word),
+# settled (owner -> the number of its last settlement).
 # Every script first gives back what owners silent for ARGV[1] ms held, and notes ARGV[2]'s word.
 _COMMON = """
+if redis.replicate_commands then redis.replicate_commands() end -- (writes after TIME: Redis before 5 asks)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local heard = redis.call('HGETALL', KEYS[4])
@@ -62,7 +70,7 @@ end
 local limit, spent, calls, refused, unpriced, largest = unpack(redis.call('HMGET', KEYS[1],
   'limit', 'spent', 'calls', 'refused', 'unpriced', 'largest'))
 limit, spent, calls, largest = num(limit), num(spent), num(calls), num(largest)
-for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
 """
 #: ARGV[4] the largest cost this process saw in cached replies, ARGV[5] 1 to wait (for a first price, or for
 #: the calls on their way to be paid).
@@ -82,8 +90,12 @@ redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
 redis.call('HINCRBYFLOAT', KEYS[3], ARGV[2], str(largest))
 return str(largest)
 """
-#: ARGV[4] what the call reserved, ARGV[5] its cost ('' when its reply had none), ARGV[6] 1 if it was paid.
+#: ARGV[4] what the call reserved, ARGV[5] its cost ('' when its reply had none), ARGV[6] 1 if it was paid,
+#: ARGV[7] its number among the owner's settlements: one sent twice (a connection lost as Redis answered)
+#: counts once.
 _END = _COMMON + """
+if tonumber(ARGV[7]) <= num(redis.call('HGET', KEYS[5], ARGV[2])) then return 0 end
+redis.call('HSET', KEYS[5], ARGV[2], ARGV[7])
 local mine = redis.call('HGET', KEYS[2], ARGV[2])
 if mine then
   if num(mine) <= 1 then
@@ -140,7 +152,16 @@ def parse(url: str) -> tuple[str, str, str]:
 
 
 class RedisLedger:
-    """The run's ledger in Redis (see the module docstring): one per process, every shard's on the same keys."""
+    """The run's ledger in Redis (see the module docstring): one per process, every shard's on the same keys.
+
+    :meth:`start` waits for Redis (the client calls it off its event loop: :attr:`remote`); :meth:`end`
+    only queues the settlement, which this ledger's thread sends (several in one round trip when they
+    come faster than Redis answers), and which also renews the process's word while it has calls on
+    their way. A settlement stays queued while Redis does not answer: it still holds its call's
+    reservation there, so no call is let through for lack of it."""
+
+    #: Its calls wait for the network: the client asks it from a thread, never on its event loop.
+    remote = True
 
     def __init__(self, url: str, limit: float, *, timeout: float = 10.0) -> None:
         try:
@@ -151,20 +172,25 @@ class RedisLedger:
         address, name, self.display = parse(url)
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self._client: Any = redis.Redis.from_url(address, socket_timeout=timeout,
-                                                         socket_connect_timeout=min(3.0, timeout))
+                                                 socket_connect_timeout=min(3.0, timeout))
         # {NAME}: a Redis Cluster keeps the four in one slot, as a script's keys must be
-        self._keys = [f"{_PREFIX}{{{name}}}{suffix}" for suffix in ("", ":on-their-way", ":held", ":heard")]
-        self._owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._keys = [f"{_PREFIX}{{{name}}}{suffix}"
+                      for suffix in ("", ":on-their-way", ":held", ":heard", ":settled")]
+        #: This process (its host and pid, and a nonce: a pid is reused, a re-run container keeps its name).
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._settlements = 0
         self._scripts = {kind: self._client.register_script(text)
                          for kind, text in (("start", _START), ("end", _END), ("status", _STATUS), ("open", _OPEN))}
         self._seen = 0.0
         self._lock = threading.Lock()
-        #: Settlements Redis did not take yet, sent before anything else.
-        self._unsent: list[tuple[float, float | None, bool]] = []
+        #: Settlements Redis has not taken yet, oldest first.
+        self._unsent: deque[tuple[float, float | None, bool, int]] = deque()
         self._on_their_way = 0
-        self._renewing: threading.Thread | None = None
+        self._wake = threading.Event()
         self._closed = threading.Event()
         self.limit = float(self._run("open", limit))
+        self._thread = threading.Thread(target=self._settle, name="ifbench-spending-ledger", daemon=True)
+        self._thread.start()
 
     # -- what the clients ask (models.spending.Ledger) ----------------------------------------------------
     def saw(self, cost: float | None) -> None:
@@ -172,26 +198,22 @@ class RedisLedger:
             self._seen = cost
 
     def start(self, *, wait: bool = True) -> float | None:
+        answer = self._run("start", self._seen, 1 if wait else 0)
+        if answer is None:
+            return None
+        if answer == b"wait":
+            return WAIT
         with self._lock:
-            self._send_unsent()
-            answer = self._run("start", self._seen, 1 if wait else 0)
-            if answer is None:
-                return None
-            if answer == b"wait":
-                return WAIT
             self._on_their_way += 1
-            self._renew_while_on_their_way()
-            return float(answer)
+        return float(answer)
 
     def end(self, reserved: float, cost: float | None, *, paid: bool = True) -> None:
-        """Settle a call; never raises: what Redis did not take is sent with the next call (or at close)."""
+        """Queue a call's settlement for this ledger's thread (never waits, never raises)."""
         with self._lock:
             self._on_their_way = max(0, self._on_their_way - 1)
-            self._unsent.append((reserved, cost, paid))
-            try:
-                self._send_unsent()
-            except LedgerUnavailable:
-                pass
+            self._settlements += 1
+            self._unsent.append((reserved, cost, paid, self._settlements))
+        self._wake.set()
 
     def status(self) -> Spent:
         limit, spent, calls, refused, unpriced, largest, in_flight, reserved = self._run("status")
@@ -199,43 +221,67 @@ class RedisLedger:
                      unpriced=int(unpriced), largest=float(largest), in_flight=int(in_flight),
                      reserved=float(reserved))
 
-    def close(self) -> None:
+    def flush(self, patience: float = 10.0) -> bool:
+        """Wait until Redis has taken every queued settlement (for at most ``patience`` seconds); whether it has."""
+        deadline = time.monotonic() + patience
+        while self._unsent and time.monotonic() < deadline:
+            self._wake.set()
+            time.sleep(0.001)
+        return not self._unsent
+
+    def close(self, *, patience: float = 10.0) -> None:
+        """Send what is queued (for at most ``patience`` seconds while Redis does not answer), then close."""
         self._closed.set()
-        with self._lock:
-            try:
-                self._send_unsent()
-            except LedgerUnavailable:
-                pass
+        self._wake.set()
+        self._thread.join(patience)
         self._client.close()
 
     # -- Redis ----------------------------------------------------------------------------------------------
-    def _run(self, kind: str, *args: Any) -> Any:
+    def _run(self, kind: str, *args: Any, client: Any = None) -> Any:
         try:
-            return self._scripts[kind](keys=self._keys, args=[round(LEASE * 1000), self._owner,
-                                                              KEPT_DAYS * 86_400_000, *args])
+            return self._scripts[kind](keys=self._keys, args=self._args(*args), client=client)
         except self._errors as exc:
             raise LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}") from None
 
-    def _send_unsent(self) -> None:
-        while self._unsent:
-            reserved, cost, paid = self._unsent[0]
-            self._run("end", repr(reserved), "" if cost is None else repr(cost), 1 if paid else 0)
-            self._unsent.pop(0)
+    def _args(self, *args: Any) -> list[Any]:
+        return [round(LEASE * 1000), self._owner, KEPT_DAYS * 86_400_000, *args]
 
-    def _renew_while_on_their_way(self) -> None:
-        """Keep this process's word fresh while it has calls on their way (a call may take longer than
-        :data:`LEASE`); its thread ends when none is."""
-        if self._renewing is None:  # (called with the lock held, as the thread's decision to end is made)
-            self._renewing = threading.Thread(target=self._renew, name="ifbench-spending-lease", daemon=True)
-            self._renewing.start()
-
-    def _renew(self) -> None:
-        while not self._closed.wait(LEASE / 4):
-            with self._lock:
-                if not self._on_their_way:
-                    self._renewing = None
-                    return
+    def _settle(self) -> None:
+        """The ledger's thread: send queued settlements; renew the process's word every quarter lease while
+        it has calls on their way; after :meth:`close`, send what is left and end."""
+        while True:
+            woken = self._wake.wait(LEASE / 4)
+            self._wake.clear()
+            closing = self._closed.is_set()
             try:
-                self.status()
+                if not self._send_unsent() and not woken and self._on_their_way:
+                    self._run("status")  # (its script notes this process's word)
             except LedgerUnavailable:
-                pass
+                if closing:
+                    return
+                self._closed.wait(1.0)  # Redis down: try again in a second
+                self._wake.set()
+                continue
+            if closing:
+                return
+
+    def _send_unsent(self) -> bool:
+        """Send the queued settlements, up to 100 per round trip; whether there were any."""
+        sent = False
+        while True:
+            with self._lock:
+                batch = list(islice(self._unsent, 100))
+            if not batch:
+                return sent
+            pipe = self._client.pipeline(transaction=False)
+            for reserved, cost, paid, number in batch:
+                self._scripts["end"](keys=self._keys, client=pipe, args=self._args(
+                    repr(reserved), "" if cost is None else repr(cost), 1 if paid else 0, number))
+            try:
+                pipe.execute()
+            except self._errors as exc:
+                raise LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}") from None
+            with self._lock:
+                for _ in batch:
+                    self._unsent.popleft()
+            sent = True
