@@ -236,7 +236,7 @@ def _call_prices(pytester, server: StubServer) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "n2"])
-def test_a_run_stops_paying_at_its_limit_and_a_later_run_pays_only_the_rest(pytester, stub_env, workers):
+def test_a_run_stops_paying_at_its_limit_and_a_later_run_pays_only_the_rest(pytester, stub_env, workers, capsys):
     _write_suite(pytester)
     full = 20 + 2 + 3  # the suite's calls: 20 single turns, a dialogue's 2 turns, 3 samples
     cheapest, costliest = _call_prices(pytester, stub_env)
@@ -259,6 +259,7 @@ def test_a_run_stops_paying_at_its_limit_and_a_later_run_pays_only_the_rest(pyte
     assert f" tokens, {usd(entry['spent'])} of {usd(limit)} paid, " in text, "the live status line reads the ledger"
     summary = (pytester.path / "ifbench-summary.md").read_text()
     assert "spending limit reached" in summary
+    shutil.copy(pytester.path / "ifbench-results.json", pytester.path / "limited.json")
 
     second = run(*_args(stub_env, 1.0, *workers))
     assert second.ret == 1  # the even instances fail their checks: no errors now
@@ -266,6 +267,16 @@ def test_a_run_stops_paying_at_its_limit_and_a_later_run_pays_only_the_rest(pyte
     assert not [r for r in again["instances"] if r["status"] == "error"]
     assert stub_env.calls == full, "what the first run paid for came from the cache"
     assert again["spending_limit"]["calls"] == full - entry["calls"]
+
+    # comparing the run that reached its limit with the one that did not says why instances are unpaired
+    capsys.readouterr()
+    assert ifbench(["compare", str(pytester.path / "limited.json"), str(pytester.path / "ifbench-results.json"),
+                    "--out", str(pytester.path / "compare.md")]) == 0
+    printed = capsys.readouterr().out
+    assert (f"warning: {pytester.path / 'limited.json'} reached its spending limit ({entry['refused']} call(s) not "
+            f"made): {len(errored)} instance(s) it errored for it are not paired") in printed
+    assert "reached its spending limit" in (pytester.path / "compare.md").read_text()
+    assert printed.count("reached its spending limit") == 1, "the run with a limit it did not reach has no warning"
 
 
 def test_shards_each_keep_their_own_limit_and_the_merge_says_which_reached_it(pytester, stub_env, capsys):

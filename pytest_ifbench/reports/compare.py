@@ -171,6 +171,29 @@ def compare(base: Run, new: Run, *, alpha: float = 0.05, force: bool = False) ->
     )
 
 
+def limit_warnings(comparison: Comparison) -> list[str]:
+    """One line per run that reached its spending limit (``--ifbench-max-cost``): the instances it errored
+    are not paired, so the comparison covers only what that run paid for -- and which instances those
+    are depends on the order they ran in, not on chance."""
+    out = []
+    for run in (comparison.base, comparison.new):
+        entries = [run.meta.get("spending_limit"),
+                   *(part.get("spending_limit") for part in run.meta.get("merged_from") or ())]
+        refused = sum(int(entry.get("refused") or 0) for entry in entries if isinstance(entry, Mapping))
+        if not refused:
+            continue
+        errored_for_it = sum(1 for nodeid, why in comparison.unpaired.items()
+                             if f"error in {run.name}" in why and _limit_error(run.records[nodeid]))
+        out.append(f"{run.name} reached its spending limit ({refused} call(s) not made): {errored_for_it} "
+                   f"instance(s) it errored for it are not paired, so the comparison covers only what it paid "
+                   f"for; compare runs that did not reach their limit")
+    return out
+
+
+def _limit_error(record: Mapping[str, Any]) -> bool:
+    return "the run's spending limit" in str(record.get("error") or "")
+
+
 def _unusable(record: Mapping[str, Any]) -> str:
     if errored(record):
         return "error"

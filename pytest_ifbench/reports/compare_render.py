@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import stats
-from .compare import Comparison, Delta, Group
+from .compare import Comparison, Delta, Group, limit_warnings
 from .metrics import MetricTable, render_table
 
 COLUMNS = ("", "metric", "pairs", "base", "new", "Δ ±SE [95% CI]", "p", "test", "")
@@ -106,7 +106,7 @@ def outcome_line(comparison: Comparison) -> str:
 
 
 def terminal_lines(comparison: Comparison) -> list[str]:
-    lines = [_headline(comparison)]
+    lines = [_headline(comparison), *(f"warning: {text}" for text in limit_warnings(comparison))]
     for table in tables(comparison):
         lines += ["", *render_table(table)]
     for heading, items in _listing(comparison):
@@ -116,7 +116,7 @@ def terminal_lines(comparison: Comparison) -> list[str]:
 
 def markdown(comparison: Comparison) -> str:
     lines = ["# pytest-ifbench: comparison of two runs", "", _headline(comparison), "",
-             f"**{outcome_line(comparison)}**"]
+             f"**{outcome_line(comparison)}**", *(f"\n**warning: {text}**" for text in limit_warnings(comparison))]
     for table in tables(comparison):
         lines += ["", f"## {table.title}", "", "| " + " | ".join(c or " " for c in table.columns) + " |",
                   "|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.columns))) + "|"]
