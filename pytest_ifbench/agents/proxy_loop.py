@@ -9,6 +9,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from ..models.client import Completion
+from ..models.openai_compat import close_sessions
 
 __all__ = ["LoopThread"]
 
@@ -25,10 +26,15 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def close(self) -> None:
-        """Cancel what still runs on the loop (litellm leaves a logging task there), stop and close it."""
+        """Close the model clients' pooled sessions made on the loop, cancel what still runs there (litellm
+        leaves a logging task), stop and close it."""
         if self.loop.is_closed():
             return
         if self.loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(close_sessions(), self.loop).result(5)
+            except Exception:  # a session that fails to close must not keep the loop open
+                pass
             try:
                 asyncio.run_coroutine_threadsafe(_cancel_tasks(), self.loop).result(5)
             except (concurrent.futures.TimeoutError, RuntimeError):

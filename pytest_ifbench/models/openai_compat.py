@@ -166,7 +166,9 @@ def track_open(transport: Any) -> None:
 
 async def close_sessions() -> None:
     """Close every pooled session made on the running loop -- the direct path's and the SDK providers'
-    (the background generator's shutdown)."""
+    (the background generator's shutdown). Public: code that calls clients on an event loop of its own
+    (an ``asyncio.Runner`` of a generator) awaits it on that loop before closing it, or aiohttp warns
+    of unclosed sessions at exit."""
     for transport in list(_OPEN):
         await transport.aclose()
 

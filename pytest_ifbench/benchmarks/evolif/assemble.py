@@ -139,6 +139,9 @@ def build_suite(config: SynthConfig, synthesizer: LLMSynthesizer | None = None) 
                      for index in range(config.start, config.start + config.dialogues)]
     finally:
         if runner is not None:
+            from pytest_ifbench import close_sessions
+
+            runner.run(close_sessions())  # the model client's connections live on this loop
             runner.close()
     return {
         "ifbench": 1, "benchmark": "evolif", "description": description,

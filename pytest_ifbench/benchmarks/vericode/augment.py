@@ -412,6 +412,11 @@ class LLMSelector:
         return dict(params) if isinstance(params, dict) else {}
 
     def close(self) -> None:
+        """Close the client's connections on the runner's loop (aiohttp warns of unclosed ones at exit), then
+        the runner."""
+        from pytest_ifbench import close_sessions
+
+        self.runner.run(close_sessions())
         self.runner.close()
 
 
