@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -114,3 +115,13 @@ async def closing_sessions(call: Any) -> Any:
         return await call
     finally:
         await close_sessions()
+
+
+def run_closing(call: Any) -> Any:
+    """``asyncio.run(call)``, closing the pooled sessions ``call`` opened before the loop closes
+    (:func:`closing_sessions`): an unclosed one makes aiohttp warn when it is collected.
+
+    Hold the clients ``call`` uses in a variable of the caller, not only in ``call``'s arguments:
+    ``close_sessions`` finds a session through its client's transport, which it holds by a weak
+    reference, and a client only ``call`` held is gone (its session still open) when ``call`` returns."""
+    return asyncio.run(closing_sessions(call))

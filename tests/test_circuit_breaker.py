@@ -105,7 +105,7 @@ def test_connection_failures_are_told_from_other_errors(monkeypatch):
                 call = import_litellm().acompletion(model="openai/stub", api_base=base, num_retries=0,
                                                     max_retries=0, **kwargs)
             try:
-                asyncio.run(call)
+                asyncio.run(closing_sessions(call))
             except Exception as exc:  # noqa: BLE001 - whatever each route raises
                 errors.append((base, route, exc))
     assert len(errors) == 4 and all(is_connection_failure(exc) for _, _, exc in errors), errors

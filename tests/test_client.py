@@ -266,7 +266,7 @@ def test_background_generation_is_concurrent_and_bounded(stub_env):
         ]
         texts = [job.result(timeout=30).text for job in jobs]
     finally:
-        generator.shutdown()
+        generator.shutdown(before_stop=close_sessions)  # as the plugin does: its loop opened the sessions
     assert texts[5] == "stub reply to: n5"
     assert stub_env.calls == 32
     # Concurrent and bounded, as the server saw it (not by wall-clock time): exactly 8 in flight at the peak.
@@ -286,6 +286,6 @@ def test_priority_order_under_contention(stub_env):
         for job in [blocker, *jobs]:
             job.result(timeout=30)
     finally:
-        generator.shutdown()
+        generator.shutdown(before_stop=close_sessions)  # as the plugin does: its loop opened the sessions
     order = [r.last_user_text for r in stub_env.requests]
     assert order == ["first", "p1", "p3", "p5", "p9"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
@@ -14,6 +13,7 @@ from pytest_ifbench._types import CheckSpec, Instance, Turn
 from pytest_ifbench.judges.checklist import JudgeError, judge_checks
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
+from tests._support import run_closing
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=2)
 REGISTRY = default_registry()
@@ -40,7 +40,8 @@ def make_client(server, name="openai/judge-a"):
 def test_all_checks_of_an_instance_in_one_judge_call(stub_env):
     stub_env.add_rule("", verdict_reply({"polite": "pass", "short": "fail"}))
     checks = [judged("polite", "is polite"), judged("short", "is short")]
-    verdicts, completions = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "task", "reply", checks))
+    judges = [make_client(stub_env)]
+    verdicts, completions = run_closing(judge_checks(judges, REGISTRY, "task", "reply", checks))
     assert stub_env.calls == 1 and len(completions) == 1
     assert verdicts["polite"].passed and not verdicts["short"].passed
     assert "because short" in verdicts["short"].evidence
@@ -51,7 +52,8 @@ def test_all_checks_of_an_instance_in_one_judge_call(stub_env):
 def test_omitted_check_is_not_passed(stub_env):
     stub_env.add_rule("", verdict_reply({"polite": "pass"}))
     checks = [judged("polite", "is polite"), judged("short", "is short")]
-    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "task", "reply", checks))
+    judges = [make_client(stub_env)]
+    verdicts, _ = run_closing(judge_checks(judges, REGISTRY, "task", "reply", checks))
     assert not verdicts["short"].passed
     assert "omitted" in verdicts["short"].evidence
 
@@ -59,8 +61,8 @@ def test_omitted_check_is_not_passed(stub_env):
 def test_malformed_json_gets_one_repair_then_errors(stub_env):
     stub_env.add_rule("", Reply(content="I think it is fine."), times=1)
     stub_env.add_rule("", verdict_reply({"polite": "pass"}))
-    verdicts, completions = asyncio.run(
-        judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [judged("polite", "p")]))
+    judges = [make_client(stub_env)]
+    verdicts, completions = run_closing(judge_checks(judges, REGISTRY, "t", "r", [judged("polite", "p")]))
     assert verdicts["polite"].passed and stub_env.calls == 2
     assert [c.text for c in completions][0] == "I think it is fine.", "both calls were paid for: both are kept"
     repair = stub_env.requests[1].body["messages"]
@@ -68,8 +70,9 @@ def test_malformed_json_gets_one_repair_then_errors(stub_env):
 
     stub_env.reset()
     stub_env.add_rule("", Reply(content="still not json"))
+    judges = [make_client(stub_env)]
     with pytest.raises(JudgeError, match="malformed JSON twice") as raised:
-        asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r2", [judged("polite", "p")]))
+        run_closing(judge_checks(judges, REGISTRY, "t", "r2", [judged("polite", "p")]))
     assert stub_env.calls == 2
     assert [c.text for c in raised.value.completions] == ["still not json"] * 2
 
@@ -79,7 +82,7 @@ def test_a_panel_judge_that_fails_carries_what_the_panel_paid_for(stub_env):
     stub_env.add_rule("", Reply(content="not json"), model="judge-b")
     panel = [make_client(stub_env, "openai/judge-a"), make_client(stub_env, "openai/judge-b")]
     with pytest.raises(JudgeError, match="judge-b.*malformed JSON twice") as raised:
-        asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [judged("a", "A")]))
+        run_closing(judge_checks(panel, REGISTRY, "t", "r", [judged("a", "A")]))
     assert stub_env.calls == 3 and len(raised.value.completions) == 3  # judge-a's answer, judge-b's two
 
 
@@ -88,7 +91,7 @@ def test_panel_majority_mean_and_spread(stub_env):
     stub_env.add_rule("", verdict_reply({"a": "pass", "b": "pass"}), model="judge-b")
     stub_env.add_rule("", verdict_reply({"a": "fail", "b": "fail"}), model="judge-c")
     panel = [make_client(stub_env, f"openai/judge-{x}") for x in "abc"]
-    verdicts, _ = asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [judged("a", "A"), judged("b", "B")]))
+    verdicts, _ = run_closing(judge_checks(panel, REGISTRY, "t", "r", [judged("a", "A"), judged("b", "B")]))
     assert verdicts["a"].passed and not verdicts["b"].passed
     assert verdicts["a"].details["mean"] == pytest.approx(2 / 3)
     assert verdicts["b"].details["mean"] == pytest.approx(1 / 3)
@@ -99,7 +102,8 @@ def test_panel_majority_mean_and_spread(stub_env):
 
 def test_penalty_items_are_phrased_as_avoidance(stub_env):
     stub_env.add_rule("", verdict_reply({"p": "pass"}))
-    asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [judged("p", "uses a car", kind="penalty")]))
+    judges = [make_client(stub_env)]
+    run_closing(judge_checks(judges, REGISTRY, "t", "r", [judged("p", "uses a car", kind="penalty")]))
     assert "avoids this mistake: uses a car" in stub_env.requests[0].body["messages"][-1]["content"]
 
 
@@ -119,7 +123,7 @@ def dialogue(patience: int | None, n_turns: int = 5) -> Instance:
 
 def run(instance, server):
     runtime = Runtime(registry=REGISTRY, model=make_client(server, "openai/stub"))
-    return asyncio.run(PROTOCOLS[instance.protocol](instance, runtime))
+    return run_closing(PROTOCOLS[instance.protocol](instance, runtime))
 
 
 def test_multi_turn_sees_full_history(stub_env):
@@ -137,14 +141,13 @@ def test_multi_turn_asks_anthropic_to_cache_every_turn_but_the_last(stub_env, mo
     from pathlib import Path
 
     from pytest_ifbench.models.providers import make_client as client_for
-    from tests._support import closing_sessions
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-ifbench-test-0123456789abcdef")
     stub_env.add_rule("", Reply(content="ok"))
     instance = Instance(id="d", benchmark="t", suite=Path("x.yaml"), protocol="multi_turn", system="Be brief.",
                         turns=tuple(Turn(user=f"turn {i}") for i in range(1, 4)))
     model = client_for("anthropic/claude-sonnet-4-5", api_base=stub_env.url.removesuffix("/v1"))
-    asyncio.run(closing_sessions(PROTOCOLS["multi_turn"](instance, Runtime(registry=REGISTRY, model=model))))
+    run_closing(PROTOCOLS["multi_turn"](instance, Runtime(registry=REGISTRY, model=model)))
     marked = ["cache_control" in json.dumps(r.body) for r in stub_env.requests]
     assert marked == [True, True, False]
     first = stub_env.requests[0].body
@@ -184,7 +187,8 @@ def test_scored_requirements_pass_above_threshold(stub_env):
         CheckSpec(id="calm", verifier="ifbench.judge_score", params={"criterion": "calm", "threshold": 6.0}),
         judged("plain", "is plain"),
     ]
-    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", checks))
+    judges = [make_client(stub_env)]
+    verdicts, _ = run_closing(judge_checks(judges, REGISTRY, "t", "r", checks))
     assert verdicts["tone"].passed, "7 > 6 passes"
     assert not verdicts["calm"].passed, "6 is not above 6"
     assert not verdicts["plain"].passed
@@ -232,7 +236,8 @@ def _conditional(check_id: str, compat: str) -> CheckSpec:
 def test_conditional_check_may_be_not_applicable_in_reference_mode(stub_env):
     stub_env.add_rule("", verdict_reply({"c": "not_applicable", "plain": "pass"}))
     checks = [_conditional("c", "reference"), judged("plain", "is polite")]
-    verdicts, _ = asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", checks))
+    judges = [make_client(stub_env)]
+    verdicts, _ = run_closing(judge_checks(judges, REGISTRY, "t", "r", checks))
     assert not verdicts["c"].applicable and not verdicts["c"].passed
     assert verdicts["plain"].applicable and verdicts["plain"].passed
     body = stub_env.requests[0].body
@@ -246,8 +251,9 @@ def test_conditional_check_may_be_not_applicable_in_reference_mode(stub_env):
 def test_not_applicable_is_refused_where_no_condition_allows_it(stub_env, answer):
     check = judged("plain", "is polite") if answer == "plain" else _conditional("c_in_paper", "paper")
     stub_env.add_rule("", verdict_reply({answer: "not_applicable"}))
+    judges = [make_client(stub_env)]
     with pytest.raises(JudgeError, match="not pass/fail"):
-        asyncio.run(judge_checks([make_client(stub_env)], REGISTRY, "t", "r", [check]))
+        run_closing(judge_checks(judges, REGISTRY, "t", "r", [check]))
     assert stub_env.calls == 2  # one repair turn, then the error
     schema = stub_env.requests[0].body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["checks"]["items"]["properties"]["verdict"]["enum"] == ["pass", "fail"]
@@ -258,7 +264,7 @@ def test_panel_finds_a_check_not_applicable_by_majority(stub_env):
     stub_env.add_rule("", verdict_reply({"c": "not_applicable"}), model="judge-b")
     stub_env.add_rule("", verdict_reply({"c": "pass"}), model="judge-c")
     panel = [make_client(stub_env, f"openai/judge-{x}") for x in "abc"]
-    verdicts, _ = asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [_conditional("c", "reference")]))
+    verdicts, _ = run_closing(judge_checks(panel, REGISTRY, "t", "r", [_conditional("c", "reference")]))
     assert not verdicts["c"].applicable
     assert [j["passed"] for j in verdicts["c"].details["judges"]] == [None, None, True]
 
@@ -268,5 +274,5 @@ def test_panel_votes_of_judges_that_found_it_applicable_decide_otherwise(stub_en
     stub_env.add_rule("", verdict_reply({"c": "fail"}), model="judge-b")
     stub_env.add_rule("", verdict_reply({"c": "fail"}), model="judge-c")
     panel = [make_client(stub_env, f"openai/judge-{x}") for x in "abc"]
-    verdicts, _ = asyncio.run(judge_checks(panel, REGISTRY, "t", "r", [_conditional("c", "reference")]))
+    verdicts, _ = run_closing(judge_checks(panel, REGISTRY, "t", "r", [_conditional("c", "reference")]))
     assert verdicts["c"].applicable and not verdicts["c"].passed and verdicts["c"].details["mean"] == 0.0

@@ -19,6 +19,7 @@ from pytest_ifbench.judges.trajectory import judge_trajectory, neutralise
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.reports.metrics import core_tables, instance_passed_share, rubric_score
 from pytest_ifbench.testing import Fault, Reply
+from tests._support import closing_sessions
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=5)
 REGISTRY = default_registry()
@@ -48,7 +49,7 @@ def answering(results: dict[str, str]):
 
 def judge(server, checks, *, transcript="[user]\n  | hi\n", judges=None):
     panel = judges or [client(server)]
-    return asyncio.run(judge_trajectory(panel, REGISTRY, "Fix the bug.", transcript, checks))
+    return asyncio.run(closing_sessions(judge_trajectory(panel, REGISTRY, "Fix the bug.", transcript, checks)))
 
 
 def sample_run() -> Trajectory:

@@ -21,6 +21,7 @@ from pytest_ifbench.models.client import ModelClient, RetryPolicy, import_litell
 from pytest_ifbench.models.local import local_model_problem
 from pytest_ifbench.models.local_tools import grammar_schema, render_tool_messages, tool_call_schema, tool_response
 from pytest_ifbench.testing import Reply
+from tests._support import closing_sessions
 
 needs_llama = pytest.mark.skipif(local_model_problem() is not None, reason="the embedded model needs the [local] extra")
 
@@ -328,7 +329,7 @@ def test_tools_do_not_import_mcp_nor_reach_the_provider(stub_env, monkeypatch):
     call = {"id": "call_9", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
     stub_env.add_rule("notes", Reply(tool_calls=[call]))
     client = ModelClient(model="openai/stub", api_base=stub_env.url, retry=RetryPolicy(max_attempts=1, timeout=5))
-    result = asyncio.run(client.complete(ASK, GenerationParams(max_tokens=20), tools=TOOLS))
+    result = asyncio.run(closing_sessions(client.complete(ASK, GenerationParams(max_tokens=20), tools=TOOLS)))
     assert result.tool_calls == (call,) and result.finish_reason == "tool_calls"
     body = stub_env.requests[0].body
     assert body["tools"] == TOOLS

@@ -34,7 +34,8 @@ FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, max_total_wa
 
 def _complete(server, text: str = "hello"):
     client = ModelClient(model="openai/stub", api_base=server.url, retry=FAST)
-    return asyncio.run(client.complete([{"role": "user", "content": text}], GenerationParams(max_tokens=20)))
+    return asyncio.run(closing_sessions(client.complete([{"role": "user", "content": text}],
+                                                        GenerationParams(max_tokens=20))))
 
 
 # --------------------------------------------------------------------------

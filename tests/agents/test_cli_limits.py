@@ -10,7 +10,6 @@ tokens and the agent's steps.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
@@ -23,7 +22,7 @@ from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
-from tests._support import stub_args, write_suite
+from tests._support import run_closing, stub_args, write_suite
 from tests.agents._cli_scripts import CLI_WRITE
 
 MODEL = "claude-sonnet-4-5"
@@ -54,7 +53,7 @@ def run(name: str, stub, tmp_path, options: AgentOptions, model: str = "openai/s
     client = ModelClient(model=model, api_base=stub.url, retry=RetryPolicy(max_attempts=1, timeout=120))
     with Workspace.create(None, parent=tmp_path) as ws:
         began = time.monotonic()
-        result = asyncio.run(run_cli(name, workspace=ws, queries=["Write hello.txt again and again."], system=None,
+        result = run_closing(run_cli(name, workspace=ws, queries=["Write hello.txt again and again."], system=None,
                                      model_name=MODEL, client=client, submit=None, options=options,
                                      log_path=tmp_path / "raw.jsonl", progress=lines.append if lines is not None
                                      else None))
@@ -180,7 +179,7 @@ def test_the_loop_holds_max_seconds_while_a_model_call_is_in_flight(stub_env, tm
     client = ModelClient(model="openai/stub", api_base=stub_env.url, retry=RetryPolicy(max_attempts=1, timeout=60))
     with Workspace.create(None, parent=tmp_path) as ws:
         began = time.monotonic()
-        result = asyncio.run(run_loop(client=client, messages=[{"role": "user", "content": "hi"}],
+        result = run_closing(run_loop(client=client, messages=[{"role": "user", "content": "hi"}],
                                       profile=ToolRegistry().profile("generic"), workspace=ws,
                                       options=AgentOptions(max_seconds=2), params=GenerationParams()))
     assert result.stop_reason == "max_seconds" and time.monotonic() - began < 6
@@ -200,7 +199,7 @@ def test_the_run_s_spending_limit_ends_a_real_cli_as_an_error_of_the_harness(nam
                          retry=RetryPolicy(max_attempts=1, timeout=120))
     with Workspace.create(None, parent=tmp_path) as ws:
         began = time.monotonic()
-        result = asyncio.run(run_cli(name, workspace=ws, queries=["Write hello.txt."], system=None, model_name=MODEL,
+        result = run_closing(run_cli(name, workspace=ws, queries=["Write hello.txt."], system=None, model_name=MODEL,
                                      client=client, submit=None, options=AgentOptions(max_seconds=120),
                                      log_path=tmp_path / "raw.jsonl"))
         took = time.monotonic() - began

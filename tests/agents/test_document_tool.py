@@ -4,7 +4,6 @@ tool errors the run survives."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import zipfile
@@ -21,7 +20,7 @@ from pytest_ifbench.agents.profiles import ToolRegistry
 from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply, StubServer
-from tests._support import FAKE_KEY, stub_args, write_suite
+from tests._support import FAKE_KEY, run_closing, stub_args, write_suite
 
 from .test_documents_for_agents import SECRET_LINE, tiny_pdf
 
@@ -172,7 +171,7 @@ def read_all(stub: StubServer, ws: Workspace, tool: str, key: str, paths: list[s
 
     stub.default = answer
     client = ModelClient(model="openai/stub", api_base=stub.url, retry=RetryPolicy(max_attempts=1, timeout=30))
-    result = asyncio.run(run_loop(client=client, messages=[{"role": "user", "content": "Read the files."}],
+    result = run_closing(run_loop(client=client, messages=[{"role": "user", "content": "Read the files."}],
                                   profile=ToolRegistry().profile(profile), workspace=ws,
                                   options=AgentOptions(max_steps=len(paths) + 2, command_timeout=60),
                                   params=GenerationParams(max_tokens=100)))

@@ -25,7 +25,7 @@ from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.models.client import ModelCallError, ModelClient, RetryPolicy
 from pytest_ifbench.models.local import local_model_problem
 from pytest_ifbench.testing import Reply, StubServer
-from tests._support import FAKE_KEY
+from tests._support import FAKE_KEY, closing_sessions
 from tests.sandbox.backend_fixtures import docker_host, sandbox_backend  # noqa: F401 -- fixtures
 
 #: Every test runs on each backend (the fixture makes it the process's: Workspace.create uses it).
@@ -70,8 +70,9 @@ def loop(stub: StubServer, ws: Workspace, *, messages: list[dict[str, Any]] | No
          **options: Any) -> LoopResult:
     client = client or ModelClient(model="openai/stub", api_base=stub.url, retry=FAST)
     path = options.pop("trajectory_path", None)
-    return asyncio.run(run_loop(client=client, messages=list(messages or ASK), profile=ToolRegistry().profile(profile),
-                                workspace=ws, options=AgentOptions(**options), params=params, trajectory_path=path))
+    return asyncio.run(closing_sessions(run_loop(
+        client=client, messages=list(messages or ASK), profile=ToolRegistry().profile(profile),
+        workspace=ws, options=AgentOptions(**options), params=params, trajectory_path=path)))
 
 
 def tool_messages(stub: StubServer, request: int = -1) -> list[dict[str, Any]]:
@@ -92,9 +93,10 @@ def test_a_scripted_three_step_run_really_executes_its_tools(stub, ws, tmp_path)
     lines: list[str] = []
     path = tmp_path / "trajectory.json"
     client = ModelClient(model="openai/stub", api_base=stub.url, retry=FAST)
-    result = asyncio.run(run_loop(client=client, messages=ASK, profile=ToolRegistry().profile("generic"),
-                                  workspace=ws, options=AgentOptions(), params=GenerationParams(max_tokens=200),
-                                  trajectory_path=path, progress=lines.append))
+    result = asyncio.run(closing_sessions(run_loop(
+        client=client, messages=ASK, profile=ToolRegistry().profile("generic"),
+        workspace=ws, options=AgentOptions(), params=GenerationParams(max_tokens=200),
+        trajectory_path=path, progress=lines.append)))
     assert (result.stop_reason, result.final_text, result.steps) == ("finished", "42", 3)
     assert ws.read_bytes("data.txt") == b"21\n"
     assert stub.calls == 3 and len(result.completions) == 3

@@ -10,7 +10,6 @@ is a *failure* with its reason, not a harness error; malformed relay traffic cra
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,7 +23,7 @@ from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from pytest_ifbench.verifiers.trajectory import no_relay_abuse, tool_called
-from tests._support import stub_args, write_suite
+from tests._support import run_closing, stub_args, write_suite
 
 MODEL = "claude-sonnet-4-5"
 RELAY = f"http://127.0.0.1:{PROXY_PORT}/v1/messages"
@@ -69,7 +68,7 @@ def attack(command: str, stub, tmp_path: Path, *, seconds: float = 90, cli: str 
     (tmp_path / "env" / "forged.json").write_text(json.dumps(FORGED))
     client = ModelClient(model="openai/stub", api_base=stub.url, retry=RetryPolicy(max_attempts=1, timeout=30))
     ws = Workspace.create(tmp_path / "env", parent=tmp_path)
-    result = asyncio.run(run_cli(cli, workspace=ws, queries=["Do the task."], system=None,
+    result = run_closing(run_cli(cli, workspace=ws, queries=["Do the task."], system=None,
                                  model_name=MODEL, client=client, submit=None,
                                  options=AgentOptions(max_seconds=seconds), log_path=tmp_path / "raw.jsonl"))
     return ws, result, requests

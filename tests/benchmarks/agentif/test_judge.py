@@ -3,7 +3,6 @@ omitted items, repair, context overflow, panels, and what the judge input holds.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -15,6 +14,7 @@ from pytest_ifbench.benchmarks.agentif.materials import Material
 from pytest_ifbench.judges.checklist import JudgeError
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Fault, Reply
+from tests._support import run_closing
 
 FAST = RetryPolicy(max_attempts=1, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=5)
 CHECKS = [
@@ -49,7 +49,8 @@ def answering(satisfied: dict[str, object]):
 
 
 def run(server, judges=None, data=DATA, checks=CHECKS):
-    return asyncio.run(judge_task(judges or [client(server)], data, checks))
+    panel = judges or [client(server)]
+    return run_closing(judge_task(panel, data, checks))
 
 
 def test_one_call_with_every_item_and_the_whole_input(stub_env):
@@ -148,4 +149,4 @@ def test_images_go_as_image_parts_only_to_vision_judges(stub_env, monkeypatch):
 
 def test_no_judge_configured_is_an_error():
     with pytest.raises(JudgeError, match="--judge-model"):
-        asyncio.run(judge_task([], DATA, CHECKS))
+        run_closing(judge_task([], DATA, CHECKS))

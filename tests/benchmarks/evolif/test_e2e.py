@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
@@ -14,7 +13,7 @@ from pytest_ifbench._protocols import PROTOCOLS, Runtime
 from pytest_ifbench._types import CheckSpec, Instance, Turn
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
-from tests._support import stub_args, write_suite
+from tests._support import run_closing, stub_args, write_suite
 
 HELLO = "{id: startwith, verifier: evolif.startwith, params: {mode: keyword, value: hello}}"
 LOWER = "{id: case, verifier: evolif.case, params: {mode: all_lower}}"
@@ -133,7 +132,7 @@ def test_the_protocol_stops_when_patience_runs_out(stub_env):
         stub_env.add_rule(f"^u{index}$", Reply(content="OK" if outcome == "S" else "no"))
     client = ModelClient(model="openai/stub", api_base=stub_env.url,
                          retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_total_wait=1, timeout=5))
-    episode = asyncio.run(PROTOCOLS["multi_turn"](instance, Runtime(registry=registry, model=client)))
+    episode = run_closing(PROTOCOLS["multi_turn"](instance, Runtime(registry=registry, model=client)))
     assert [t.outcomes[0].passed for t in episode.turns] == [c == "S" for c in "SFFSFFF"]
     assert episode.ended == "patience_exhausted"
 
@@ -150,5 +149,5 @@ def test_patience_is_configurable_per_suite(stub_env, patience, turns, ended):
         stub_env.add_rule(f"^u{index}$", Reply(content="OK" if outcome == "S" else "no"))
     client = ModelClient(model="openai/stub", api_base=stub_env.url,
                          retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_total_wait=1, timeout=5))
-    episode = asyncio.run(PROTOCOLS["multi_turn"](instance, Runtime(registry=registry, model=client)))
+    episode = run_closing(PROTOCOLS["multi_turn"](instance, Runtime(registry=registry, model=client)))
     assert (len(episode.turns), episode.ended) == (turns, ended)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 from collections import Counter
@@ -19,6 +18,7 @@ from pytest_ifbench.benchmarks.evolif import sampling as S
 from pytest_ifbench.benchmarks.evolif import tracking as T
 from pytest_ifbench.benchmarks.evolif.catalog import GROUPS, PAPER_GROUPS, group_of
 from pytest_ifbench.suite.format import parse_suite
+from tests._support import run_closing
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITES = ROOT / "suites" / "evolif"
@@ -230,7 +230,7 @@ def test_llm_synthesizer_retries_until_the_checkers_pass(stub_env):
     good = f"Hmm, could you {R.request(op.name, op.after)}? {turn.state.topic['keywords'][0]}"
     stub_env.add_rule("", _synth_reply(["Could you make it a different length?", good]))
     synth = _synthesizer(stub_env)
-    text, info = asyncio.run(synth.realise(turn, persona, "draft", seed=1))
+    text, info = run_closing(synth.realise(turn, persona, "draft", seed=1))
     assert text == good and info == {"attempts": 2}
     prompt = stub_env.requests[0].body["messages"][-1]["content"]
     assert persona["persona"] in prompt and R.request(op.name, op.after) in prompt
@@ -241,7 +241,7 @@ def test_llm_synthesizer_falls_back_to_the_template_and_flags(stub_env):
     persona, turn = _first_turn_with("modify")
     stub_env.add_rule("", _synth_reply(["Something vague."]))
     synth = _synthesizer(stub_env, attempts=2)
-    text, info = asyncio.run(synth.realise(turn, persona, "the template draft", seed=1))
+    text, info = run_closing(synth.realise(turn, persona, "the template draft", seed=1))
     assert text == "the template draft" and info == {"attempts": 2, "flagged": True}
     assert stub_env.calls == 2
 
