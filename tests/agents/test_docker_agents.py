@@ -49,6 +49,14 @@ def on_docker(docker_host, monkeypatch):
     use_backend(previous)
 
 
+def test_an_agent_command_can_neither_see_nor_write_the_run_s_spending_ledger(on_docker, tmp_path):
+    """As under bubblewrap: the ledger (in the host's temporary directory) is not among what the container
+    is given, so a tool command can neither lift the run's limit nor fill it."""
+    from tests.test_spending_limit import test_an_agent_command_can_neither_see_nor_write_the_run_s_ledger as check
+
+    check(tmp_path)
+
+
 # --- the relay's guarantees, on docker ----------------------------------------------------------------
 
 
