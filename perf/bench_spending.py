@@ -160,9 +160,10 @@ def farther(url: str, delay: float) -> Iterator[tuple[str, float]]:
     bound: list[int] = []
 
     async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while chunk := await reader.read(65536):
-            await asyncio.sleep(delay)
-            writer.write(chunk)
+        with contextlib.suppress(ConnectionError):  # (a client that closes its connection at the end)
+            while chunk := await reader.read(65536):
+                await asyncio.sleep(delay)
+                writer.write(chunk)
         writer.close()
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
