@@ -20,7 +20,7 @@ from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.cli.main import main as ifbench
 from pytest_ifbench.models.client import SpendingLimitReached
 from pytest_ifbench.models.providers import make_client
-from pytest_ifbench.models.spending import WAIT, SpendingLimit, usd
+from pytest_ifbench.models.spending import WAIT, Ledger, SpendingLimit, usd
 from pytest_ifbench.testing import Fault, StubServer
 from tests._support import closing_sessions
 from tests.scale import _suite
@@ -115,32 +115,48 @@ def test_a_limit_must_be_above_zero(tmp_path):
         _ledger(tmp_path, 0)
 
 
-def _spend(path: str, rounds: int, results) -> None:
-    ledger = SpendingLimit(Path(path))
+def _open(where: str) -> Ledger:
+    """The ledger at ``where``: a file's path, or a shared ledger's Redis URL (tests/scale)."""
+    if where.startswith("redis://"):
+        from pytest_ifbench.scale.shared_ledger import RedisLedger
+
+        return RedisLedger(where, 100.0)
+    return SpendingLimit(Path(where))
+
+
+def _spend(where: str, rounds: int, results) -> None:
+    ledger = _open(where)
     started = 0
     for _ in range(rounds):
         reserved = ledger.start(wait=False)
         if reserved is not None:
             started += 1
             ledger.end(reserved, 1.0)
+    ledger.close()
     results.put(started)
 
 
-def test_processes_sharing_the_ledger_never_pass_the_limit_between_them(tmp_path):
-    """Four processes at once, each trying 300 calls of $1 under a $100 limit: exactly 100 are made.
-    (Without the file lock, read-modify-write races lose updates and let more through.)"""
-    ledger = _ledger(tmp_path, 100.0)
+def four_processes_make_exactly_the_calls_the_limit_allows(where: str) -> None:
+    """Four processes at once on the $100 ledger at ``where``, each trying 300 calls of $1: exactly 100 are
+    made, every refused one is counted and none is left on its way."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    workers = [context.Process(target=_spend, args=(str(ledger.path), 300, results)) for _ in range(4)]
+    workers = [context.Process(target=_spend, args=(where, 300, results)) for _ in range(4)]
     for worker in workers:
         worker.start()
     started = [results.get(timeout=60) for _ in workers]
     for worker in workers:
         worker.join(30)
+    ledger = _open(where)
     now = ledger.status()
+    ledger.close()
     assert sum(started) == now.calls == 100
     assert now.spent == pytest.approx(100.0) and now.refused == 1200 - 100 and now.in_flight == 0
+
+
+def test_processes_sharing_the_ledger_never_pass_the_limit_between_them(tmp_path):
+    """(Without the file lock, read-modify-write races lose updates and let more through.)"""
+    four_processes_make_exactly_the_calls_the_limit_allows(str(_ledger(tmp_path, 100.0).path))
 
 
 def test_amounts_read_as_money():
