@@ -41,6 +41,8 @@ from ..models.spending import WAIT, LedgerUnavailable, Spent
 
 #: Seconds after an owner's last word (or its renewal thread's) that what it holds is given back.
 LEASE = 120.0
+#: Seconds a process refuses calls without asking Redis, once Redis did not answer one.
+QUIET = 5.0
 #: How long the keys outlive the ledger's last call.
 KEPT_DAYS = 30
 _PREFIX = "pytest-ifbench:spending:"
@@ -188,6 +190,11 @@ class RedisLedger:
         self._on_their_way = 0
         self._wake = threading.Event()
         self._closed = threading.Event()
+        #: Why Redis did not answer a call's start, until it answers one again; meanwhile calls are refused
+        #: without asking until ``_quiet_until``, and while one call (``_asking``) asks again.
+        self._unanswered: str | None = None
+        self._quiet_until = 0.0
+        self._asking = False
         self.limit = float(self._run("open", limit))
         self._thread = threading.Thread(target=self._settle, name="ifbench-spending-ledger", daemon=True)
         self._thread.start()
@@ -198,7 +205,22 @@ class RedisLedger:
             self._seen = cost
 
     def start(self, *, wait: bool = True) -> float | None:
-        answer = self._run("start", self._seen, 1 if wait else 0)
+        """The file ledger's :meth:`~..models.spending.SpendingLimit.start`, asked of Redis. Once Redis has
+        not answered, calls are refused without asking it for :data:`QUIET` seconds, and then one call at a
+        time asks again: a store that went away would otherwise hold every call for the socket's timeout."""
+        with self._lock:
+            if self._unanswered is not None and (self._asking or time.monotonic() < self._quiet_until):
+                raise LedgerUnavailable(f"{self._unanswered}; not asked again for a few seconds")
+            asking = self._unanswered is not None
+            self._asking = asking
+        try:
+            answer = self._run("start", self._seen, 1 if wait else 0)
+        except LedgerUnavailable as exc:
+            with self._lock:
+                self._unanswered, self._quiet_until, self._asking = str(exc), time.monotonic() + QUIET, False
+            raise
+        with self._lock:
+            self._unanswered, self._asking = None, False
         if answer is None:
             return None
         if answer == b"wait":
