@@ -140,10 +140,13 @@ def status(config: pytest.Config) -> Spent | None:
     if ledger is None or hasattr(config, "workerinput"):
         return None
     try:
-        return ledger.status()
-    except LedgerUnavailable as exc:  # a shared ledger's store went away: said once, in the summary
+        spent = ledger.status()
+    except LedgerUnavailable as exc:  # a shared ledger's store went away: said in the summary, unless it is back
         config.stash[_UNREAD_KEY] = str(exc)
         return None
+    if _UNREAD_KEY in config.stash:
+        del config.stash[_UNREAD_KEY]
+    return spent
 
 
 def entry(config: pytest.Config) -> dict[str, Any] | None:

@@ -201,6 +201,30 @@ def test_concurrent_calls_stay_within_the_limit_from_the_first_one(stub_env, tmp
     assert now.calls == 3 and now.spent <= one * 3.5 and now.refused == 13
 
 
+def test_a_call_waits_for_a_slow_first_call_longer_than_its_own_timeout(stub_env, tmp_path):
+    """The run's first call may take its timeout and then some (it is cancelled 5 s past it); the calls
+    waiting for its price wait that long. (They waited only their own timeout, then went unpriced, each
+    reserving nothing: a loaded run's shards paid twice their shared limit.)"""
+    from pytest_ifbench.models.client import RetryPolicy
+
+    ledger = _ledger(tmp_path, 1.0)
+    first = ledger.start()  # the run's first call, elsewhere, on its way
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger,
+                         retry=RetryPolicy(max_attempts=1, timeout=0.5))
+
+    async def later():
+        waiting = asyncio.ensure_future(client.complete([{"role": "user", "content": "hi"}],
+                                                        GenerationParams(max_tokens=9)))
+        await asyncio.sleep(2.0)
+        sent_while_waiting = stub_env.calls
+        ledger.end(first, 1e-6)  # the first call comes back with its price
+        return sent_while_waiting, await waiting
+
+    sent_while_waiting, done = asyncio.run(closing_sessions(later()))
+    assert sent_while_waiting == 0, "the call went unpriced before the first one came back"
+    assert done.cost and ledger.status().calls == 2
+
+
 def test_a_failed_attempt_costs_nothing_and_its_retry_asks_again(stub_env, tmp_path):
     from pytest_ifbench.models.client import RetryPolicy
 

@@ -154,10 +154,14 @@ class Completion:
         }
 
 
+#: Seconds past its own timeout that an attempt is cancelled (a transport that ignores its timeout).
+_HARD_LIMIT = 5.0
+
+
 async def _admitted(limit: Ledger, model: str, attempt: int, patience: float) -> float:
     """The reservation of a call the run's spending limit lets start (waiting while the run's first
     call is on its way, or while it fits only once the calls on their way are paid, for at most
-    ``patience`` seconds: a call's own time limit); raises
+    ``patience`` seconds: longer than one attempt can take); raises
     :class:`SpendingLimitReached` when it does not (:class:`SpendingLedgerUnavailable` when a shared
     ledger cannot be asked)."""
     deadline = time.monotonic() + patience
@@ -342,7 +346,9 @@ class ModelClient:
             nonlocal reserved
             breaker.check()  # also after waiting for a slot: the endpoint may have been found dead meanwhile
             if spending is not None:  # after the slot too: a call waiting for one has not started
-                reserved = await _admitted(spending, self.model, attempt, self.retry.timeout)
+                # patience: past one attempt's hard limit, the run's first call has come back unless its
+                # process died (waiting less let calls start unpriced beside a slow first call)
+                reserved = await _admitted(spending, self.model, attempt, self.retry.timeout + _HARD_LIMIT + 1)
             self.stats.calls += 1
             if litellm is None:
                 call = self.direct.acompletion(model=self.model, messages=messages,  # type: ignore[union-attr]
@@ -352,7 +358,7 @@ class ModelClient:
                     model=self.model, messages=list(messages), num_retries=0, max_retries=0,
                     timeout=self.retry.timeout, **kwargs,
                 )
-            return await asyncio.wait_for(call, timeout=self.retry.timeout + 5)
+            return await asyncio.wait_for(call, timeout=self.retry.timeout + _HARD_LIMIT)
 
         waited = 0.0
         attempt = 0

@@ -205,22 +205,7 @@ class RedisLedger:
             self._seen = cost
 
     def start(self, *, wait: bool = True) -> float | None:
-        """The file ledger's :meth:`~..models.spending.SpendingLimit.start`, asked of Redis. Once Redis has
-        not answered, calls are refused without asking it for :data:`QUIET` seconds, and then one call at a
-        time asks again: a store that went away would otherwise hold every call for the socket's timeout."""
-        with self._lock:
-            if self._unanswered is not None and (self._asking or time.monotonic() < self._quiet_until):
-                raise LedgerUnavailable(f"{self._unanswered}; not asked again for a few seconds")
-            asking = self._unanswered is not None
-            self._asking = asking
-        try:
-            answer = self._run("start", self._seen, 1 if wait else 0)
-        except LedgerUnavailable as exc:
-            with self._lock:
-                self._unanswered, self._quiet_until, self._asking = str(exc), time.monotonic() + QUIET, False
-            raise
-        with self._lock:
-            self._unanswered, self._asking = None, False
+        answer = self._asked("start", self._seen, 1 if wait else 0)
         if answer is None:
             return None
         if answer == b"wait":
@@ -238,7 +223,7 @@ class RedisLedger:
         self._wake.set()
 
     def status(self) -> Spent:
-        limit, spent, calls, refused, unpriced, largest, in_flight, reserved = self._run("status")
+        limit, spent, calls, refused, unpriced, largest, in_flight, reserved = self._asked("status")
         return Spent(limit=float(limit), spent=float(spent), calls=int(calls), refused=int(refused),
                      unpriced=int(unpriced), largest=float(largest), in_flight=int(in_flight),
                      reserved=float(reserved))
@@ -259,6 +244,25 @@ class RedisLedger:
         self._client.close()
 
     # -- Redis ----------------------------------------------------------------------------------------------
+    def _asked(self, kind: str, *args: Any) -> Any:
+        """``kind``'s script, asked of Redis. Once Redis has not answered, this process does not ask it for
+        :data:`QUIET` seconds (raising at once), and then one caller at a time asks again: a store that
+        went away would otherwise hold every call's start (and the live status line, which reads the
+        ledger) for the socket's timeout."""
+        with self._lock:
+            if self._unanswered is not None and (self._asking or time.monotonic() < self._quiet_until):
+                raise LedgerUnavailable(f"{self._unanswered}; not asked again for a few seconds")
+            self._asking = self._unanswered is not None
+        try:
+            answer = self._run(kind, *args)
+        except LedgerUnavailable as exc:
+            with self._lock:
+                self._unanswered, self._quiet_until, self._asking = str(exc), time.monotonic() + QUIET, False
+            raise
+        with self._lock:
+            self._unanswered, self._asking = None, False
+        return answer
+
     def _run(self, kind: str, *args: Any, client: Any = None) -> Any:
         try:
             return self._scripts[kind](keys=self._keys, args=self._args(*args), client=client)

@@ -133,10 +133,11 @@ def test_a_live_shard_keeps_what_its_slow_calls_hold(redis_url, monkeypatch):
         child.kill()
 
 
-def test_a_settlement_redis_did_not_take_is_sent_when_it_answers_again_and_counts_once(redis_server):
+def test_a_settlement_redis_did_not_take_is_sent_when_it_answers_again_and_counts_once(redis_server, monkeypatch):
     """Redis stops answering while a call is on its way: the call's end neither waits nor fails, a call
     that cannot be asked about is refused, and once Redis answers again the settlement reaches it --
     once, even when it is sent twice."""
+    monkeypatch.setattr(shared_ledger, "QUIET", 0.2)
     ledger = RedisLedger(_url(redis_server.url), 1.0, timeout=0.5)
     first = ledger.start()
     os.kill(redis_server.process.pid, signal.SIGSTOP)
@@ -148,6 +149,7 @@ def test_a_settlement_redis_did_not_take_is_sent_when_it_answers_again_and_count
             ledger.start()
     finally:
         os.kill(redis_server.process.pid, signal.SIGCONT)
+    time.sleep(0.3)  # (the quiet time after Redis did not answer)
     deadline = time.monotonic() + 10
     while ledger.status().calls == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -171,6 +173,8 @@ def test_once_redis_does_not_answer_calls_are_refused_at_once_until_one_asks_aga
         for _ in range(20):
             with pytest.raises(shared_ledger.LedgerUnavailable, match="not asked again for a few seconds"):
                 ledger.start()
+            with pytest.raises(shared_ledger.LedgerUnavailable, match="not asked again"):
+                ledger.status()  # (the live status line reads it every second)
         assert time.monotonic() - started < 0.1, "refused without asking"
     finally:
         os.kill(redis_server.process.pid, signal.SIGCONT)
