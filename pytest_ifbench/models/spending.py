@@ -25,6 +25,7 @@ import fcntl
 import os
 import struct
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -184,6 +185,19 @@ class _Held:
 
 def _encode(spent: Spent) -> bytes:
     return _RECORD.pack(*(getattr(spent, name) for name in Spent.__slots__))
+
+
+def shared_ledgers(entries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Mapping[str, Any], int]]:
+    """Of a run's ``spending_limit`` entries (a merged file's, one per shard), those of ledgers the shards
+    shared (``--ifbench-max-cost-ledger``: the entry's ``ledger``), by ledger: its latest entry -- each
+    shard's is the whole run's figures as it finished, so the last to finish saw the most -- and how many
+    entries name it. Entries without ``ledger`` are each a limit of its own."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        if entry.get("ledger"):
+            groups.setdefault(str(entry["ledger"]), []).append(entry)
+    return {ledger: (max(group, key=lambda e: (int(e.get("calls") or 0), int(e.get("refused") or 0))), len(group))
+            for ledger, group in groups.items()}
 
 
 def usd(amount: float) -> str:

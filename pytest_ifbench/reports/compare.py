@@ -175,11 +175,16 @@ def limit_warnings(comparison: Comparison) -> list[str]:
     """One line per run that reached its spending limit (``--ifbench-max-cost``): the instances it errored
     are not paired, so the comparison covers only what that run paid for -- and which instances those
     are depends on the order they ran in, not on chance."""
+    from ..models.spending import shared_ledgers
+
     out = []
     for run in (comparison.base, comparison.new):
-        entries = [run.meta.get("spending_limit"),
-                   *(part.get("spending_limit") for part in run.meta.get("merged_from") or ())]
-        refused = sum(int(entry.get("refused") or 0) for entry in entries if isinstance(entry, Mapping))
+        entries = [entry for entry in (run.meta.get("spending_limit"),
+                                       *(part.get("spending_limit") for part in run.meta.get("merged_from") or ()))
+                   if isinstance(entry, Mapping)]
+        # a shared ledger's entries are each the whole run's figures: counted once
+        refused = sum(int(entry.get("refused") or 0) for entry in entries if not entry.get("ledger")) + sum(
+            int(last.get("refused") or 0) for last, _ in shared_ledgers(entries).values())
         if not refused:
             continue
         errored_for_it = sum(1 for nodeid, why in comparison.unpaired.items()

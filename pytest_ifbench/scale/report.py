@@ -98,15 +98,11 @@ def spending_facts(merged: Merged) -> list[str]:
     shard that reached its limit; for shards sharing a ledger (``--ifbench-max-cost-ledger``, the entry's
     ``ledger``), that ledger's figures once (each shard's entry is the ledger as that shard finished: the
     last to finish saw the most)."""
-    from ..models.spending import usd
+    from ..models.spending import shared_ledgers, usd
 
     parts = [(part, part["spending_limit"]) for part in merged.meta.get("merged_from") or ()
              if isinstance(part.get("spending_limit"), dict)]
     own = [(part, entry) for part, entry in parts if not entry.get("ledger")]
-    shared: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for part, entry in parts:
-        if entry.get("ledger"):
-            shared.setdefault(str(entry["ledger"]), []).append((part, entry))
     out = []
     if own:
         out.append(f"spending limits: {usd(sum(float(entry.get('spent') or 0) for _, entry in own))} paid by "
@@ -116,11 +112,9 @@ def spending_facts(merged: Merged) -> list[str]:
             out.append(f"**{_where(part)} reached its spending limit** ({usd(float(entry.get('spent') or 0))} of "
                        f"{usd(float(entry.get('limit') or 0))}): {entry['refused']} call(s) not made, their "
                        f"instances errored")
-    for ledger, group in shared.items():
-        last = max((entry for _, entry in group), key=lambda entry: (int(entry.get("calls") or 0),
-                                                                     int(entry.get("refused") or 0)))
+    for ledger, (last, files) in shared_ledgers(entry for _, entry in parts).items():
         figures = f"{usd(float(last.get('spent') or 0))} of {usd(float(last.get('limit') or 0))}"
-        out.append(f"spending limit shared by {len(group)} file(s) in {ledger}: {figures} paid by "
+        out.append(f"spending limit shared by {files} file(s) in {ledger}: {figures} paid by "
                    f"{int(last.get('calls') or 0)} call(s)")
         if last.get("refused"):
             out.append(f"**the run reached its shared spending limit** ({figures}): {last['refused']} call(s) not "

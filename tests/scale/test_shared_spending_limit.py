@@ -251,6 +251,10 @@ def test_shards_at_once_share_one_limit_and_the_merge_says_the_run_reached_it(py
             f"{now.calls} call(s)") in printed
     assert f"the run reached its shared spending limit ({usd(now.spent)} of {usd(limit)}): {now.refused}" in printed
     assert "**the run reached its shared spending limit**" in (pytester.path / "merged-summary.md").read_text()
+    merged = str(pytester.path / "merged.json")
+    assert ifbench(["compare", merged, merged]) == 0
+    assert f"merged.json reached its spending limit ({now.refused} call(s) not made)" in capsys.readouterr().out, \
+        "each shard's entry is the whole run's: counted once"
 
     again = [_shard(pytester, stub_env, 1.0, _url(redis_url, "run-2"), index) for index in (1, 2)]
     assert [shard.communicate(timeout=300) and shard.returncode for shard in again] == [1, 1]
