@@ -129,9 +129,9 @@ class SpendingLimit:
             if wait and largest <= 0 and now.in_flight and not now.calls:
                 return WAIT
             fits_alone = now.spent < now.limit and now.spent + largest <= now.limit
-            if fits_alone and now.spent + now.reserved + largest > now.limit and wait:
-                return WAIT
             if not fits_alone or now.spent + now.reserved + largest > now.limit:
+                if fits_alone and wait:  # once the calls on their way are paid
+                    return WAIT
                 self._write(replace(now, refused=now.refused + 1, largest=largest))
                 return None
             self._write(replace(now, in_flight=now.in_flight + 1, reserved=now.reserved + largest, largest=largest))

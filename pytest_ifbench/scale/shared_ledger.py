@@ -82,12 +82,13 @@ largest = math.max(largest, tonumber(ARGV[4]))
 local in_flight, reserved = sum(KEYS[2]), sum(KEYS[3])
 if ARGV[5] == '1' and largest <= 0 and in_flight > 0 and calls == 0 then return 'wait' end
 local fits_alone = spent < limit and spent + largest <= limit
-if fits_alone and spent + reserved + largest > limit and ARGV[5] == '1' then return 'wait' end
-redis.call('HSET', KEYS[1], 'largest', str(largest))
 if not fits_alone or spent + reserved + largest > limit then
+  if fits_alone and ARGV[5] == '1' then return 'wait' end
+  redis.call('HSET', KEYS[1], 'largest', str(largest))
   redis.call('HINCRBY', KEYS[1], 'refused', 1)
   return false
 end
+redis.call('HSET', KEYS[1], 'largest', str(largest))
 redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
 redis.call('HINCRBYFLOAT', KEYS[3], ARGV[2], str(largest))
 return str(largest)
@@ -175,7 +176,7 @@ class RedisLedger:
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self._client: Any = redis.Redis.from_url(address, socket_timeout=timeout,
                                                  socket_connect_timeout=min(3.0, timeout))
-        # {NAME}: a Redis Cluster keeps the four in one slot, as a script's keys must be
+        # {NAME}: a Redis Cluster keeps the five in one slot, as a script's keys must be
         self._keys = [f"{_PREFIX}{{{name}}}{suffix}"
                       for suffix in ("", ":on-their-way", ":held", ":heard", ":settled")]
         #: This process (its host and pid, and a nonce: a pid is reused, a re-run container keeps its name).
@@ -267,7 +268,10 @@ class RedisLedger:
         try:
             return self._scripts[kind](keys=self._keys, args=self._args(*args), client=client)
         except self._errors as exc:
-            raise LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}") from None
+            raise self._unavailable(exc) from None
+
+    def _unavailable(self, exc: BaseException) -> LedgerUnavailable:
+        return LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}")
 
     def _args(self, *args: Any) -> list[Any]:
         return [round(LEASE * 1000), self._owner, KEPT_DAYS * 86_400_000, *args]
@@ -300,13 +304,13 @@ class RedisLedger:
             if not batch:
                 return sent
             pipe = self._client.pipeline(transaction=False)
-            for reserved, cost, paid, number in batch:
-                self._scripts["end"](keys=self._keys, client=pipe, args=self._args(
-                    repr(reserved), "" if cost is None else repr(cost), 1 if paid else 0, number))
+            for reserved, cost, paid, number in batch:  # (queued on the pipeline: sent by its execute)
+                self._run("end", repr(reserved), "" if cost is None else repr(cost), 1 if paid else 0, number,
+                          client=pipe)
             try:
                 pipe.execute()
             except self._errors as exc:
-                raise LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}") from None
+                raise self._unavailable(exc) from None
             with self._lock:
                 for _ in batch:
                     self._unsent.popleft()
