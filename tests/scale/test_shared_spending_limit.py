@@ -261,6 +261,21 @@ def test_shards_at_once_share_one_limit_and_the_merge_says_the_run_reached_it(py
     assert stub_env.calls == full, "what the first run paid for came from the cache"
 
 
+def test_the_ledger_s_password_reaches_no_file_and_no_line_the_run_writes(pytester, stub_env, redis_server):
+    import redis
+
+    redis.Redis(port=redis_server.port).config_set("requirepass", "s3cret-pw")
+    _write_suite(pytester, 4)
+    ledger = f"redis://:s3cret-pw@127.0.0.1:{redis_server.port}/0/run-1"
+    result = pytester.runpytest(*_args(stub_env, 0.00001, f"--ifbench-max-cost-ledger={ledger}"))
+    assert result.ret == 1
+    shown = f"redis://127.0.0.1:{redis_server.port}/0/run-1"
+    assert json.loads((pytester.path / "ifbench-results.json").read_text())["spending_limit"]["ledger"] == shown
+    written = [result.stdout.str(), result.stderr.str(),
+               *(path.read_text(errors="replace") for path in pytester.path.rglob("*") if path.is_file())]
+    assert not [text for text in written if "s3cret-pw" in text]
+
+
 def test_a_shared_ledger_the_run_cannot_use_stops_it_at_start_up(pytester, stub_env, redis_url):
     _write_suite(pytester, 2)
     ledger = _url(redis_url)
