@@ -13,6 +13,43 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
+#: ``python -c`` program: ``python -m MODULE ARGS`` (for ``MODULE:FUNCTION``, ``sys.exit(FUNCTION(ARGS))``)
+#: that writes, as it exits, a line ``ifbench-perf peak-rss-kb N`` to stderr: the larger of its own
+#: VmHWM and what its reaped children (xdist workers) peaked at. Not ``wait4``'s figure: Linux starts
+#: a child's maximum RSS at its parent's resident size when it forks and keeps it across exec, so a
+#: child smaller than the script that starts it would report the script's size.
+_PEAK_RSS_RUNNER = """import atexit, resource, runpy, sys
+def _peak():
+    own = max([int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM:')] or [0])
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    sys.stderr.write('\\nifbench-perf peak-rss-kb %d\\n' % max(own, children))
+    sys.stderr.flush()
+atexit.register(_peak)
+target = sys.argv[1]
+sys.argv = [target, *sys.argv[2:]]
+if ':' in target:
+    import importlib
+    module, function = target.split(':')
+    sys.exit(getattr(importlib.import_module(module), function)(sys.argv[1:]))
+runpy.run_module(target, run_name='__main__', alter_sys=True)
+"""
+_PEAK_RSS_LINE = b"ifbench-perf peak-rss-kb "
+
+
+def module_command(python: str, target: str, *args: str) -> list[str]:
+    """``python -m target args`` (``target`` a module, or ``module:function`` for a command without a
+    ``__main__``), reporting its peak RSS at exit (read it with :func:`peak_rss_mb`)."""
+    return [python, "-c", _PEAK_RSS_RUNNER, target, *args]
+
+
+def peak_rss_mb(output: bytes | str) -> float | None:
+    """The peak RSS a :func:`module_command` reported in its output, in MB (None: it did not get to exit)."""
+    data = output.encode() if isinstance(output, str) else output
+    start = data.rfind(_PEAK_RSS_LINE)
+    if start < 0:
+        return None
+    return int(data[start + len(_PEAK_RSS_LINE):].split(b"\n", 1)[0]) / 1024
+
 
 def free_port() -> int:
     """A port on 127.0.0.1 nothing listens on (bound, then released): for a server a script starts."""

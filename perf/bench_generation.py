@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision, tail
+from _common import module_command, peak_rss_mb, source_revision, tail
 from _generation_references import ANTHROPIC_BASELINE, INSPECT_TASK, LITELLM_BASELINE, OPENAI_BASELINE
 
 from pytest_ifbench.testing import StubServer
@@ -140,7 +140,7 @@ def child_env() -> dict[str, str]:
 def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float, env: dict[str, str] | None = None) -> dict:
     """Run ``python -m pytest ARGS`` (``env`` added to :func:`child_env`); wall time, CPU time and peak RSS."""
     env = child_env() | (env or {})
-    cmd = [sys.executable, "-m", "pytest", *args]
+    cmd = module_command(sys.executable, "pytest", *args)
     with log.open("wb") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -154,7 +154,7 @@ def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float, env: di
     return {
         "cmd": cmd, "rc": rc, "wall_s": wall,
         "cpu_s": (usage.ru_utime + usage.ru_stime) if usage else None,
-        "max_rss_mb": (usage.ru_maxrss / 1024) if usage else None,
+        "max_rss_mb": peak_rss_mb(log.read_bytes()),
     }
 
 
@@ -452,7 +452,7 @@ def summarise(key: str, row: Row, best: dict, startup: float, level: int, refere
         "env": sorted(name for name, _ in row.env),
         "command": "python -m pytest " + " ".join(a.replace(url, "<stub-url>").replace(url.removesuffix("/v1"),
                                                                                         "<stub-root>")
-                                                  for a in best["cmd"][3:]),
+                                                  for a in best["cmd"][4:]),
     }
 
 

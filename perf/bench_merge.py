@@ -36,15 +36,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision, tail
+from _common import module_command, peak_rss_mb, source_revision, tail
 
 from pytest_ifbench.testing import FAKE_API_KEY, StubServer
 
-#: The command, then its own peak RSS on stderr. Not ``wait4``'s: Linux starts a child's maximum at its
-#: parent's resident size when it forks and keeps it across exec, and this script holds the records.
-_IFBENCH = ("import sys\nfrom pytest_ifbench.cli.main import main\ncode = main(sys.argv[1:])\n"
-            "hwm = [line for line in open('/proc/self/status') if line.startswith('VmHWM:')][0].split()[1]\n"
-            "print('VmHWM', hwm, file=sys.stderr)\nsys.exit(code)")
+#: ``ifbench``, reporting its own peak RSS (not ``wait4``'s: see ``_common.module_command``).
+_IFBENCH = "pytest_ifbench.cli.main:main"
 
 
 def _suite(n: int) -> str:
@@ -105,15 +102,14 @@ def _timed(command: list[str], cwd: Path, pythonpath: Path) -> dict:
     done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command[3:])} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    hwm = next(int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("VmHWM"))
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(hwm / 1024, 1)}
+        raise SystemExit(f"{' '.join(command[4:])} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return {"wall_s": round(wall, 2), "peak_rss_mb": round(peak_rss_mb(done.stderr), 1)}
 
 
 def _measure(checkout: Path, paths: list[Path], out: Path) -> dict:
-    merge = _timed([sys.executable, "-c", _IFBENCH, "merge", "--out", str(out),
+    merge = _timed([*module_command(sys.executable, _IFBENCH), "merge", "--out", str(out),
                     "--expect", str(len(paths)), *map(str, paths)], out.parent, checkout)
-    compare = _timed([sys.executable, "-c", _IFBENCH, "compare", str(out), str(out)], out.parent, checkout)
+    compare = _timed([*module_command(sys.executable, _IFBENCH), "compare", str(out), str(out)], out.parent, checkout)
     return {"merge": merge, "compare": compare}
 
 

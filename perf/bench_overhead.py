@@ -60,7 +60,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from _common import source_revision, tail
+from _common import module_command, peak_rss_mb, source_revision, tail
 from _rss_phases import ENV as RSS_PHASES_ENV
 
 from pytest_ifbench.testing import StubServer
@@ -142,7 +142,7 @@ def run_inspect(python: str, work: Path, count: int, checks: int, timeout: float
     task = work / "inspect_overhead.py"
     task.write_text(INSPECT_TASK.format(count=count, checks=checks), encoding="utf-8")
     env = dict(os.environ, INSPECT_LOG_DIR=str(work / "inspect-logs"), INSPECT_DISPLAY="none")
-    cmd = [python, "-m", "inspect_ai", "eval", task.name, "--model", "mockllm/model", "--display", "none",
+    cmd = [*module_command(python, "inspect_ai"), "eval", task.name, "--model", "mockllm/model", "--display", "none",
            "--max-connections", "64"]
     log = work / "inspect.log"
     with log.open("wb") as out:
@@ -165,8 +165,8 @@ def run_inspect(python: str, work: Path, count: int, checks: int, timeout: float
         print(f"inspect_ai failed (rc={proc.returncode}):\n{tail(log)}", file=sys.stderr)
         return None
     return {"wall_s": round(wall, 3), "per_instance_ms": round(wall / count * 1000, 3),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "command": " ".join(cmd[1:])}
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "max_rss_mb": round(peak_rss_mb(log.read_bytes()), 1),
+            "command": " ".join(["-m", *cmd[3:]])}
 
 
 def inspect_python(option: str | None) -> tuple[str | None, str | None]:
@@ -193,7 +193,7 @@ def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float, env_ext
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     env["PYTHONUNBUFFERED"] = "1"  # output arrives as written, so the phase stamps are meaningful
     env.update(env_extra or {})
-    cmd = [sys.executable, "-m", "pytest", *args]
+    cmd = module_command(sys.executable, "pytest", *args)
     first = summary = None
     pending = b""
     with log.open("wb") as out:
@@ -232,7 +232,7 @@ def run_pytest(args: list[str], *, cwd: Path, log: Path, timeout: float, env_ext
     return {
         "cmd": cmd, "rc": rc, "wall_s": wall,
         "to_first_result_s": first, "to_summary_s": summary,
-        "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": peak_rss_mb(log.read_bytes()),
     }
 
 
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                         best = run
                 assert best is not None
                 best["command"] = "python -m pytest " + " ".join(
-                    a.replace(url, "<stub-url>").replace(str(work), "$TMP") for a in best["cmd"][3:])
+                    a.replace(url, "<stub-url>").replace(str(work), "$TMP") for a in best["cmd"][4:])
                 del best["cmd"]
                 results["runs"][name] = best
                 return best
