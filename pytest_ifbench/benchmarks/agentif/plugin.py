@@ -108,10 +108,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         problem = sandbox_problem()
         if problem:
             raise pytest.UsageError(f"pytest-ifbench: {len(tasks)} agentif task(s) selected, but {problem}")
-    from .screenshot import MISSING, chromium
+    from .screenshot import problem as screenshot_problem
 
-    if chromium() is None:
-        message = f"agentif: {MISSING}; HTML/SVG files reach the judge as text only"
+    if reason := screenshot_problem():
+        message = f"agentif: {reason}; HTML/SVG files reach the judge as text only"
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(message, yellow=True)

@@ -26,8 +26,8 @@ def _materials(instance: Instance, episode: Episode) -> JudgeInput:
         produced, notes = materials.produced_materials(run.workspace, instance.environment)
     elif run is not None:
         notes.append("the agent's final workspace is not available (recorded trajectory): no files shown")
-    if screenshot.chromium() is None:
-        notes.append(screenshot.MISSING)
+    if reason := screenshot.problem():
+        notes.append(reason)
     return JudgeInput(
         question=instance.prompt or "\n\n".join(t.user for t in instance.turns),
         answer=episode.final.completion.text if episode.turns else "",

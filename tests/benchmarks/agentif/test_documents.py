@@ -198,6 +198,55 @@ def test_a_page_cannot_reach_the_network(tmp_path):
     assert shot.png is not None, shot.note
 
 
+@needs_chromium
+@pytest.mark.skipif(screenshot.problem() is not None, reason=str(screenshot.problem()))
+def test_a_page_runs_its_scripts_but_sees_no_host_file_beside_its_own(tmp_path):
+    """The agent's page is code: its script runs (the background turns blue) and a picture in its own
+    directory shows (green), but a picture elsewhere on the host (red) stays a broken image, as do
+    ``/etc/shadow`` and ``/root``. The old render bound the whole host (``bwrap --dev-bind / /``), as root."""
+    from PIL import Image
+
+    page_dir, host_dir = tmp_path / "page", tmp_path / "host"
+    page_dir.mkdir()
+    host_dir.mkdir()
+    Image.new("RGB", (300, 200), (0, 200, 0)).save(page_dir / "own.png")
+    Image.new("RGB", (300, 200), (220, 0, 0)).save(host_dir / "secret.png")
+    box = "position:absolute;top:{}px;left:{}px;width:300px;height:200px"
+    (page_dir / "index.html").write_text(
+        f"<html><body style='margin:0;background:white'>"
+        f"<img src='own.png' style='{box.format(50, 50)}'>"
+        f"<img src='{(host_dir / 'secret.png').as_uri()}' style='{box.format(50, 450)}'>"
+        f"<iframe src='file:///etc/shadow' style='{box.format(300, 50)};border:0'></iframe>"
+        f"<iframe src='file:///root/' style='{box.format(300, 450)};border:0'></iframe>"
+        "<script>document.body.style.background = 'rgb(0, 0, 255)';</script></body></html>")
+    shot = screenshot.render(page_dir / "index.html")
+    assert shot.png is not None, shot.note
+    with Image.open(io.BytesIO(shot.png)) as image:
+        rgb = image.convert("RGB")
+        assert rgb.getpixel((1200, 850)) == (0, 0, 255)  # the script ran
+        assert rgb.getpixel((200, 150)) == (0, 200, 0)  # its own picture
+        assert rgb.getpixel((600, 150)) != (220, 0, 0)  # not the host's
+        shadow, root = rgb.crop((50, 300, 350, 500)), rgb.crop((450, 300, 750, 500))
+    # Neither listing nor file: the error page Chromium shows for a missing file is the same for both.
+    assert shadow.tobytes() == root.tobytes()
+
+
+def test_no_bubblewrap_renders_nothing_unconfined(tmp_path, monkeypatch):
+    """Without bubblewrap there is no screenshot and a sentence says why; Chromium never runs bare."""
+    ran = tmp_path / "chromium-ran"
+    fake = tmp_path / "bin" / "chromium"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("IFBENCH_CHROMIUM", str(fake))
+    monkeypatch.setenv("PATH", str(fake.parent))
+    (tmp_path / "p.html").write_text("<p>hi</p>")
+    assert screenshot.problem() == screenshot.NO_BWRAP
+    shot = screenshot.render(tmp_path / "p.html")
+    assert shot.png is None and shot.note == screenshot.NO_BWRAP and not ran.exists()
+    assert material(tmp_path / "p.html").notes == (screenshot.NO_BWRAP,)
+
+
 def test_missing_chromium_is_said_not_skipped(tmp_path, monkeypatch):
     monkeypatch.setenv("IFBENCH_CHROMIUM", str(tmp_path / "no-such-chromium"))
     (tmp_path / "p.html").write_text("<p>hi</p>")
