@@ -175,6 +175,13 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
             workspace.close()
             raise
     run.duration = time.perf_counter() - start
+    try:  # the checks see the agent's work, never a HOME or /tmp it prepared for them
+        await asyncio.to_thread(workspace.clear_home_and_tmp)
+    except OSError as exc:
+        workspace.close()
+        error = AgentHarnessError(f"cannot clear the run's HOME and /tmp before its checks: {exc}")
+        error.paid = tuple(run.completions)
+        raise error from None
     return run
 
 

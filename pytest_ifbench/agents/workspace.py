@@ -220,6 +220,34 @@ class Workspace:
                 raise ValueError(f"not a regular file: {relative!r}")
             return fh.read(max_bytes)
 
+    def clear_home_and_tmp(self) -> None:
+        """Empty the run's ``HOME`` and ``/tmp`` in place; the workspace stays as the agent left it.
+
+        Called when the agent's last command has ended (the backend ended all its processes), before the
+        checks run their commands here: they then see the agent's work, not what it left for them -- a
+        ``usercustomize.py`` or ``.pth`` in its user site that makes ``python3 test_x.py`` exit 0 whatever
+        the tests say, a ``.gitconfig``, a FIFO or link at a ``/tmp`` path a check writes to.  Emptied in
+        place, never made again: a container's bind mounts pin the directories.  With ``keep`` the
+        entries move to ``agent-home`` and ``agent-tmp`` in :attr:`root` (never shown inside)."""
+        if self._closed or self._run is None:
+            raise RuntimeError("the workspace is closed")
+        for directory, aside in ((self.home, self.root / "agent-home"), (self.tmp, self.root / "agent-tmp")):
+            if os.path.islink(directory) or not directory.is_dir():
+                raise OSError(f"not a directory any more: {directory}")
+            os.chmod(directory, 0o700)
+            if self.keep:
+                aside.mkdir(mode=0o700, exist_ok=True)
+            for entry in list(os.scandir(directory)):
+                if self.keep:
+                    os.rename(entry.path, aside / entry.name)
+                elif entry.is_dir(follow_symlinks=False):
+                    _remove(Path(entry.path))
+                else:
+                    os.unlink(entry.path)
+            if next(os.scandir(directory), None) is not None:
+                raise OSError(f"cannot empty {directory}")
+        self._usage = self.disk_usage()
+
     def close(self) -> None:
         """Tear the backend's side down and remove the run's directories (unless ``keep``); idempotent."""
         if self._closed:

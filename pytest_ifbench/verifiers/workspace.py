@@ -71,7 +71,9 @@ def file_contains(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """The file contains the text or a match of the pattern (``negate``: it does not; a missing file does
     not contain anything). Only the first ``max_bytes`` bytes are searched; the pattern is multiline."""
     path, cap = params["path"], params["max_bytes"]
-    result = _run(ctx, "ifbench.file_contains", f"head -c {cap + 1} -- {shlex.quote(path)}", FILE_TIMEOUT)
+    quoted = shlex.quote(path)  # a FIFO or device would block head or never end: not a file to read
+    result = _run(ctx, "ifbench.file_contains", f"if [ -e {quoted} ] && [ ! -f {quoted} ]; then "
+                  f"echo 'not a regular file' >&2; exit 2; fi; exec head -c {cap + 1} -- {quoted}", FILE_TIMEOUT)
     if result.returncode is None and result.limit != "output":
         raise _failure("ifbench.file_contains", f"read {path!r}", result)
     if result.returncode not in (0, None):

@@ -57,6 +57,14 @@ def test_an_agent_command_can_neither_see_nor_write_the_run_s_spending_ledger(on
     check(tmp_path)
 
 
+@pytest.mark.parametrize("keep", [False, True], ids=["removed", "kept"])
+def test_what_the_agent_left_in_home_and_tmp_cannot_pass_a_check(on_docker, pytester, stub_env, keep):
+    """As under bubblewrap: the run's HOME and /tmp are emptied in place, under the container's bind mounts."""
+    from tests.agents.test_checks_integrity import check_home_and_tmp
+
+    check_home_and_tmp(pytester, stub_env, "--ifbench-sandbox=docker", keep=keep)
+
+
 # --- the relay's guarantees, on docker ----------------------------------------------------------------
 
 
