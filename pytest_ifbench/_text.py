@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^([ \t]*)```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
@@ -10,6 +12,26 @@ _OPEN_PYTHON = re.compile(
     r"^([ \t]*)```[ \t]*(?:python3?|py)\b[^\n]*\n(.*)\Z", re.DOTALL | re.MULTILINE | re.IGNORECASE
 )
 _PYTHON_TAGS = {"python", "py", "python3"}
+#: A lone surrogate: JSON may carry one (``"\\ud83d"``, half an emoji a provider cut), UTF-8 cannot.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so that every writer can encode it as UTF-8.
+    A model's reply is made so where it enters (``ModelClient``): a lone surrogate in it errored the
+    instance when a report writer (Allure's, the trajectory file) met it."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def utf8_safe_value(value: Any) -> Any:
+    """A JSON value (a tool call) with :func:`utf8_safe` applied to every string in it."""
+    if isinstance(value, str):
+        return utf8_safe(value)
+    if isinstance(value, Mapping):
+        return {key: utf8_safe_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [utf8_safe_value(item) for item in value]
+    return value
 
 
 def strip_reasoning(text: str) -> tuple[str, str]:

@@ -298,3 +298,24 @@ def test_renderers():
                                             "completion_tokens": 4, "cached": True, "attempts": 2})
     assert reply.startswith("(empty reply)\n\n── reasoning (stripped before verification) ──\nhmm")
     assert reply.endswith("── model: m · tokens in/out: 3/4 · cached · attempts: 2 ──")
+
+
+def test_half_an_emoji_in_a_reply_is_a_failed_check_not_an_error(pytester, stub_env):
+    """A provider that cuts an emoji in two sends a lone surrogate (valid JSON, not UTF-8): the instance
+    is decided as usual; it errored with UnicodeEncodeError when Allure wrote the reply."""
+    stub_env.default = lambda body: Reply(content="a cut emoji \ud83d here")
+    write_suite(pytester.path, "s.yaml", """
+        ifbench: 1
+        benchmark: cut
+        instances:
+          - id: one
+            prompt: say something
+            checks:
+              - {id: kw, verifier: ifbench.keywords, params: {include: [zebra]}}
+        """)
+    result = pytester.runpytest("s.yaml", *stub_args(stub_env), "--alluredir=allure")
+    result.assert_outcomes(failed=2)  # the check and the instance; no error
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["status"] == "failed" and record["turns"][0]["response"]["text"] == "a cut emoji \ufffd here"
+    for path in (pytester.path / "allure").iterdir():
+        path.read_bytes().decode("utf-8")

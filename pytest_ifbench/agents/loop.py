@@ -55,6 +55,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .._redact import redact
+from .._text import utf8_safe_value
 from .._types import GenerationParams
 from ..models.client import Completion, ModelCallError, ModelClient
 from .options import BUILT_IN_RUNNER, AgentOptions
@@ -194,6 +196,27 @@ def _wire_call(call: Mapping[str, Any]) -> dict[str, Any]:
     return call if valid else {**call, "function": {**call["function"], "arguments": "{}"}}
 
 
+def _without_secrets(completion: Completion) -> Completion:
+    """The reply with our secrets redacted before anything acts on it. A model (or provider) that echoes
+    the API key would otherwise have the loop write it into the sandbox (``write_file``, ``bash``) and the
+    trajectory file; the proxy does the same for a real CLI's replies."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value)
+        if isinstance(value, Mapping):
+            return {key: clean(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(item) for item in value]
+        return value
+
+    calls = tuple(clean(list(completion.tool_calls)))
+    fields = {"text": redact(completion.text), "raw_text": redact(completion.raw_text),
+              "reasoning": redact(completion.reasoning)}
+    if calls == completion.tool_calls and all(getattr(completion, k) == v for k, v in fields.items()):
+        return completion
+    return replace(completion, tool_calls=calls, **fields)
+
+
 async def _execute(call: Mapping[str, Any], profile: Profile, ctx: ToolContext, run: _Run) -> tuple[ToolResult, str]:
     """Run one call (or explain why not); returns the result and a progress summary."""
     name, raw = call["function"]["name"], call["function"]["arguments"]
@@ -207,7 +230,7 @@ async def _execute(call: Mapping[str, Any], profile: Profile, ctx: ToolContext, 
         return ToolResult(content=f"Error: there is no tool named {name!r}. Available tools: {known}.",
                           is_error=True), f"{name or '?'} (unknown tool)"
     try:
-        arguments = json.loads(raw) if raw.strip() else {}
+        arguments = utf8_safe_value(json.loads(raw)) if raw.strip() else {}  # "\\ud83d" parses to a lone surrogate
     except ValueError as exc:
         return ToolResult(content=f"Error: the arguments of {name} are not valid JSON ({exc}); send a JSON object.",
                           is_error=True), f"{name} (bad JSON)"
@@ -289,6 +312,7 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
     finally:
         model_time = time.perf_counter() - began
         run.model_seconds += model_time
+    completion = _without_secrets(completion)
     run.completions.append(completion)
     BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost)
     run.tokens += completion.completion_tokens

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._text import strip_reasoning
+from .._text import strip_reasoning, utf8_safe, utf8_safe_value
 from .._types import GenerationParams
 from .breaker import Breakers, CircuitOpen, is_connection_failure
 from .cache import ResponseCache, cache_key
@@ -247,10 +247,12 @@ class ModelClient:
                          sample=sample, tools=tools, response_format=response_format)
 
     def _completion(self, raw: str, entry: Mapping[str, Any], *, cached: bool) -> Completion:
+        raw = utf8_safe(raw)  # every writer of the run can encode what the model said
         text, reasoning = strip_reasoning(raw) if self.strip_think else (raw, "")
+        calls = entry.get("tool_calls") or ()
         return Completion(
             text=text, raw_text=raw, reasoning=reasoning,
-            tool_calls=tuple(entry.get("tool_calls") or ()),
+            tool_calls=tuple(utf8_safe_value(list(calls))) if calls else (),
             prompt_tokens=entry.get("prompt_tokens", 0), completion_tokens=entry.get("completion_tokens", 0),
             latency=entry.get("latency", 0.0), cost=entry.get("cost"), cached=cached, model=self.model,
             attempts=entry.get("attempts", 1), finish_reason=entry.get("finish_reason"),
@@ -307,6 +309,7 @@ class ModelClient:
             claimed = True
             answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
                                                    marks=marks)
+            answer = utf8_safe_value(answer)  # half an emoji a provider cut: the cache, too, writes UTF-8
             self.cache.put(key, {
                 "model": self.model, "messages": list(messages), "params": params.litellm_kwargs(),
                 "sample": sample, "tools": list(tools), "response_format": response_format, "response": answer,

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._redact import redact
+from .._text import utf8_safe
 from .allure_render import (
     allurerc,
     categories,
@@ -133,8 +134,8 @@ class AllureReporter:
     def _attach(text: str, name: str, extension: str = "txt", *, redacted: bool = False) -> None:
         import allure
 
-        allure.attach(text if redacted else redact(text), name=name, attachment_type="text/plain",
-                      extension=extension)
+        allure.attach(utf8_safe(text if redacted else redact(text)), name=name,  # Allure encodes strictly
+                      attachment_type="text/plain", extension=extension)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:

@@ -96,3 +96,54 @@ def check_home_and_tmp(pytester: pytest.Pytester, stub_env: StubServer, *args: s
         assert (root / "agent-tmp" / "left-behind").read_text() == "planted\n"
         assert (root / "agent-home" / ".gitconfig").is_file()
         assert list((root / "home").iterdir()) == [] and list((root / "tmp").iterdir()) == []
+
+
+ECHO_SUITE = """
+ifbench: 1
+benchmark: echo
+defaults:
+  protocol: agent
+  protocol_options: {max_steps: 6, command_timeout: 20}
+instances:
+  - id: echo
+    prompt: Write notes.txt, then finish.
+    checks:
+      - {id: notes, verifier: ifbench.file_exists, params: {path: notes.txt}}
+"""
+
+
+def test_a_reply_that_echoes_the_key_or_holds_a_lone_surrogate_is_acted_on_cleaned(pytester, stub_env):
+    """A model (or provider) echoing the API key in its tool calls and answer: the loop writes no key into
+    the sandbox's files or the trajectory file. Half an emoji (a lone surrogate, valid JSON, not UTF-8) in
+    its answer: the instance is decided as usual; it errored with UnicodeEncodeError in the trajectory
+    writer (and, without trajectories, in Allure's)."""
+    from pytest_ifbench.testing import FAKE_API_KEY
+
+    key = FAKE_API_KEY
+    steps = [[_call("write_file", {"path": "notes.txt", "content": f"key {key} {key[::-1]}"}, 1)],
+             [_call("bash", {"command": f"echo {key} > echoed.txt; cat notes.txt echoed.txt"}, 2)],
+             [_call("finish", {"answer": f"Done with {key} \ud83d and more."}, 3)]]
+
+    def answer(body: dict[str, Any]) -> Reply:
+        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return Reply(content=f"thinking about {key}", tool_calls=steps[min(done, len(steps) - 1)])
+
+    stub_env.default = answer
+    write_suite(pytester.path, "suites/echo.yaml", ECHO_SUITE)
+    workspaces = pytester.path / "ws"
+    workspaces.mkdir()
+    result = pytester.runpytest("suites/echo.yaml", *stub_args(stub_env), f"--ifbench-workspaces={workspaces}",
+                                "--ifbench-keep-workspaces", "--ifbench-trajectories=traj", "--alluredir=allure")
+    result.assert_outcomes(passed=1)
+    (root,) = workspaces.glob("ifbench-ws-*")
+    assert "[REDACTED]" in (root / "workspace" / "notes.txt").read_text()
+    assert (root / "workspace" / "echoed.txt").read_text() == "[REDACTED]\n"
+    written = [*(pytester.path / "traj").glob("*.json"), *(pytester.path / "allure").iterdir(),
+               pytester.path / "ifbench-results.json", *root.rglob("*")]
+    for path in written:
+        if path.is_file():
+            data = path.read_bytes()
+            assert key.encode() not in data and key[::-1].encode() not in data, path
+            data.decode("utf-8")  # every file is UTF-8
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["turns"][0]["response"]["text"] == "Done with [REDACTED] \ufffd and more."
