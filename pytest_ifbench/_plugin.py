@@ -26,7 +26,8 @@ _ast_guard.install()  # before any thread of ours starts; see the module for the
 _REPORTERS = {"ifbench_baseline": "reports.baseline", "ifbench_allure": "reports.allure",
               "ifbench_summary_file": "reports.summary_file",
               "ifbench_shard": "scale.shard", "ifbench_shared_cache": "scale.shared",
-              "ifbench_live_status": "reports.live_status", "ifbench_max_cost": "_max_cost"}
+              "ifbench_live_status": "reports.live_status", "ifbench_max_cost": "_max_cost",
+              "ifbench_rootdir": "scale.rootdir"}
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
