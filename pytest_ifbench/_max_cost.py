@@ -66,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _check(limit, state)
     ledger: Ledger
     if shared:
-        ledger = _shared(shared, limit)
+        ledger = _shared(shared, limit, opened=worker_input is not None)
         config.stash[_SHARED_KEY] = ledger.display  # type: ignore[attr-defined]
     elif worker_input is not None:  # the controller made the ledger
         ledger = SpendingLimit(Path(worker_input[_WORKER_INPUT]))
@@ -101,13 +101,14 @@ def _free(state: Any, model: str) -> bool:
     return state.providers.for_model(model, state.api_base).free
 
 
-def _shared(url: str, limit: float) -> Ledger:
+def _shared(url: str, limit: float, *, opened: bool) -> Ledger:
     """The shared ledger ``url`` names; a usage error when it cannot be reached or keeps another limit
-    (a run never goes on without the limit it was given)."""
+    (a run never goes on without the limit it was given). ``opened``: an xdist worker, whose controller
+    has checked both; Redis going away since is its calls' error, not the worker's."""
     from .scale.shared_ledger import RedisLedger
 
     try:
-        ledger = RedisLedger(url, limit)
+        ledger = RedisLedger(url, limit, opened=opened)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
     except LedgerUnavailable as exc:

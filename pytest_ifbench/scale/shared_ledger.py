@@ -166,7 +166,11 @@ class RedisLedger:
     #: Its calls wait for the network: the client asks it from a thread, never on its event loop.
     remote = True
 
-    def __init__(self, url: str, limit: float, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, limit: float, *, timeout: float = 10.0, opened: bool = False) -> None:
+        """``opened``: another process of the run (an xdist worker's controller) has opened the ledger with
+        ``limit``, so a Redis that does not answer now is not this process's reason to stop: its calls ask
+        as they go, and error while Redis does not answer (a worker that raised here was restarted by
+        xdist until it gave up, and the run ended with no results file)."""
         try:
             import redis
         except ImportError:
@@ -196,7 +200,12 @@ class RedisLedger:
         self._unanswered: str | None = None
         self._quiet_until = 0.0
         self._asking = False
-        self.limit = float(self._run("open", limit))
+        try:
+            self.limit = float(self._run("open", limit))
+        except LedgerUnavailable as exc:
+            if not opened:
+                raise
+            self.limit, self._unanswered = float(limit), str(exc)
         self._thread = threading.Thread(target=self._settle, name="ifbench-spending-ledger", daemon=True)
         self._thread.start()
 

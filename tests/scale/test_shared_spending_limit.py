@@ -294,3 +294,30 @@ def test_a_shared_ledger_the_run_cannot_use_stops_it_at_start_up(pytester, stub_
         assert result.ret == pytest.ExitCode.USAGE_ERROR, expected
         result.stderr.fnmatch_lines([expected])
     assert stub_env.calls == calls
+
+
+def test_redis_gone_before_the_workers_start_errors_their_calls_and_crashes_no_worker(pytester, stub_env,
+                                                                                       redis_server):
+    """Redis dies after the controller opened the ledger and before the xdist workers do: the workers start
+    (each raised a usage error, xdist restarted them until it gave up and the run wrote no results file);
+    their calls are not made and their instances error saying why."""
+    _write_suite(pytester, 4)
+    pytester.makeconftest(f"""
+        import os, signal
+
+        def pytest_configure_node(node):
+            try:
+                os.kill({redis_server.process.pid}, signal.SIGKILL)  # after the controller's configure
+            except ProcessLookupError:
+                pass
+        """)
+    ledger = _url(redis_server.url)
+    result = pytester.runpytest_subprocess(*_args(stub_env, 1.0, f"--ifbench-max-cost-ledger={ledger}", "-n", "2",
+                                                  "-q"), timeout=240)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    assert "crashed" not in output and "INTERNALERROR" not in output
+    records = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    assert len(records) == 4 + 2 and {record["status"] for record in records} == {"error"}  # (+ a dialogue, a sampled)
+    assert all("the run's spending limit cannot be checked" in record["error"] for record in records)
+    assert stub_env.calls == 0
