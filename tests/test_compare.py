@@ -104,8 +104,24 @@ def test_instances_only_in_one_run_are_reported_apart(runs, capsys):
     assert next(line.split() for line in text.splitlines() if line.split()[:2] == ["all", "ISR"])[2] == "19"
 
 
+def test_a_setting_only_an_unpaired_instance_used_is_no_difference(runs, pytester, capsys):
+    """The base's s07 (which the subset run leaves out) has settings of its own, as an instance with a suite
+    ``generation:`` has: the runs still compare; it was "differ in generation settings for cmp" (a killed
+    shard's merge against a whole run, found by a user)."""
+    data = json.loads((pytester.path / "base.json").read_text())
+    (own,) = [record for record in data["instances"] if record["instance"] == "s07"]
+    own["generation"] = {**own["generation"], "max_tokens": 256}
+    shared = data["generation"]["cmp"][0]
+    data["generation"]["cmp"] = [[shared[0], shared[1] - 1], ["temperature 0.0, max_tokens 256", 1]]
+    (pytester.path / "own.json").write_text(json.dumps(data))
+    code = _compare(str(pytester.path / "own.json"), runs["subset"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert f"only in {pytester.path / 'own.json'} (1, not compared):\n  suites/cmp.yaml::s07" in printed.out
+
+
 @pytest.mark.parametrize("other, words", [
-    ("hot", "differ in generation settings for cmp: temperature 0.0, max_tokens 1024 vs temperature 0.9"),
+    ("hot", "differ in generation settings for suites/cmp.yaml::f00: temperature 0.0 vs 0.9"),
     ("changed", "hold suites/cmp.yaml::f00 with different checks (the suite changed)"),
 ])
 def test_runs_that_differ_beyond_the_model_are_refused(runs, capsys, other, words):
@@ -191,7 +207,7 @@ def test_fail_on_regression_makes_the_exit_status_the_gates(runs, pytester, stub
     result = _run_against(pytester, stub_server, runs["hot"], "--ifbench-fail-on-regression")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
-        f"compared with {runs['hot']}: refused: * differ in generation settings for cmp: *",
+        f"compared with {runs['hot']}: refused: * differ in generation settings for suites/cmp.yaml::f00: *",
         "--ifbench-fail-on-regression: the run fails (exit 1)",
     ])
 

@@ -119,14 +119,19 @@ def check_comparable(base: Run, new: Run) -> None:
         raise NotComparable(f"{base.name} and {new.name} share no instance (another suite?)")
     mine, theirs = base.meta.get("generation") or {}, new.meta.get("generation") or {}
     for benchmark in sorted(set(mine) & set(theirs)):
+        pairs = [(base.records[n], new.records[n]) for n in both if base.records[n].get("benchmark") == benchmark]
+        if pairs and all(a.get("generation") and b.get("generation") for a, b in pairs):
+            continue  # each pair's own settings are compared below; a setting of an unpaired instance is none
         if {s for s, _ in mine[benchmark]} != {s for s, _ in theirs[benchmark]}:
             raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {benchmark}: "
                                 f"{_settings(mine[benchmark])} vs {_settings(theirs[benchmark])}")
     for nodeid in both:
         a, b = base.records[nodeid], new.records[nodeid]
         if a.get("generation") and b.get("generation") and a["generation"] != b["generation"]:
-            raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {nodeid}: "
-                                f"{a['generation']!r} vs {b['generation']!r}")
+            ours, others = a["generation"], b["generation"]
+            differ = ", ".join(f"{key} {ours.get(key)!r} vs {others.get(key)!r}" for key in sorted({*ours, *others})
+                               if ours.get(key) != others.get(key))
+            raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {nodeid}: {differ}")
         if _has_checks(a) and _has_checks(b) and _checklist(a) != _checklist(b):
             raise NotComparable(f"{base.name} and {new.name} hold {nodeid} with different checks (the suite "
                                 f"changed): {_checklist(a)} vs {_checklist(b)}")
