@@ -443,3 +443,21 @@ def test_an_agent_command_can_neither_see_nor_write_the_run_s_ledger(tmp_path):
         assert (directory / "ledger").stat().st_size == 64
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_record_s_cost_is_what_the_run_paid_and_cached_replies_cost_apart(pytester, stub_env):
+    """A re-run from the cache paid nothing: its records' ``cost`` is 0 and ``cached_cost`` what the first
+    run paid, as the tokens are split (a user checking from the records whether a re-run paid twice saw
+    the first run's price on replies it took from the cache)."""
+    _write_suite(pytester, 4)
+    first = pytester.runpytest(*_args(stub_env, None, "--ifbench-results=first.json", "--ifbench-summary=first.md"))
+    again = pytester.runpytest(*_args(stub_env, None, "--ifbench-results=again.json", "--ifbench-summary=again.md"))
+    assert first.ret == again.ret == 1
+    runs = [json.loads((pytester.path / name).read_text())["instances"] for name in ("first.json", "again.json")]
+    paid = sum(record["cost"] for record in runs[0])
+    assert paid > 0 and all(record["cached_cost"] == 0 for record in runs[0])
+    assert all(record["cost"] == 0 for record in runs[1])
+    assert sum(record["cached_cost"] for record in runs[1]) == pytest.approx(paid)
+    header, *rows = [line for line in (pytester.path / "again.md").read_text().splitlines()
+                     if line.startswith("| ") and "instances" in line or line.startswith("| scaled")][:2]
+    assert "| cost | cached cost |" in header and f"| $0.0000 | ${paid:.4f} |" in rows[0]

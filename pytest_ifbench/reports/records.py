@@ -87,21 +87,26 @@ def error_record(nodeid: str, instance: Instance, model: str | None, judges: Seq
     """The record of an instance that errored before it had a turn to score; ``paid``: the calls it had
     made (an agent run's steps, a dialogue's earlier turns), counted in ``tokens``, ``cost`` and
     ``paid_calls``."""
-    tokens, cost = usage(paid)
+    tokens, costs = usage(paid)
     return plain(_base(nodeid, instance, model, judges) | {
         "status": "error", "error": error, "error_kind": kind, "turns": [], "checks": [],
-        "tokens": tokens, "cost": cost, "durations": {}, **({"paid_calls": len(paid)} if paid else {}),
+        "tokens": tokens, **costs, "durations": {}, **({"paid_calls": len(paid)} if paid else {}),
     })
 
 
-def usage(completions: Sequence[Completion]) -> tuple[dict[str, int], float | None]:
-    """The tokens (paid and from caches) and the cost (None when no call has a price) of ``completions``."""
-    costs = [c.cost for c in completions if c.cost is not None]
+def usage(completions: Sequence[Completion]) -> tuple[dict[str, int], dict[str, float | None]]:
+    """The tokens (paid and from caches) of ``completions``, and their costs: ``cost``, what this run paid
+    for them, and ``cached_cost``, what the replies it took from a cache cost when they were paid (each None
+    when no call has a price). Apart, as the tokens are: a re-scored run paid nothing, and a team checking
+    from the records whether a run paid twice, or kept to its limit, must not count cached replies."""
+    priced = any(c.cost is not None for c in completions)
+    paid = sum(c.cost for c in completions if c.cost is not None and not c.cached)
+    cached = sum(c.cost for c in completions if c.cost is not None and c.cached)
     return {"prompt": sum(c.prompt_tokens for c in completions if not c.cached),
             "completion": sum(c.completion_tokens for c in completions if not c.cached),
             "cached_prompt": sum(c.prompt_tokens for c in completions if c.cached),
             "cached_completion": sum(c.completion_tokens for c in completions if c.cached)}, \
-        (sum(costs) if costs else None)
+        {"cost": paid if priced else None, "cached_cost": cached if priced else None}
 
 
 def errored_after_run(record: dict[str, Any], error: str, kind: str,
@@ -113,10 +118,11 @@ def errored_after_run(record: dict[str, Any], error: str, kind: str,
     errored = [{"check": c["check"], "error": c["error"]} for c in record.get("checks", []) if c.get("error")]
     out = record | {"status": "error", "error": error, "error_kind": kind, "errored_checks": errored}
     if paid:
-        tokens, cost = usage(paid)
+        tokens, costs = usage(paid)
         out["tokens"] = {name: record["tokens"].get(name, 0) + value for name, value in tokens.items()}
-        if cost is not None:
-            out["cost"] = (record.get("cost") or 0.0) + cost
+        for name, value in costs.items():
+            if value is not None:
+                out[name] = (record.get(name) or 0.0) + value
     return out
 
 
@@ -126,7 +132,7 @@ def episode_record(
 ) -> dict[str, Any]:
     """The record of a run instance; ``episodes`` has one entry per sample (sample 0 first)."""
     episode = episodes[0]
-    tokens, cost = usage([c for e in episodes for c in e.paid()])
+    tokens, costs = usage([c for e in episodes for c in e.paid()])
     checks = []
     for turn, outcome in outcomes:
         entry = outcome.check.to_json() | outcome.to_json() | {"turn_ran": turn}
@@ -147,7 +153,7 @@ def episode_record(
         "checks": checks,
         "judge_calls": [c.to_json() for c in episode.judge_completions],
         "tokens": tokens,
-        "cost": cost,
+        **costs,
         "durations": {"generation": round(max(e.duration for e in episodes), 4),
                       "verification": round(verify_seconds, 4)},
         "samples": len(episodes),

@@ -295,18 +295,22 @@ def _slug(name: str) -> str:
 
 
 def totals_table(by_benchmark: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[tuple[str, ...], list[tuple]]:
-    """Instances, errors, tokens (paid and from the cache), cost and model time, per benchmark and in all."""
+    """Instances, errors, tokens and cost (paid in this run, and from the cache) and model time, per benchmark
+    and in all."""
     columns = ("", "instances", "errors", "prompt tokens", "completion tokens", "cached prompt",
-               "cached completion", "cost", "generation s", "verification s")
+               "cached completion", "cost", "cached cost", "generation s", "verification s")
+
+    def usd(records: Sequence[Mapping[str, Any]], key: str) -> str:
+        costs = [r[key] for r in records if r.get(key) is not None]
+        return f"${sum(costs):.4f}" if costs else "-"
 
     def row(label: str, records: Sequence[Mapping[str, Any]]) -> tuple:
         tokens = [r.get("tokens") or {} for r in records]
-        costs = [r["cost"] for r in records if r.get("cost") is not None]
         durations = [r.get("durations") or {} for r in records]
         return (label, len(records), sum(r.get("status") == "error" for r in records),
                 sum(t.get("prompt", 0) for t in tokens), sum(t.get("completion", 0) for t in tokens),
                 sum(t.get("cached_prompt", 0) for t in tokens), sum(t.get("cached_completion", 0) for t in tokens),
-                f"${sum(costs):.4f}" if costs else "-",
+                usd(records, "cost"), usd(records, "cached_cost"),
                 f"{sum(d.get('generation', 0) for d in durations):.1f}",
                 f"{sum(d.get('verification', 0) for d in durations):.2f}")
 
@@ -358,7 +362,7 @@ def failed_checks_table(benchmark: str, records: Sequence[Mapping[str, Any]], li
 #: Record fields that say how a result was obtained, not what it is: left out of a plot's input hash, so
 #: a re-score of cached responses (other timings, ``cached: true``, its tokens counted as cached and
 #: its cost as not paid again) reuses the plots it would redraw. A plot must not show these fields.
-_VOLATILE = frozenset({"latency", "duration", "durations", "cached", "attempts", "tokens", "cost"})
+_VOLATILE = frozenset({"latency", "duration", "durations", "cached", "attempts", "tokens", "cost", "cached_cost"})
 #: Per plots folder: plugin name -> {"key": input hash, "images": [file names]} of the last rendering.
 PLOTS_MANIFEST = ".ifbench-plots.json"
 
