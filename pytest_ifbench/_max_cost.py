@@ -154,15 +154,21 @@ def entry(config: pytest.Config) -> dict[str, Any] | None:
     """The results file's ``spending_limit`` entry: :meth:`Spent.to_json`, plus ``ledger`` (the shared
     ledger's URL, no credentials) when the limit is shared by shards."""
     spent = status(config)
-    if spent is None:
-        return None
     shared = config.stash.get(_SHARED_KEY, None)
+    if spent is None:
+        unread = config.stash.get(_UNREAD_KEY, None)
+        if not (shared and unread):
+            return None
+        # still an entry, so that the merge counts this shard among the ledger's and says it could not read it
+        return {"limit": config.stash[_LEDGER_KEY].limit, "ledger": shared, "unread": unread}
     return {**spent.to_json(), **({"ledger": shared} if shared else {})}
 
 
 def lines(entry: Mapping[str, Any]) -> list[str]:
     """The summary's lines for a ``spending_limit`` entry (:func:`entry`): what was paid against the limit,
     what was not called for it, and a warning for replies that came without a price."""
+    if entry.get("unread"):  # (the summary's warning says it)
+        return []
     shared = f", every shard's calls in {entry['ledger']}" if entry.get("ledger") else ""
     out = [f"spending limit: {usd(entry['spent'])} of {usd(entry['limit'])} paid by {entry['calls']:,} call(s)"
            f"{shared} (--ifbench-max-cost; the costliest call {usd(entry['largest_call'])})"]

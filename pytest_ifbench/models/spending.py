@@ -191,13 +191,16 @@ def shared_ledgers(entries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Mapp
     """Of a run's ``spending_limit`` entries (a merged file's, one per shard), those of ledgers the shards
     shared (``--ifbench-max-cost-ledger``: the entry's ``ledger``), by ledger: its latest entry -- each
     shard's is the whole run's figures as it finished, so the last to finish saw the most -- and how many
-    entries name it. Entries without ``ledger`` are each a limit of its own."""
+    entries name it (one that could not read it at its end, ``unread``, counts, but is never the latest
+    unless no entry could). Entries without ``ledger`` are each a limit of its own."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for entry in entries:
         if entry.get("ledger"):
             groups.setdefault(str(entry["ledger"]), []).append(entry)
-    return {ledger: (max(group, key=lambda e: (int(e.get("calls") or 0), int(e.get("refused") or 0))), len(group))
-            for ledger, group in groups.items()}
+    def seen(entry: Mapping[str, Any]) -> tuple[bool, int, int]:  # (an entry that could not read it: last)
+        return not entry.get("unread"), int(entry.get("calls") or 0), int(entry.get("refused") or 0)
+
+    return {ledger: (max(group, key=seen), len(group)) for ledger, group in groups.items()}
 
 
 def usd(amount: float) -> str:

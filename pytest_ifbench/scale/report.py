@@ -112,7 +112,14 @@ def spending_facts(merged: Merged) -> list[str]:
             out.append(f"**{_where(part)} reached its spending limit** ({usd(float(entry.get('spent') or 0))} of "
                        f"{usd(float(entry.get('limit') or 0))}): {entry['refused']} call(s) not made, their "
                        f"instances errored")
+    for part, entry in parts:
+        if entry.get("unread"):
+            out.append(f"**{_where(part)} could not read the shared spending ledger at its end** ({entry['unread']}):"
+                       f" what it paid last may be missing from the ledger's figures")
     for ledger, (last, files) in shared_ledgers(entry for _, entry in parts).items():
+        if last.get("unread"):
+            out.append(f"spending limit shared by {files} file(s) in {ledger}: no file could read its figures")
+            continue
         figures = f"{usd(float(last.get('spent') or 0))} of {usd(float(last.get('limit') or 0))}"
         out.append(f"spending limit shared by {files} file(s) in {ledger}: {figures} paid by "
                    f"{int(last.get('calls') or 0)} call(s)")

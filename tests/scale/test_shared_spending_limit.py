@@ -321,3 +321,36 @@ def test_redis_gone_before_the_workers_start_errors_their_calls_and_crashes_no_w
     assert len(records) == 4 + 2 and {record["status"] for record in records} == {"error"}  # (+ a dialogue, a sampled)
     assert all("the run's spending limit cannot be checked" in record["error"] for record in records)
     assert stub_env.calls == 0
+
+
+def test_a_shard_that_cannot_read_the_ledger_at_its_end_is_still_counted_by_the_merge(pytester, stub_env,
+                                                                                      redis_server, capsys):
+    """Redis gone as shard 2 finishes: its results file still names the ledger (``unread``, no figures), so
+    the merge counts it among the ledger's files and says it could not read it; it wrote no entry, and the
+    merge said "shared by 1 file(s)"."""
+    _write_suite(pytester, 4)
+    ledger = _url(redis_server.url)
+    first = pytester.runpytest(*_args(stub_env, 1.0, f"--ifbench-max-cost-ledger={ledger}", "--ifbench-shard=1/2",
+                                      "--ifbench-results=shard-1.json", "--ifbench-summary="))
+    assert first.ret == 1
+    pytester.makeconftest(f"""
+        import os, signal, pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_sessionfinish(session):
+            os.kill({redis_server.process.pid}, signal.SIGKILL)
+        """)
+    second = pytester.runpytest_subprocess(*_args(stub_env, 1.0, f"--ifbench-max-cost-ledger={ledger}",
+                                                  "--ifbench-shard=2/2", "--ifbench-results=shard-2.json",
+                                                  "--ifbench-summary="), timeout=120)
+    assert second.ret == 1
+    second.stdout.fnmatch_lines(["*warning: the shared spending ledger could not be read*"])
+    entry = json.loads((pytester.path / "shard-2.json").read_text())["spending_limit"]
+    assert entry["ledger"] == ledger and entry["limit"] == 1.0 and "ConnectionError" in entry["unread"]
+    capsys.readouterr()
+    assert ifbench(["merge", str(pytester.path / "shard-1.json"), str(pytester.path / "shard-2.json"),
+                    "--out", str(pytester.path / "merged.json")]) == 0
+    printed = capsys.readouterr().out
+    assert f"spending limit shared by 2 file(s) in {ledger}: " in printed
+    (line,) = [line for line in printed.splitlines() if "could not read the shared spending ledger" in line]
+    assert "shard-2.json (shard 2/2) could not read the shared spending ledger at its end" in line
