@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..models.spending import WAIT, LedgerUnavailable, Spent
+from .stores import hint
 
 #: Seconds after an owner's last word (or its renewal thread's) that what it holds is given back.
 LEASE = 120.0
@@ -280,7 +281,8 @@ class RedisLedger:
             raise self._unavailable(exc) from None
 
     def _unavailable(self, exc: BaseException) -> LedgerUnavailable:
-        return LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}")
+        advice = hint(exc)
+        return LedgerUnavailable(f"{self.display}: {type(exc).__name__}: {exc}" + (f" -- {advice}" if advice else ""))
 
     def _args(self, *args: Any) -> list[Any]:
         return [round(LEASE * 1000), self._owner, KEPT_DAYS * 86_400_000, *args]

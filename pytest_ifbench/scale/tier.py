@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from .._owner import gone, this_process
 from .._redact import redact
-from .stores import Store
+from .stores import Store, hint
 
 #: How long the end of a run waits for queued writes.
 FLUSH_SECONDS = 120.0
@@ -249,6 +249,8 @@ class StoreTier:
                 return
             detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else "")[:300]
             self.problem = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+            if advice := hint(exc):
+                self.problem += f" -- {advice}"
             self.failed_during_run = self._listed
         self._ready.set()
         self._warn(warning(self.store.display, self.problem, during_run=self.failed_during_run))

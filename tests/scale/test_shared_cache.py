@@ -11,6 +11,7 @@ from pytest_ifbench.scale.stores import open_store
 from pytest_ifbench.testing import StubServer
 from tests._support import FAKE_KEY, free_port, stub_args
 from tests.scale import _suite
+from tests.scale.conftest import _bucket
 
 
 def _shards(pytester, stub_url: str, shared: str, cache: str, count: int = 3, tag: str = "run", *extra: str):
@@ -198,3 +199,33 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "IFBENCH_SHARD"))}
+
+
+def test_a_store_s_refusal_says_what_to_do(_moto_endpoint, redis_server, monkeypatch):
+    """What users met, in the client's words only: "404 when calling the HeadBucket operation" for a bucket
+    nobody created, "HELLO must be called with the client already authenticated" for a URL without the
+    password the server wants; each now ends with what to do."""
+    import redis
+
+    from pytest_ifbench.models.spending import LedgerUnavailable
+    from pytest_ifbench.scale.shared_ledger import RedisLedger
+    from pytest_ifbench.scale.stores import hint
+    from pytest_ifbench.scale.tier import StoreTier
+
+    absent = _bucket(_moto_endpoint, monkeypatch).replace("ifbench-cache-", "never-made-")
+    redis.Redis(port=redis_server.port).config_set("requirepass", "s3cret-pw")
+    cases = {absent: "the bucket does not exist: create it first",
+             f"redis://127.0.0.1:{redis_server.port}/0": "the server wants a password: redis://:PASSWORD@",
+             f"redis://:wrong-pw@127.0.0.1:{redis_server.port}/0": "the password (or user) in the URL is wrong"}
+    for url, advice in cases.items():
+        store = open_store(url)
+        with pytest.raises(Exception) as refused:  # (the client's own error type)
+            store.ping()
+        assert (hint(refused.value) or "").startswith(advice), (url, refused.value)
+        tier = StoreTier(store)
+        tier.start()
+        tier.wait_ready()
+        assert tier.problem is not None and advice in tier.problem, (url, tier.problem)
+        tier.close()
+    with pytest.raises(LedgerUnavailable, match="the server wants a password"):  # the spending ledger's too
+        RedisLedger(f"redis://127.0.0.1:{redis_server.port}/0/run-1", 1.0)

@@ -83,3 +83,19 @@ def display_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def hint(exc: BaseException) -> str | None:
+    """What to do about a store's error its client words for its own authors (found by users: a missing
+    bucket read "404 when calling the HeadBucket operation", a missing Redis password "HELLO must be called
+    with the client already authenticated"); None when it says enough."""
+    text = str(exc)
+    if ("HeadBucket" in text and "404" in text) or "NoSuchBucket" in text:
+        return "the bucket does not exist: create it first (e.g. aws s3 mb s3://BUCKET)"
+    if "403" in text and ("HeadBucket" in text or "Forbidden" in text or "AccessDenied" in text):
+        return "access denied: check the credentials boto3 reads (AWS_ACCESS_KEY_ID, AWS_PROFILE...) and the policy"
+    if "HELLO must be called" in text or "NOAUTH" in text or "Authentication required" in text:
+        return "the server wants a password: redis://:PASSWORD@host:port/..."
+    if "WRONGPASS" in text or "invalid username-password" in text:
+        return "the password (or user) in the URL is wrong"
+    return None
