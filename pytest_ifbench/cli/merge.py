@@ -22,12 +22,15 @@ tokens, cost and time are summed. Files that are not parts of one run (another
 model, judges, plugin version, generation settings or split, or one instance with
 different records in two files) are refused, naming both files; nothing is written.
 A missing shard (--expect N, or a gap in the shard indices) is named and the
-instances it would have run are listed as not run; what is there is still merged."""
+instances it would have run are listed as not run; what is there is still merged.
+A journal of a run that did not finish (*.partial.jsonl) is merged too, and makes
+the merge incomplete; when no file holds the run's split, that is said instead of
+a list of the instances not run."""
 
 _EPILOG = """\
-exit status: 0 merged and complete, 1 merged but shards or instances are missing,
-2 refused (files that do not belong together, an unreadable file) or the merged file
-cannot be written (a full disk: nothing is left behind)."""
+exit status: 0 merged and complete, 1 merged but shards or instances are missing or a
+file did not finish, 2 refused (files that do not belong together, an unreadable file)
+or the merged file cannot be written (a full disk: nothing is left behind)."""
 
 
 def add_parser(commands: Any) -> None:
@@ -92,6 +95,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         return 0
     for index in merged.missing:
         print(f"ifbench merge: shard {index} is missing", file=sys.stderr)
+    for label in merged.unfinished:
+        print(f"ifbench merge: {label} did not finish: the run is incomplete", file=sys.stderr)
+    if merged.not_run_unknown:
+        print(f"ifbench merge: cannot list the instances not run: {merged.not_run_unknown}", file=sys.stderr)
     if merged.not_run:
         shown = merged.not_run[:50]
         print(f"ifbench merge: {len(merged.not_run)} instance(s) not run:", file=sys.stderr)

@@ -7,7 +7,9 @@ describe parts of one run: same model, judges, plugin version and run settings (
 ``shard`` entry, the generation settings per benchmark), the same split, and an
 instance found in two files must carry the same verdicts. Anything else is a
 :class:`MergeRefused` naming both files. A shard that is missing (``--expect N``, or a
-gap in the indices the files name) is reported with the instances it would have run.
+gap in the indices the files name) is reported with the instances it would have run; a
+journal (a run that did not finish) makes the merge incomplete too, and when no file
+holds the split the instances not run cannot be listed: the merge says so.
 """
 
 from __future__ import annotations
@@ -88,10 +90,16 @@ class Merged:
     spool: ResultsJournal
     missing: tuple[int, ...] = ()
     not_run: tuple[str, ...] = field(default=())
+    #: The files whose run did not finish (journals), as the merge names them: their run stopped before its
+    #: end, so the merge is not complete even when :attr:`not_run` is empty.
+    unfinished: tuple[str, ...] = ()
+    #: Why the instances not run cannot be listed (no file holds the split they belong to), when they cannot:
+    #: :attr:`not_run` is then not the whole of them.
+    not_run_unknown: str | None = None
 
     @property
     def complete(self) -> bool:
-        return not self.missing and not self.not_run
+        return not self.missing and not self.not_run and not self.unfinished
 
     def write(self) -> None:
         """Write the merged results file (records in node-id order, :attr:`meta` at the top); the spool is
@@ -237,6 +245,7 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
             on_file(file)
     records = [views[nodeid] for nodeid in sorted(views)]
     missing, not_run = _missing(files, views, expect)
+    unfinished = tuple(file.label for file in files if file.unfinished)
     meta = {
         "model": files[0].meta.get("model"), "judges": files[0].meta.get("judges"),
         "generation": settings_by_benchmark(records),
@@ -251,7 +260,8 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
     judge_given = any(bool((file.shard or {}).get("judge_given")) for file in files) or any(
         list(r.get("judges") or []) != [r.get("model")] for r in records)
     return Merged(records=tuple(records), meta=meta, judge_given=judge_given, spool=spool,
-                  missing=tuple(missing), not_run=tuple(not_run))
+                  missing=tuple(missing), not_run=tuple(not_run), unfinished=unfinished,
+                  not_run_unknown=_not_run_unknown(files) if missing or unfinished else None)
 
 
 def _without_assignment(meta: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -278,3 +288,17 @@ def _missing(files: Sequence[ShardFile], records: Mapping[str, Any], expect: int
     assignment: Mapping[str, int] = next((shard["assignment"] for shard in sharded if "assignment" in shard), {})
     not_run = sorted(nodeid for nodeid in assignment if nodeid not in records)
     return missing, not_run
+
+
+def _not_run_unknown(files: Sequence[ShardFile]) -> str | None:
+    """Why the instances a missing shard or an unfinished run did not run cannot be listed, or None when
+    they can. Only a shard's split (its ``assignment``) names them: a journal of an unsharded run has none,
+    and a journal written under ``-n`` has its shard entry without it (the controller learns the split from
+    its workers at the end), so when every file is such a journal the merge cannot tell how many there are."""
+    for file in files:
+        if file.unfinished and file.shard is None:
+            return f"{file.label} has no shard entry: which instances its run did not reach is unknown"
+    if not any("assignment" in (file.shard or {}) for file in files):
+        return ("no file holds the run's split (a shard's assignment; a journal written under -n has none): "
+                "how many instances were not run is unknown")
+    return None

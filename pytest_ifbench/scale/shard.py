@@ -7,13 +7,17 @@ The shard comes from the option, or from the variables the engines set (the opti
 * ``SLURM_ARRAY_TASK_ID`` with ``SLURM_ARRAY_TASK_COUNT`` (and ``SLURM_ARRAY_TASK_MIN``, the
   first id of the array, 0 when unset).
 
+An index without its count is a usage error naming both variables: every task would
+otherwise run (and pay for) every instance.
+
 After every other deselection (``-m``, ``-k``, the ``full`` marker) the selection is split
 by :func:`.partition.assign`; instances of other shards are deselected, and other tests
 (not instances) run in every shard. Each xdist worker computes the same split, so ``-n``
 works inside a shard. The results file gets a ``shard`` entry (index, count, where it
 came from, the run settings, the whole selection's assignment), which ``ifbench merge``
 uses to name a missing shard and the instances it would have run. A shard that drew
-no instance still writes its (empty) results file, so the merge knows it ran.
+no instance still writes its (empty) results file, so the merge knows it ran; under
+``--collect-only`` it writes none, as an unsharded run does.
 """
 
 from __future__ import annotations
@@ -52,15 +56,26 @@ def shard_from(option: str | None, environ: Mapping[str, str]) -> ShardSpec | No
         if not count:
             raise ValueError("IFBENCH_SHARD is set but IFBENCH_SHARDS (the number of shards) is not")
         return parse_spec(f"{environ['IFBENCH_SHARD']}/{count}", source="IFBENCH_SHARD/IFBENCH_SHARDS")
-    if environ.get("JOB_COMPLETION_INDEX") and count:
+    if environ.get("JOB_COMPLETION_INDEX"):
+        if not count:
+            raise ValueError(_without_count("JOB_COMPLETION_INDEX", "IFBENCH_SHARDS", "the Job's completions"))
         index = _integer(environ["JOB_COMPLETION_INDEX"], "JOB_COMPLETION_INDEX")
         return parse_spec(f"{index + 1}/{count}", source="JOB_COMPLETION_INDEX/IFBENCH_SHARDS")
-    if environ.get("SLURM_ARRAY_TASK_ID") and environ.get("SLURM_ARRAY_TASK_COUNT"):
+    if environ.get("SLURM_ARRAY_TASK_ID"):
+        if not environ.get("SLURM_ARRAY_TASK_COUNT"):
+            raise ValueError(_without_count("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "the array's size"))
         task = _integer(environ["SLURM_ARRAY_TASK_ID"], "SLURM_ARRAY_TASK_ID")
         first = _integer(environ.get("SLURM_ARRAY_TASK_MIN") or "0", "SLURM_ARRAY_TASK_MIN")
         return parse_spec(f"{task - first + 1}/{environ['SLURM_ARRAY_TASK_COUNT']}",
                           source="SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
     return None
+
+
+def _without_count(index: str, count: str, what: str) -> str:
+    """An engine's index without the number of shards: running every instance in every task would pay for the
+    whole run once per task, so it is refused, saying how to shard and how to run everything."""
+    return (f"{index} is set but {count} (the number of shards) is not: set {count} to {what} to run one "
+            f"shard per task, or give --ifbench-shard=1/1 to run every instance")
 
 
 def _integer(text: str, name: str) -> int:
@@ -130,10 +145,11 @@ def pytest_sessionfinish(session: pytest.Session):
         workeroutput[_WORKER_OUTPUT] = json.dumps(config.stash[META_KEY])
     result = yield
     # The core's sessionfinish has written the results file with the shard entry (pytest_ifbench_results_meta),
-    # or none: a shard that drew no instance writes an empty one, so the merge knows it ran.
+    # or none: a shard that drew no instance writes an empty one, so the merge knows it ran. --collect-only ran
+    # nothing: like an unsharded run, it writes no file (an empty one would replace the shard's results).
     meta = config.stash.get(META_KEY, None)
     target = config.getoption("ifbench_results", None)
-    if workeroutput is None and meta is not None and target:
+    if workeroutput is None and meta is not None and target and not config.getoption("collectonly"):
         path = Path(target)
         write_empty_results(path if path.is_absolute() else Path(config.invocation_params.dir) / path, meta, config)
     return result

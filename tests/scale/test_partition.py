@@ -38,7 +38,8 @@ def test_the_engines_variables():
     assert shard_from(None, {"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "8"}).label == "8/8"
     assert shard_from(None, {"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "4",
                              "SLURM_ARRAY_TASK_MIN": "5"}).label == "3/4"
-    assert shard_from(None, {"JOB_COMPLETION_INDEX": "3"}) is None, "an Indexed Job says N through IFBENCH_SHARDS"
+    with pytest.raises(ValueError, match="IFBENCH_SHARDS"):  # an Indexed Job says N through IFBENCH_SHARDS
+        shard_from(None, {"JOB_COMPLETION_INDEX": "3"})
     assert shard_from(None, {}) is None
 
 
