@@ -166,8 +166,11 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                                             route=route, extra_ro=[directory])
                 if done.limit == "timeout" and proxy.calls:  # the deadline, once the agent is at work
                     meter.stop("max_seconds")
-                if meter.stop_reason is not None:  # a limit: the run ends there, scored as it is
+                if meter.stop_reason is not None and not proxy.failures:  # a limit: the run ends, scored as it is
                     break
+                # (a model call that failed -- the provider, the run's spending limit -- is the harness's error
+                # even when a limit was reached too: the refused call took the last step, and the run was
+                # scored as a max_steps stop, passed, with the limit reached)
                 error = _classify(name, done, proxy, before, options)
                 if error is not None and _tool_was_running(proxy):
                     error, fault = None, _fault(name, done, error)

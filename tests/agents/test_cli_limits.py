@@ -206,3 +206,24 @@ def test_the_run_s_spending_limit_ends_a_real_cli_as_an_error_of_the_harness(nam
     assert result.agent_fault is None and "the run's spending limit is reached" in (result.harness_error or ""), (
         result.harness_error, result.stderr[-2000:])
     assert stub_env.calls == 0 and took < 60 and ledger.status().refused >= 1
+
+
+def test_a_call_the_spending_limit_refused_at_the_last_step_is_still_an_error(agents, stub_env, tmp_path):
+    """max_steps 2, and the run's limit lets only the first call through: the second step's call is refused,
+    which also reaches max_steps. It was a scored max_steps stop (the instance passed, the limit reached);
+    it is an error of the harness, as any refused call is (found by a user)."""
+    from pytest_ifbench.models.providers import make_client
+    from pytest_ifbench.models.spending import SpendingLimit
+
+    name = "claude_code"
+    stub_env.default = endless(name)
+    ledger = SpendingLimit.create(tmp_path / "ledger", 1e-12)  # the first call goes (no price yet), then none
+    client = make_client("openai/gpt-4o-mini", api_base=stub_env.url, spending=ledger,
+                         retry=RetryPolicy(max_attempts=1, timeout=120))
+    with Workspace.create(None, parent=tmp_path) as ws:
+        result = run_closing(run_cli(name, workspace=ws, queries=["Write hello.txt."], system=None, model_name=MODEL,
+                                     client=client, submit=None, options=AgentOptions(max_steps=2, max_seconds=120),
+                                     log_path=tmp_path / "raw.jsonl"))
+    assert stub_env.calls == 1 and ledger.status().refused >= 1
+    assert "the run's spending limit is reached" in (result.harness_error or ""), (
+        result.harness_error, result.stop_reason, result.stderr[-2000:])
