@@ -2,9 +2,10 @@
 
 Layout: structure lines (``[user]``, ``[assistant turn 2]``, ``tool call Read (id toolu_1):``...) start at the
 conversation's indentation; everything the conversation carried -- prompts, texts, reasoning, call arguments,
-tool outputs -- follows on lines prefixed ``  | ``, so no content can pass for a structure line. A sub-agent's
-conversation follows the assistant turn whose call spawned it, indented four spaces per level; sub-agents
-linked only by time come last. Example::
+tool outputs -- follows on lines prefixed ``  | ``, so no content can pass for a structure line (every line
+break of a content counts, a carriage return or U+2028 as much as a newline; one in a structure line is shown
+escaped). A sub-agent's conversation follows the assistant turn whose call spawned it, indented four spaces per
+level; sub-agents linked only by time come last. Example::
 
     [trajectory s1] model: m1
     [tools] Read(file_path*, limit); Bash(command*)
@@ -44,6 +45,7 @@ User turns, the last assistant turn and the structure lines are never cut: a tra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +54,9 @@ from .trajectory import Message, Trajectory
 
 INDENT = "    "
 QUOTE = "  | "
+#: Every line break a reader sees (those of ``str.splitlines``). Quoting a content on "\n" alone left a "\r" or
+#: a "\u2028" in it free to start a line of its own, unquoted, that could pass for a structure line ("[user]").
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 @dataclass(slots=True)
@@ -71,9 +76,11 @@ class _Piece:
 
     def render(self) -> str:
         indent = INDENT * self.depth
-        out = f"{indent}{self.header}\n"
+        # A header holds names the model chose (a tool's, a call's id): a line break in one is shown, not made.
+        header = _LINE_BREAK.sub(lambda m: repr(m.group())[1:-1], self.header)
+        out = f"{indent}{header}\n"
         if self.body is not None:
-            out += "".join(f"{indent}{QUOTE}{line}\n" for line in self.body.split("\n"))
+            out += "".join(f"{indent}{QUOTE}{line}\n" for line in _LINE_BREAK.split(self.body))
         return out
 
 
