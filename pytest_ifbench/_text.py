@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -23,15 +23,21 @@ def utf8_safe(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
-def utf8_safe_value(value: Any) -> Any:
-    """A JSON value (a tool call) with :func:`utf8_safe` applied to every string in it."""
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A JSON value (a tool call) with ``change`` applied to every string in it (mappings become dicts,
+    tuples lists)."""
     if isinstance(value, str):
-        return utf8_safe(value)
+        return change(value)
     if isinstance(value, Mapping):
-        return {key: utf8_safe_value(item) for key, item in value.items()}
+        return {key: map_strings(item, change) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [utf8_safe_value(item) for item in value]
+        return [map_strings(item, change) for item in value]
     return value
+
+
+def utf8_safe_value(value: Any) -> Any:
+    """A JSON value with :func:`utf8_safe` applied to every string in it."""
+    return map_strings(value, utf8_safe)
 
 
 def strip_reasoning(text: str) -> tuple[str, str]:

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from .._redact import redact
-from .._text import utf8_safe_value
+from .._text import map_strings, utf8_safe_value
 from .._types import GenerationParams
 from ..models.client import Completion, ModelCallError, ModelClient
 from .options import BUILT_IN_RUNNER, AgentOptions
@@ -200,16 +200,7 @@ def _without_secrets(completion: Completion) -> Completion:
     """The reply with our secrets redacted before anything acts on it. A model (or provider) that echoes
     the API key would otherwise have the loop write it into the sandbox (``write_file``, ``bash``) and the
     trajectory file; the proxy does the same for a real CLI's replies."""
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value)
-        if isinstance(value, Mapping):
-            return {key: clean(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(item) for item in value]
-        return value
-
-    calls = tuple(clean(list(completion.tool_calls)))
+    calls = tuple(map_strings(list(completion.tool_calls), redact))
     fields = {"text": redact(completion.text), "raw_text": redact(completion.raw_text),
               "reasoning": redact(completion.reasoning)}
     if calls == completion.tool_calls and all(getattr(completion, k) == v for k, v in fields.items()):
