@@ -57,3 +57,23 @@ def terminal_tables(lines: list[str]) -> list[str]:
     start = next(i for i, line in enumerate(lines) if line.startswith("model: "))
     end = next(i for i, line in enumerate(lines) if line.startswith("time: "))
     return [line.rstrip() for line in lines[start:end]]
+
+
+def kill_after_records(process: Any, journal: Path, lines: int = 3, patience: float = 120.0) -> dict[str, Any]:
+    """``SIGKILL`` the process group of a shard run (started with ``start_new_session``) once its journal
+    holds ``lines`` lines (its header and records); the journal's header."""
+    import os
+    import signal
+    import time
+
+    from pytest_ifbench.reports.results_reader import read_results_text
+
+    deadline = time.monotonic() + patience
+    try:
+        while not (journal.exists() and len(journal.read_text(encoding="utf-8").splitlines()) >= lines):
+            assert time.monotonic() < deadline, "no records reached the journal"
+            time.sleep(0.05)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    return read_results_text(journal.read_text(encoding="utf-8").splitlines()[0] + "\n")

@@ -27,10 +27,8 @@ def test_a_merge_of_killed_shards_journals_only_is_incomplete(tmp_path, stub_env
     merge exited 0 with nothing listed as not run; it is incomplete, names each file that did not finish and
     says that the instances not run cannot be listed (it does not write an empty ``not_run``)."""
     import os
-    import signal
     import subprocess
     import sys
-    import time
 
     from pytest_ifbench.reports.results_reader import read_results_text
     from pytest_ifbench.testing import Reply
@@ -46,15 +44,7 @@ def test_a_merge_of_killed_shards_journals_only_is_incomplete(tmp_path, stub_env
                                   "--ifbench-concurrency=1", "-q", "-n", "2"], cwd=tmp_path, env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         journal = tmp_path / f"shard-{index}.partial.jsonl"
-        deadline = time.monotonic() + 120
-        try:
-            while not (journal.exists() and len(journal.read_text(encoding="utf-8").splitlines()) >= 3):
-                assert time.monotonic() < deadline, "no records reached the journal"
-                time.sleep(0.05)
-        finally:
-            os.killpg(shard.pid, signal.SIGKILL)
-            shard.wait()
-        header = read_results_text(journal.read_text(encoding="utf-8").splitlines()[0] + "\n")
+        header = _suite.kill_after_records(shard, journal)
         assert header["shard"]["index"] == index and "assignment" not in header["shard"]
         journals.append(journal)
     finished = {r["nodeid"] for j in journals for r in read_results_text(j.read_text(encoding="utf-8"))["instances"]}

@@ -134,10 +134,8 @@ def test_a_killed_shard_s_journal_merges_its_finished_instances(tmp_path, stub_e
     named shard 2 as missing, every instance of it not run). Under -n the controller learns the split only
     at the end: the journal's entry has no assignment and the merge takes it from the other shards."""
     import os
-    import signal
     import subprocess
     import sys
-    import time
 
     from pytest_ifbench.reports.results_reader import read_results_text
     from pytest_ifbench.testing import Reply
@@ -157,15 +155,7 @@ def test_a_killed_shard_s_journal_merges_its_finished_instances(tmp_path, stub_e
         assert shard(index).wait(timeout=300) in (0, 1)
     killed = shard(2, *xdist)
     journal = tmp_path / "shard-2.partial.jsonl"
-    deadline = time.monotonic() + 120
-    try:
-        while not (journal.exists() and len(journal.read_text(encoding="utf-8").splitlines()) >= 3):
-            assert time.monotonic() < deadline, "no records reached the journal"
-            time.sleep(0.05)
-    finally:
-        os.killpg(killed.pid, signal.SIGKILL)
-        killed.wait()
-    header = read_results_text(journal.read_text(encoding="utf-8").splitlines()[0] + "\n")
+    header = _suite.kill_after_records(killed, journal)
     assert header["shard"]["index"] == 2 and header["shard"]["count"] == 3
     assert ("assignment" in header["shard"]) == (not xdist)
     finished = {r["nodeid"] for r in read_results_text(journal.read_text(encoding="utf-8"))["instances"]}
