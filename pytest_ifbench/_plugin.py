@@ -14,6 +14,7 @@ import pytest
 from . import _ast_guard
 from ._check_bundle import WORKER_CHECKS
 from ._collect import InstanceError, InstanceItem, SuiteFile
+from ._startup_checks import check_models, check_selected
 from ._state import RECORDS_KEY, STATE_KEY, build_state
 from ._xdist import worker_interactor
 from .suite.detect import is_suite_file
@@ -21,13 +22,14 @@ from .suite.run_settings import settings_by_benchmark
 
 _ast_guard.install()  # before any thread of ours starts; see the module for the CPython bug
 
-#: Plugins shipped with the core (reporters, the scale plugins, the spending limit); each owns its options
+#: Plugins shipped with the core (reporters, the scale plugins, the spending limit, the start-up checks
+#: under xdist); each owns its options
 #: (``-p no:ifbench_<name>`` disables one).
 _REPORTERS = {"ifbench_baseline": "reports.baseline", "ifbench_allure": "reports.allure",
               "ifbench_summary_file": "reports.summary_file",
               "ifbench_shard": "scale.shard", "ifbench_shared_cache": "scale.shared",
               "ifbench_live_status": "reports.live_status", "ifbench_max_cost": "_max_cost",
-              "ifbench_rootdir": "scale.rootdir"}
+              "ifbench_rootdir": "scale.rootdir", "ifbench_startup_checks": "_startup_checks"}
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -163,57 +165,13 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _models_needed(instances: list[InstanceItem], config: pytest.Config) -> list[str]:
-    """The model strings the selected instances will call: the model, and judges if judged."""
-    state = config.stash[STATE_KEY]
-    names = []
-    if state.responses is None and any(i.spec.needs_model for i in instances):
-        names.append(state.model_name)
-    if any(state.registry.get(c.verifier).kind == "judge" for i in instances for c in i.spec.all_checks()):
-        names.extend(state.judge_names)
-    return names
-
-
-def _check_models_available(names: list[str], config: pytest.Config) -> None:
-    """Stop the run, in one line, when the provider of a model it will call cannot run here."""
-    state = config.stash[STATE_KEY]
-    found = state.providers.unavailable(names, state.api_base)
-    if found:
-        model, provider, problem = found
-        raise pytest.UsageError(f"pytest-ifbench: {provider.needed.format(model=model)} but {problem}")
-
-
-def _check_agents_available(instances: list[InstanceItem], config: pytest.Config) -> None:
-    """Agent instances need the OS sandbox, and a real agent CLI needs its program: say so at start-up,
-    in one line, rather than erroring every item (and never run them unsandboxed)."""
-    from ._protocols import runs_agents
-
-    protocols = config.stash[STATE_KEY].protocols
-    agents = [i.spec for i in instances if runs_agents(protocols[i.spec.protocol])]
-    if not agents or config.getoption("ifbench_recorded_trajectories"):
-        return
-    from .sandbox import current_backend
-
-    problem = current_backend().problem()
-    if problem:
-        raise pytest.UsageError(f"pytest-ifbench: {len(agents)} agent instance(s) selected, but {problem}")
-    from .agents.startup import agent_startup_problem
-
-    state = config.stash[STATE_KEY]
-    provider = state.providers.for_model(state.model_name, state.api_base)
-    problem = agent_startup_problem(agents, state.agent_settings, model=state.model_name,
-                                    context_window=provider.context_window)
-    if problem:
-        raise pytest.UsageError(f"pytest-ifbench: {problem}")
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if config.pluginmanager.hasplugin("dsession") and not config.getoption("collectonly"):
         # xdist controller: the workers collect, so sniff the arguments for suites up front.
         state = config.stash[STATE_KEY]
         if state.responses is None and _suite_paths(config):
-            _check_models_available([state.model_name], config)
+            check_models([state.model_name], config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -240,8 +198,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     instances = [i for i in session.items if isinstance(i, InstanceItem)]
     if not instances or config.getoption("collectonly"):
         return
-    _check_models_available(_models_needed(instances, config), config)
-    _check_agents_available(instances, config)
+    if not _is_worker(config):  # an xdist controller checks the workers' collection (see _startup_checks)
+        check_selected([i.spec for i in instances], config)
     state = config.stash[STATE_KEY]
     if state.responses is not None and not _is_worker(config):
         state.unmatched_responses = sorted(set(state.responses) - {i.spec.id for i in instances})

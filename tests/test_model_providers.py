@@ -94,6 +94,25 @@ def test_a_judge_of_a_provider_with_a_problem_stops_the_run_too(pytester, stub_e
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+
+def test_a_judges_problem_stops_an_xdist_run_in_one_line(pytester, stub_env):
+    """The controller checks the workers' collection (a worker's usage error was an INTERNALERROR)."""
+    _conftest(pytester, "myprov is down")
+    write_suite(pytester.path, "suites/judged.yaml", """
+        ifbench: 1
+        benchmark: demo
+        instances:
+          - id: j1
+            prompt: hi
+            checks: [{id: polite, verifier: ifbench.judge, params: {criterion: "is polite"}}]
+    """)
+    result = pytester.runpytest_subprocess("suites", "--model=openai/stub", f"--api-base={stub_env.url}", "-n", "2",
+                                           "--judge-model=myprov/judge", "-p", "no:cacheprovider", "--ifbench-summary=")
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str(), result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["*pytest-ifbench: model 'myprov/judge' is needed but myprov is down*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert stub_env.calls == 0
+
 # ------------------------------------------------------------------ make_client == the rule it replaced
 
 

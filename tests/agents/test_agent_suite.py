@@ -206,6 +206,30 @@ def test_missing_sandbox_stops_at_start_up(pytester, stub_env, agent_suite):
     assert stub_env.calls == 0
 
 
+@pytest.mark.parametrize(("option", "reason"), [
+    ("--ifbench-agent-runner=nosuchcli", "agent runner 'nosuchcli': unknown agent CLI*"),
+    ("--ifbench-workspaces=no-such-dir", "--ifbench-workspaces *no-such-dir: no such directory*"),
+])
+def test_a_start_up_problem_under_xdist_stops_the_run_in_one_line(pytester, stub_env, agent_suite, option, reason):
+    """Under -n the workers collect, so the controller checks: a worker's usage error was an INTERNALERROR
+    (exit 3) with the reason lost."""
+    write_suite(pytester.path, "suites/text.yaml", """
+        ifbench: 1
+        benchmark: plain
+        instances:
+          - {id: hi, prompt: hi, checks: [{id: lower, verifier: ifbench.case, params: {mode: lower}}]}
+    """)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", option)
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output, output[-3000:]
+    result.stdout.fnmatch_lines([f"*pytest-ifbench: {reason}"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert stub_env.calls == 0
+    # Checked on what is selected: without the agent instance the same options run the rest.
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", option, "-k", "hi")
+    result.assert_outcomes(passed=1)
+
+
 def test_harness_failure_is_an_error_not_a_failed_check(pytester, stub_env, agent_suite):
     scripted(stub_env)
     result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-agent-runner=nosuchcli")
