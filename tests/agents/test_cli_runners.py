@@ -264,3 +264,26 @@ def test_a_failing_model_is_a_harness_error_not_the_agents(agents, stub_env, tmp
         assert record["response_body"]["type"] == "error"
     finally:
         ws.close()
+
+
+@pytest.mark.parametrize("name", sorted(SCAFFOLDS))
+def test_the_shipped_smoke_suite_sees_each_real_clis_tool_use(name, agents, pytester, stub_env):
+    """suites/agent_smoke.yaml's `used-a-tool` named the loop's tools only, so it failed under every real CLI
+    (the README runs it under Claude Code)."""
+    import shutil
+
+    from tests._support import stub_args
+    from tests.agents._cli_scripts import cli_script
+
+    shipped = Path(__file__).resolve().parents[2] / "suites"
+    (pytester.path / "suites").mkdir()
+    shutil.copy(shipped / "agent_smoke.yaml", pytester.path / "suites")
+    for environment in ("greeting", "notes"):
+        shutil.copytree(shipped / "environments" / environment, pytester.path / "suites" / "environments" / environment)
+    stub_env.default = cli_script(name)
+    result = pytester.runpytest_subprocess("suites", "-k", "write-greeting", *stub_args(stub_env),
+                                           f"--ifbench-agent-runner={name}")
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["agent"]["runner"] == name, result.stdout.str()[-2000:]
+    checks = {check["id"]: check["passed"] for check in record["checks"]}
+    assert checks["used-a-tool"] is True, record["checks"]
