@@ -68,6 +68,10 @@ def shard_from(option: str | None, environ: Mapping[str, str]) -> ShardSpec | No
         first = _integer(environ.get("SLURM_ARRAY_TASK_MIN") or "0", "SLURM_ARRAY_TASK_MIN")
         return parse_spec(f"{task - first + 1}/{environ['SLURM_ARRAY_TASK_COUNT']}",
                           source="SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
+    if count:
+        raise ValueError(f"IFBENCH_SHARDS={count} is set but no shard index is: set IFBENCH_SHARD (1-based) in "
+                         "each job, or run as a Kubernetes Indexed Job (JOB_COMPLETION_INDEX); give "
+                         "--ifbench-shard=1/1 to run every instance")
     return None
 
 

@@ -40,6 +40,9 @@ def test_the_engines_variables():
                              "SLURM_ARRAY_TASK_MIN": "5"}).label == "3/4"
     with pytest.raises(ValueError, match="IFBENCH_SHARDS"):  # an Indexed Job says N through IFBENCH_SHARDS
         shard_from(None, {"JOB_COMPLETION_INDEX": "3"})
+    with pytest.raises(ValueError, match="no shard index"):  # the count alone ran every instance in every job
+        shard_from(None, {"IFBENCH_SHARDS": "4"})
+    assert shard_from("1/1", {"IFBENCH_SHARDS": "4"}).label == "1/1"
     assert shard_from(None, {}) is None
 
 
