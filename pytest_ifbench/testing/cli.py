@@ -3,11 +3,13 @@
 For benchmarks and subprocess tests::
 
     python -m pytest_ifbench.testing [--host 127.0.0.1] [--port 0]
-        [--latency 0.2] [--script script.json] [--url-file PATH]
+        [--latency 0.2] [--script script.json] [--url-file PATH] [--stats-file PATH]
 
 prints the base URL (``http://127.0.0.1:<port>/v1``) as the first line on
 stdout, writes it to ``--url-file`` if given, and serves until SIGTERM/SIGINT.
-The script is the JSON form read by :meth:`StubServer.from_script`.
+The script is the JSON form read by :meth:`StubServer.from_script`. On the way
+out it prints how many requests it served (and writes them with the peak
+concurrency to ``--stats-file`` as JSON): a run's calls, without a proxy.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=None, help="seconds per reply (overrides the script)")
     parser.add_argument("--script", default=None, help="JSON file with latency/rules/faults")
     parser.add_argument("--url-file", default=None, help="also write the base URL to this file")
+    parser.add_argument("--stats-file", default=None,
+                        help='on exit, write {"calls": N, "peak_concurrency": P} (JSON) to this file')
     args = parser.parse_args(argv)
 
     script: dict = {}
@@ -65,13 +69,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         url = server.url
         if args.url_file:
-            tmp = f"{args.url_file}.tmp{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(url + "\n")
-            os.replace(tmp, args.url_file)
+            _write_atomic(args.url_file, url + "\n")
         print(url, flush=True)
         while not done.wait(0.5):
             pass
     finally:
         server.stop()
+    print(f"served {server.calls} request(s), at most {server.peak_concurrency} at once", flush=True)
+    if args.stats_file:
+        _write_atomic(args.stats_file, json.dumps({"calls": server.calls,
+                                                   "peak_concurrency": server.peak_concurrency}) + "\n")
     return 0
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)

@@ -27,7 +27,7 @@ def test_cli(tmp_path):
     url_file = tmp_path / "url.txt"
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest_ifbench.testing", "--port", "0", "--latency", "0.01",
-         "--script", str(script), "--url-file", str(url_file)],
+         "--script", str(script), "--url-file", str(url_file), "--stats-file", str(tmp_path / "stats.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=str(tmp_path),
     )
     try:
@@ -48,10 +48,13 @@ def test_cli(tmp_path):
             proc.wait()
             raise
         stderr = proc.stderr.read()
+        rest = proc.stdout.read()
         proc.stdout.close()
         proc.stderr.close()
     assert rc == 0, stderr
     assert stderr == ""  # no per-request logging
+    assert rest == "served 3 request(s), at most 1 at once\n"  # a run's calls, counted without a proxy
+    assert json.loads((tmp_path / "stats.json").read_text()) == {"calls": 3, "peak_concurrency": 1}
 
 
 def test_cli_rejects_a_bad_script(tmp_path):
