@@ -17,6 +17,7 @@ from ._collect import InstanceError, InstanceItem, SuiteFile
 from ._startup_checks import check_models, check_selected
 from ._state import RECORDS_KEY, STATE_KEY, build_state
 from ._xdist import worker_interactor
+from .reports.terminal_text import clean_report, printable
 from .suite.detect import is_suite_file
 from .suite.run_settings import settings_by_benchmark
 
@@ -283,7 +284,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     if item.ifbench_record is not None:
         if call.when == "call" or (call.when == "setup" and report.failed):
             report.ifbench_record = item.ifbench_record
-    _clean_report(report)
+    clean_report(report)
     return _report_parts(item.config).share(report)
 
 
@@ -341,38 +342,6 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
     checks = detach(config, data)
     report = yield
     return hold(_report_parts(config).share(record_from_wire(report)), checks) if report is not None else report
-
-
-#: C0 controls but tab and newline, DEL, C1 controls: in a model's or an agent's text (evidence, a command's output)
-#: they would set the title of the terminal or CI log showing the report, clear it, move its cursor, hide a line.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-#: The same but for colour sequences (``ESC [ ... m``): pytest colours the level names of a captured log with them.
-_CONTROL_BUT_COLOUR = re.compile("(\x1b\\[[0-9;]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _printable(text: str, *, colours: bool = False) -> str:
-    """``text`` for the terminal: each control character but newline and tab shown as ``\\xNN`` (with ``colours``,
-    colour sequences kept). Only what is printed changes: the results file keeps the exact text."""
-    pattern = _CONTROL_BUT_COLOUR if colours else _CONTROL
-    return pattern.sub(lambda m: m.group(1) if m.lastindex else f"\\x{ord(m.group()):02x}", text)
-
-
-def _clean_report(report: pytest.TestReport) -> None:
-    """The last guard before a report's text reaches the terminal, JUnit XML or another process: errors
-    are redacted where they arise, but captured output and logs (litellm's included) are not; and control
-    characters are made visible (see ``_CONTROL``)."""
-    from ._redact import redact
-
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
-        report.longrepr = (longrepr[0], longrepr[1], _printable(redact(str(longrepr[2]))))
-    elif longrepr is not None:
-        text = str(longrepr)
-        clean = _printable(redact(text))
-        if clean != text:  # keep pytest's rendering unless there is something to hide
-            report.longrepr = clean
-    if report.sections:
-        report.sections = [(title, _printable(redact(content), colours=True)) for title, content in report.sections]
 
 
 @pytest.hookimpl(trylast=True)
@@ -452,4 +421,4 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
     terminalreporter.section("ifbench summary")
     for line in summary_lines(config, records):
-        terminalreporter.write_line(_printable(line))  # the first error's text: a provider's, an agent's
+        terminalreporter.write_line(printable(line))  # the first error's text: a provider's, an agent's

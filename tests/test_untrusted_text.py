@@ -45,6 +45,23 @@ def test_a_replys_control_characters_reach_the_terminal_escaped(pytester, stub_e
     assert HOSTILE in check["verdict"]["evidence"]  # the results file keeps the exact text
 
 
+def test_a_replys_bidirectional_overrides_reach_the_terminal_escaped(pytester, stub_env):
+    """Trojan Source: U+202E reverses what follows on screen, so a reply could make its failure text read as
+    something else; the overrides and isolates are shown escaped, and an emoji's zero-width joiner is kept."""
+    reply = "hi \u202edessap\u202c \u2066x\u2069 \U0001f469\u200d\U0001f4bb"
+    stub_env.default = Reply(content=reply)
+    write_suite(pytester.path, "suites/s.yaml", demo_suite({
+        "id": "greet", "prompt": "say hello",
+        "checks": [{"id": "hello", "verifier": "ifbench.starts_with", "params": {"prefix": "hello"}}]}))
+    result = pytester.runpytest("suites", *stub_args(stub_env), "-rA")
+    output = result.stdout.str()
+    assert not {"\u202e", "\u202c", "\u2066", "\u2069"} & set(output), output
+    assert "\\u202edessap\\u202c \\u2066x\\u2069" in output
+    assert "\u200d" in output  # the emoji's joiner
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert reply in record["checks"][0]["verdict"]["evidence"]  # the results file keeps the exact text
+
+
 def test_captured_output_reaches_the_terminal_escaped_and_log_levels_keep_their_colour(pytester, stub_env):
     """A failed instance's captured output and logs are shown with its failure: a plugin that logs or prints what
     the model wrote cannot put escape sequences on the terminal through them, and pytest still colours the level
