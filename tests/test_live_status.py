@@ -9,8 +9,10 @@ import re
 import pytest
 
 from pytest_ifbench.reports.live_status import add_up, status_line
+from pytest_ifbench.sandbox import sandbox_problem
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
+from tests.agents.test_agent_suite import scripted
 
 SUITE = """
 ifbench: 1
@@ -100,14 +102,73 @@ def test_instances_that_are_not_agent_runs_count_their_tokens_and_cost(pytester,
               - {user: first, checks: [{id: w1, verifier: ifbench.word_count, params: {min: 1}}]}
               - {user: second, checks: [{id: w2, verifier: ifbench.word_count, params: {min: 1}}]}
         """)
-    args = ["--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:], "--ifbench-live-status=plain", *workers]
+    args = ["--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:], "--ifbench-live-status=plain",
+            "--ifbench-cache=cache", *workers]
     result = (pytester.runpytest_subprocess if workers else pytester.runpytest)("suites", *args)
     assert result.ret == 0, result.stdout.str()[-3000:]
-    records = _records(pytester)
-    tokens = sum(sum(r["tokens"].values()) for r in records)
-    cost = sum(r["cost"] for r in records)
+    tokens, cost = _paid(_records(pytester))
     assert tokens > 0 and cost > 0 and stub_env.calls == 4
     assert final_line(result.stdout.str()).startswith(f"ifbench: 3/3 instances done, {tokens:,} tokens, ${cost:.4f}, ")
+    assert _summary_totals(result.stdout.str()) == (tokens, f"${cost:.4f}")
+    # Again from the cache: nothing paid, and the line says so (it counted the cached tokens as this run's).
+    again = (pytester.runpytest_subprocess if workers else pytester.runpytest)("suites", *args)
+    assert again.ret == 0 and stub_env.calls == 4, again.stdout.str()[-3000:]
+    assert final_line(again.stdout.str()).startswith("ifbench: 3/3 instances done, 0 tokens, $0, ")
+    assert _summary_totals(again.stdout.str()) == (0, "$0.0000")
+
+
+def _paid(records: list[dict]) -> tuple[int, float]:
+    """The prompt + completion tokens and the cost the run paid, as the records count them (cached replies apart)."""
+    return (sum(r["tokens"]["prompt"] + r["tokens"]["completion"] for r in records),
+            sum(r["cost"] or 0.0 for r in records))
+
+
+def _summary_totals(out: str) -> tuple[int, str]:
+    """The terminal summary's table row ``all``: its tokens (in + out) and its cost cell."""
+    (row,) = [line.split() for line in out.splitlines() if line.split()[:1] == ["all"]]
+    tokens_in, tokens_out = row[-2].split("/")
+    return int(tokens_in) + int(tokens_out), row[-1]
+
+
+JUDGED_AGENT_SUITE = """
+ifbench: 1
+benchmark: judgedagent
+defaults:
+  protocol: agent
+  protocol_options: {runner: loop, max_steps: 8, command_timeout: 20}
+instances:
+  - id: greet
+    prompt: Create hello.txt containing hello, check it, then finish.
+    checks:
+      - {id: wrote, verifier: ifbench.tool_called, params: {tool: write_file}}
+      - {id: summary, verifier: ifbench.judge, params: {criterion: The final answer says what was done.}}
+"""
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_an_agent_run_s_judge_calls_count_and_its_cached_steps_do_not(pytester, stub_env, workers):
+    """The final line says what the summary says: an agent instance's judge calls (in its record's
+    ``judge_calls``, which the line skipped with the rest of an agent record) are paid for; its steps
+    served from the cache on a re-run are not (the line counted them as paid)."""
+    scripted(stub_env)
+    write_suite(pytester.path, "suites/judged.yaml", JUDGED_AGENT_SUITE)
+    args = ["--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:], "--ifbench-live-status=plain",
+            "--ifbench-cache=cache", *workers]
+    result = pytester.runpytest_subprocess("suites", *args)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    (record,) = _records(pytester)
+    assert record["agent"]["steps"] == 3 and len(record["judge_calls"]) == 1 and stub_env.calls == 4
+    tokens, cost = _paid([record])
+    assert cost > 0
+    assert final_line(result.stdout.str()).startswith(
+        f"ifbench: 1/1 instances done, 0 agent runs going, 3 steps, {tokens:,} tokens, ${cost:.4f}, ")
+    assert _summary_totals(result.stdout.str()) == (tokens, f"${cost:.4f}")
+    again = pytester.runpytest_subprocess("suites", *args)
+    assert again.ret == 0 and stub_env.calls == 4, again.stdout.str()[-3000:]
+    assert final_line(again.stdout.str()).startswith(
+        "ifbench: 1/1 instances done, 0 agent runs going, 3 steps, 0 tokens, $0, ")
+    assert _summary_totals(again.stdout.str()) == (0, "$0.0000")
 
 
 def _as_seen(out: str) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..suite.run_settings import difference
 from . import stats
 from .metrics import errored, instance_passed_share, rubric_score, scored_checks
 
@@ -128,10 +129,8 @@ def check_comparable(base: Run, new: Run) -> None:
     for nodeid in both:
         a, b = base.records[nodeid], new.records[nodeid]
         if a.get("generation") and b.get("generation") and a["generation"] != b["generation"]:
-            ours, others = a["generation"], b["generation"]
-            differ = ", ".join(f"{key} {ours.get(key)!r} vs {others.get(key)!r}" for key in sorted({*ours, *others})
-                               if ours.get(key) != others.get(key))
-            raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {nodeid}: {differ}")
+            raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {nodeid}: "
+                                f"{difference(a['generation'], b['generation'])}")
         if _has_checks(a) and _has_checks(b) and _checklist(a) != _checklist(b):
             raise NotComparable(f"{base.name} and {new.name} hold {nodeid} with different checks (the suite "
                                 f"changed): {_checklist(a)} vs {_checklist(b)}")

@@ -7,8 +7,11 @@
 What it counts. Instances are the collected ifbench items and those finished; agent runs, steps (model
 calls of the built-in loop and of real CLIs behind the proxy), their prompt + completion tokens and
 cost come from :data:`pytest_ifbench.agents.progress.BOARD`, which the loop and the proxy's meter fill
-step by step; the other instances' tokens and cost (their model's and judges' calls, as their records
-count them) are added as each finishes. With ``--ifbench-max-cost`` the money is instead what every
+step by step. When an instance finishes, its record settles its figures: what the run paid for its calls
+(model, judges, agent steps; a reply served from a cache is not paid for), as the summary's ``tokens
+in/out`` and ``cost`` count it, takes the place of what the board counted for it (see :func:`settled`),
+so the final line agrees with the summary, and a re-run from the cache ends at 0 tokens and $0. With
+``--ifbench-max-cost`` the money is instead what every
 call of the run (model, judges, agents; every worker's) has paid, against the limit (``$3.1200 of $20.00
 paid``), read off the run's ledger. The rest is estimated from the pace so far (elapsed / done x instances left).
 
@@ -105,6 +108,37 @@ def add_up(snapshots: list[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def paid(record: Mapping[str, Any]) -> tuple[int, float]:
+    """The prompt + completion tokens and the cost this run paid for a record's calls: what the summary's
+    ``tokens in/out`` and ``cost`` add up (``cached_*`` tokens and ``cached_cost`` are the cache's)."""
+    tokens = record.get("tokens") or {}
+    return int(tokens.get("prompt") or 0) + int(tokens.get("completion") or 0), float(record.get("cost") or 0.0)
+
+
+def counted_by_board(record: Mapping[str, Any]) -> tuple[int, float]:
+    """The tokens and cost the board counted for an agent instance's steps while it ran.
+
+    The board takes every step as paid, a reply from the cache too (it is told tokens and cost, not where
+    the reply came from), and sees no judge call. A record holds every call of the instance, paid and
+    cached, and lists its judge calls in ``judge_calls`` (as a text instance's record does): the steps
+    are the rest. Nothing for an instance that ran no agent."""
+    if record.get("protocol") != "agent" and not record.get("agent"):
+        return 0, 0.0
+    tokens = record.get("tokens") or {}
+    judges = [call for call in record.get("judge_calls") or () if isinstance(call, Mapping)]
+    every = sum(int(value or 0) for value in tokens.values())
+    judged = sum(int(call.get("prompt_tokens") or 0) + int(call.get("completion_tokens") or 0) for call in judges)
+    cost = float(record.get("cost") or 0.0) + float(record.get("cached_cost") or 0.0)
+    return every - judged, cost - sum(float(call.get("cost") or 0.0) for call in judges)
+
+
+def settled(record: Mapping[str, Any]) -> tuple[int, float]:
+    """What a finished instance adds to the line's tokens and cost: what it paid, less what the board
+    already counted for it (the line then says what the records, and the summary, say)."""
+    (paid_tokens, paid_cost), (board_tokens, board_cost) = paid(record), counted_by_board(record)
+    return paid_tokens - board_tokens, paid_cost - board_cost
+
+
 class _Items:
     """This process's ifbench items: how many were collected and how many have finished (counted where
     they run: in one process, or on each xdist worker; the controller runs none)."""
@@ -112,7 +146,7 @@ class _Items:
     def __init__(self) -> None:
         self.total = 0
         self.done = 0
-        #: The tokens and cost of the finished instances that were not agent runs (those count step by step).
+        #: What the finished instances' records settled on top of the board's figures (:func:`settled`).
         self.tokens = 0
         self.cost = 0.0
 
@@ -125,9 +159,10 @@ class _Items:
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Generator[None, Any, Any]:
         report = yield
         record = report.__dict__.get("ifbench_record")
-        if isinstance(record, dict) and not record.get("agent"):
-            self.tokens += sum(int(v or 0) for v in (record.get("tokens") or {}).values())
-            self.cost += float(record.get("cost") or 0.0)
+        if isinstance(record, dict):
+            tokens, cost = settled(record)
+            self.tokens += tokens
+            self.cost += cost
         return report
 
     @pytest.hookimpl(trylast=True)

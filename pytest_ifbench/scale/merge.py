@@ -3,9 +3,13 @@
 Nothing is averaged here: the records are put together and every metric is computed
 again from them by the run's own code (:mod:`.report`). Before that the files must
 describe parts of one run: same model, judges, plugin version and run settings (the
-``--ifbench-temperature``-style overrides a shard records; for results files without a
-``shard`` entry, the generation settings per benchmark), the same split, and an
-instance found in two files must carry the same verdicts. Anything else is a
+``--ifbench-temperature``-style overrides a shard records), the same split, and an
+instance found in two files must carry the same verdicts and generation settings. Files
+without a ``shard`` entry have no run settings to compare: each record carries its
+instance's own (a suite's ``generation:`` may give one instance a temperature of its
+own), so only an instance both hold is compared, as ``ifbench compare`` compares a
+pair; a benchmark's settings as a whole only where records lack their own (older
+files). Anything else is a
 :class:`MergeRefused` naming both files. A shard that is missing (``--expect N``, or a
 gap in the indices the files name) is reported with the instances it would have run; a
 journal (a run that did not finish) makes the merge incomplete too, and when no file
@@ -26,7 +30,7 @@ from typing import Any
 from ..reports.records import SummaryViews, write_results
 from ..reports.results_reader import ResultsReader
 from ..reports.results_stream import ResultsJournal
-from ..suite.run_settings import settings_by_benchmark
+from ..suite.run_settings import difference, settings_by_benchmark
 
 #: A shard file's entries that ``merged_from`` keeps: what its shared cache did and its spending limit (the
 #: merge's summary says which shard's store failed and which shard stopped paying).
@@ -65,6 +69,9 @@ class ShardFile:
     instances: int
     #: A journal (``*.partial.jsonl``): the run that wrote it did not finish (killed, out of time).
     unfinished: bool = False
+    #: The benchmarks of which a record lacks its own ``generation`` (a file older than per-instance settings):
+    #: only for those are the benchmark's settings as a whole compared with another file's.
+    without_generation: frozenset[str] = frozenset()
 
     @property
     def shard(self) -> Mapping[str, Any] | None:
@@ -82,7 +89,8 @@ class Merged:
     #: The compact view of each merged record (:class:`~..reports.records.SummaryViews`), by node id: what
     #: the tables and the summary read, as in a run. The records themselves wait in :attr:`spool`.
     records: tuple[Mapping[str, Any], ...]
-    #: The merged results file's metadata (model, judges, generation, merged_from, not_run).
+    #: The merged results file's metadata (model, judges, generation, merged_from, not_run); its ``metrics``
+    #: are computed by the run's reporters (:mod:`.report`) and given to :meth:`write`.
     meta: Mapping[str, Any]
     #: Whether the shards ran with ``--judge-model`` (the summary's self-judging warning depends on it).
     judge_given: bool
@@ -101,14 +109,16 @@ class Merged:
     def complete(self) -> bool:
         return not self.missing and not self.not_run and not self.unfinished
 
-    def write(self) -> None:
-        """Write the merged results file (records in node-id order, :attr:`meta` at the top); the spool is
+    def write(self, metrics: Mapping[str, Any] | None = None) -> None:
+        """Write the merged results file (records in node-id order, :attr:`meta` and ``metrics`` -- the
+        results file's ``metrics`` entry, as a run over the records writes it -- at the top); the spool is
         removed either way. Raises :class:`CannotWrite`."""
+        meta = {**self.meta, "metrics": metrics} if metrics is not None else self.meta
         try:
             if self.records:
-                self.spool.finish(self.meta)
+                self.spool.finish(meta)
             else:
-                write_results(self.spool.target, [], self.meta)
+                write_results(self.spool.target, [], meta)
         except OSError as exc:
             raise CannotWrite(f"{self.spool.target}: {exc.strerror or exc}") from None
         finally:
@@ -172,10 +182,18 @@ def _same_run(first: ShardFile, other: ShardFile) -> None:
                                "number of shards, or another selection of instances: suites, -m, -k)")
     else:
         mine, theirs = first.meta.get("generation") or {}, other.meta.get("generation") or {}
-        for benchmark in sorted(set(mine) & set(theirs)):
+        unrecorded = first.without_generation | other.without_generation
+        for benchmark in sorted(set(mine) & set(theirs) & unrecorded):
             if {s for s, _ in mine[benchmark]} != {s for s, _ in theirs[benchmark]}:
                 raise MergeRefused(f"{first.label} and {other.label} differ in generation settings for "
                                    f"{benchmark}: {mine[benchmark]!r} vs {theirs[benchmark]!r}")
+
+
+def _same_generation(first: ShardFile, other: ShardFile, nodeid: str, ours: Any, theirs: Any) -> None:
+    """An instance both files hold ran with the same settings in both (when both records carry them)."""
+    if isinstance(ours, Mapping) and isinstance(theirs, Mapping) and ours and theirs and ours != theirs:
+        raise MergeRefused(f"{first.label} and {other.label} differ in generation settings for {nodeid}: "
+                           f"{difference(ours, theirs)}")
 
 
 def merge(paths: Sequence[Path], *, out: Path, expect: int | None = None,
@@ -209,14 +227,17 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
     views: dict[str, Mapping[str, Any]] = {}
     make_view = SummaryViews().view
     for index, path in enumerate(paths):
-        #: node ids an earlier file holds -> the digest of this file's (last) record of it
-        again: dict[str, bytes] = {}
+        #: node ids an earlier file holds -> the digest of this file's (last) record of it, and its settings
+        again: dict[str, tuple[bytes, Any]] = {}
         instances = 0
+        without_generation: set[str] = set()
         with _reading(path) as reader:
             for record, text in reader:
                 nodeid = record.get("nodeid")
                 if not isinstance(nodeid, str):
                     continue
+                if not record.get("generation"):
+                    without_generation.add(str(record.get("benchmark")))
                 holder = kept.get(nodeid)
                 if holder is None or holder[0] == index:  # new, or a journal's later record of it
                     instances += holder is None
@@ -229,14 +250,16 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
                     views[nodeid] = make_view(record)
                 else:
                     instances += nodeid not in again
-                    again[nodeid] = _digest(record)
-        file = ShardFile(path=path, meta=reader.meta, instances=instances, unfinished=reader.journal)
+                    again[nodeid] = (_digest(record), record.get("generation"))
+        file = ShardFile(path=path, meta=reader.meta, instances=instances, unfinished=reader.journal,
+                         without_generation=frozenset(without_generation))
         if files:
             _same_run(files[0], file)
         if any("assignment" in (earlier.shard or {}) for earlier in files):  # the first split read is kept
             file = ShardFile(path=path, meta=_without_assignment(reader.meta), instances=instances,
-                             unfinished=reader.journal)
-        for nodeid, digest in again.items():
+                             unfinished=reader.journal, without_generation=frozenset(without_generation))
+        for nodeid, (digest, generation) in again.items():
+            _same_generation(files[kept[nodeid][0]], file, nodeid, views[nodeid].get("generation"), generation)
             if kept[nodeid][1] != digest:
                 raise MergeRefused(f"{files[kept[nodeid][0]].label} and {file.label} both hold {nodeid} "
                                    "with different records")

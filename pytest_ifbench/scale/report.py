@@ -5,7 +5,8 @@ parts of ``pytest.Config`` the reporters read: the options a run would have had
 (the results file, whether ``--judge-model`` was given), a stash holding the run's
 model and judges, and the hooks of every installed benchmark plus the core's plot
 (the ``ifbench`` command's plugin manager). :func:`write_reports` then writes the
-results file (:meth:`~.merge.Merged.write`), the summary beside it
+results file (:meth:`~.merge.Merged.write`) with the ``metrics`` entry a run writes
+(:func:`~..reports.terminal.run_metrics`), the summary beside it
 (:func:`~..reports.summary_writer.write_summary`) and returns the terminal summary
 (:func:`~..reports.terminal.summary_lines`): metrics recomputed over the union.
 """
@@ -152,7 +153,7 @@ def summary_path_for(out: Path) -> Path:
 def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
     """Write the merged results file and summary; the terminal summary's lines."""
     from ..reports.summary_writer import write_summary
-    from ..reports.terminal import summary_lines
+    from ..reports.terminal import run_metrics, summary_lines
 
     records = list(merged.records)
     state = MergedState(model_name=str(merged.meta.get("model")), judge_names=list(merged.meta.get("judges") or []))
@@ -162,7 +163,7 @@ def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
                          facts=[*incomplete_facts(merged),
                                 *(f"**warning: {line}**" for line in shared_cache_warnings(merged)),
                                 *spending_facts(merged)])
-    merged.write()
+    merged.write(metrics=run_metrics(config, records))  # type: ignore[arg-type]
     lines = summary_lines(config, records) if records else []  # type: ignore[arg-type]
     if summary is not None and records:
         write_summary(config, records, summary if summary.is_absolute() else Path.cwd() / summary)  # type: ignore[arg-type]

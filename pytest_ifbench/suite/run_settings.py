@@ -65,6 +65,13 @@ def describe(generation: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "provider defaults"
 
 
+def difference(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
+    """The settings two records' ``generation`` entries differ in: ``temperature 0.0 vs 0.9, max_tokens 200 vs
+    256`` (what ``ifbench compare`` and ``ifbench merge`` say when they refuse a pair of runs)."""
+    return ", ".join(f"{key} {ours.get(key)!r} vs {theirs.get(key)!r}" for key in sorted({*ours, *theirs})
+                     if ours.get(key) != theirs.get(key))
+
+
 def settings_by_benchmark(records: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[str, int]]]:
     """benchmark -> [(described settings, number of instances)], most common first."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)

@@ -162,3 +162,39 @@ def test_a_full_disk_under_the_merged_file_is_said_and_leaves_nothing_behind(pyt
         assert code == 2 and "ifbench merge: cannot write: " in err and "No space left on device" in err, err
         assert str(small) in err and "cannot read" not in err and "internal error" not in err
         assert os.listdir(small) == [], "nothing left behind"
+
+
+@pytest.fixture
+def parts(pytester, stub_server):
+    """The suite run in parts without shard entries (``-k``, as a user splits a run by hand): ``sampled``
+    alone (it sets its own temperature, 0.7), the rest, and q1 again under ``--ifbench-temperature=0.9``."""
+    _suite.write(pytester.path)
+
+    def run(name: str, *extra: str) -> str:
+        result = pytester.runpytest("suites", *stub_args(stub_server, f"--ifbench-results={name}", *extra))
+        assert (pytester.path / name).is_file(), result.stdout.str()[-3000:]
+        assert "shard" not in json.loads((pytester.path / name).read_text())
+        return str(pytester.path / name)
+
+    return {"own": run("own.json", "-k", "sampled"), "rest": run("rest.json", "-k", "not sampled"),
+            "hot": run("hot.json", "-k", "q1", "--ifbench-temperature=0.9")}
+
+
+def test_an_instance_with_settings_of_its_own_is_no_difference(pytester, parts, capsys):
+    """The part holding ``sampled`` has a setting the other part's instances do not: each instance's own
+    settings are in its record, so the parts merge (it was "differ in generation settings for scaled")."""
+    assert _merge(pytester, parts["own"], parts["rest"]) == 0, capsys.readouterr().err
+    merged = json.loads((pytester.path / "merged.json").read_text())
+    assert len(merged["instances"]) == _suite.INSTANCES
+    (sampled,) = [r for r in merged["instances"] if r["instance"] == "sampled"]
+    assert sampled["generation"]["temperature"] == 0.7
+
+
+def test_an_instance_run_with_other_settings_is_refused_by_name(pytester, parts, capsys):
+    """q1 is in both files, once at the suite's temperature and once under ``--ifbench-temperature=0.9``
+    (the stub's replies are the same, so its verdicts agree): refused, naming it and only what differs."""
+    assert _merge(pytester, parts["rest"], parts["hot"]) == 2
+    error = capsys.readouterr().err
+    assert "differ in generation settings for suites/scaled.yaml::q1: temperature 0.0 vs 0.9" in error, error
+    assert "rest.json" in error and "hot.json" in error
+    assert not (pytester.path / "merged.json").exists()
