@@ -2,18 +2,20 @@
 
 Nothing is averaged here: the records are put together and every metric is computed
 again from them by the run's own code (:mod:`.report`). Before that the files must
-describe parts of one run: same model, judges, plugin version and run settings (the
-``--ifbench-temperature``-style overrides a shard records), the same split, and an
-instance found in two files must carry the same verdicts and generation settings. Files
-without a ``shard`` entry have no run settings to compare: each record carries its
-instance's own (a suite's ``generation:`` may give one instance a temperature of its
-own), so only an instance both hold is compared, as ``ifbench compare`` compares a
-pair; a benchmark's settings as a whole only where records lack their own (older
-files). Anything else is a
-:class:`MergeRefused` naming both files. A shard that is missing (``--expect N``, or a
-gap in the indices the files name) is reported with the instances it would have run; a
-journal (a run that did not finish) makes the merge incomplete too, and when no file
-holds the split the instances not run cannot be listed: the merge says so.
+describe parts of one run: the same run id (a shard entry's ``run``: a stale file of
+last night's run with the same split is refused; a file without one is not compared,
+and the merge notes it beside files that have one), same model, judges, plugin version
+and run settings (the ``--ifbench-temperature``-style overrides a shard records), the
+same split, and an instance found in two files must carry the same verdicts and
+generation settings. Files without a ``shard`` entry have no run settings to compare:
+each record carries its instance's own (a suite's ``generation:`` may give one instance
+a temperature of its own), so only an instance both hold is compared, as ``ifbench
+compare`` compares a pair; a benchmark's settings as a whole only where records lack
+their own (older files). Anything else is a :class:`MergeRefused` naming both files. A
+shard that is missing (``--expect N``, or a gap in the indices the files name) is
+reported with the instances it would have run; a journal (a run that did not finish)
+makes the merge incomplete too, and when no file holds the split the instances not run
+cannot be listed: the merge says so.
 """
 
 from __future__ import annotations
@@ -79,6 +81,19 @@ class ShardFile:
         return shard if isinstance(shard, dict) else None
 
     @property
+    def run_id(self) -> str | None:
+        """The id of the run the file is part of (its shard entry's ``run``, a merged file's ``run``); None for a
+        file without one: an older version's, or a shard's that no engine and no ``IFBENCH_RUN_ID`` gave one."""
+        value = (self.shard or {}).get("run", self.meta.get("run"))
+        return None if value is None else str(value)
+
+    @property
+    def run_label(self) -> str:
+        """The run id as the merge's lines name it, with where the shard took it from."""
+        source = (self.shard or {}).get("run_source")
+        return f"run id {self.run_id!r}" + (f" (from {source})" if source else "")
+
+    @property
     def label(self) -> str:
         shard = self.shard
         return f"{self.path} (shard {shard['index']}/{shard['count']})" if shard else str(self.path)
@@ -104,6 +119,8 @@ class Merged:
     #: Why the instances not run cannot be listed (no file holds the split they belong to), when they cannot:
     #: :attr:`not_run` is then not the whole of them.
     not_run_unknown: str | None = None
+    #: What the merge says without refusing or making the merge incomplete (files with and without a run id).
+    notes: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -160,6 +177,32 @@ def verdicts(record: Mapping[str, Any]) -> dict[str, Any]:
         "checks": [(c.get("id"), c.get("turn_ran"), c.get("passed"), c.get("error"),
                     (c.get("verdict") or {}).get("evidence")) for c in record.get("checks") or []],
     }
+
+
+def _same_run_id(files: Sequence[ShardFile], file: ShardFile) -> None:
+    """``file`` and the first file read that has a run id are of one run, when ``file`` has one too. Files
+    without one are not compared (older files, shards no engine gave an id): :func:`_run_id_notes`."""
+    earlier = next((earlier for earlier in files if earlier.run_id is not None), None)
+    if earlier is None or file.run_id is None or earlier.run_id == file.run_id:
+        return
+    raise MergeRefused(
+        f"{earlier.label} and {file.label} are parts of different runs: {earlier.run_label} vs {file.run_label}. "
+        "Merge the files of one run: is one of them left from another run (a stale file in a shared results "
+        "folder, a job that failed to upload)? A shard re-run as a new job gets a new id from its engine (a "
+        "re-submitted SLURM task a new SLURM_ARRAY_JOB_ID, a re-created Kubernetes Job a new uid): set "
+        "IFBENCH_RUN_ID (or --ifbench-run-id) to one value for every shard of the run")
+
+
+def _run_id_notes(files: Sequence[ShardFile]) -> tuple[str, ...]:
+    """The note for a merge of files with a run id and files without: not refused (an older file, a shard
+    re-run by hand where no engine gives an id), but nothing says the latter are of this run."""
+    with_id = next((file for file in files if file.run_id is not None), None)
+    without = [file.label for file in files if file.run_id is None]
+    if with_id is None or not without:
+        return ()
+    return (f"{', '.join(without)}: no run id, so not checked against the others' ({with_id.run_label}); "
+            "merged, but make sure it is of this run (a shard re-run by hand records one with "
+            f"IFBENCH_RUN_ID={with_id.run_id})",)
 
 
 def _same_run(first: ShardFile, other: ShardFile) -> None:
@@ -254,6 +297,7 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
         file = ShardFile(path=path, meta=reader.meta, instances=instances, unfinished=reader.journal,
                          without_generation=frozenset(without_generation))
         if files:
+            _same_run_id(files, file)
             _same_run(files[0], file)
         if any("assignment" in (earlier.shard or {}) for earlier in files):  # the first split read is kept
             file = ShardFile(path=path, meta=_without_assignment(reader.meta), instances=instances,
@@ -274,17 +318,22 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
         "generation": settings_by_benchmark(records),
         "merged_from": [{"file": file.path.name, "shard": file.shard and f"{file.shard['index']}/"
                          f"{file.shard['count']}", "instances": file.instances,
+                         **({"run": file.run_id} if file.run_id is not None else {}),
                          **({"unfinished": True} if file.unfinished else {}),
                          **{key: file.meta[key] for key in _KEPT_ENTRIES if key in file.meta}}
                         for file in files],
     }
+    run_id = next((file.run_id for file in files if file.run_id is not None), None)
+    if run_id is not None:
+        meta["run"] = run_id
     if missing or not_run:
         meta["not_run"] = list(not_run)
     judge_given = any(bool((file.shard or {}).get("judge_given")) for file in files) or any(
         list(r.get("judges") or []) != [r.get("model")] for r in records)
     return Merged(records=tuple(records), meta=meta, judge_given=judge_given, spool=spool,
                   missing=tuple(missing), not_run=tuple(not_run), unfinished=unfinished,
-                  not_run_unknown=_not_run_unknown(files) if missing or unfinished else None)
+                  not_run_unknown=_not_run_unknown(files) if missing or unfinished else None,
+                  notes=_run_id_notes(files))
 
 
 def _without_assignment(meta: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -151,7 +151,8 @@ def summary_path_for(out: Path) -> Path:
 
 
 def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
-    """Write the merged results file and summary; the terminal summary's lines."""
+    """Write the merged results file and summary; the terminal summary's lines, then the merge's notes
+    (:attr:`~.merge.Merged.notes`: the command prints these lines as they come)."""
     from ..reports.summary_writer import write_summary
     from ..reports.terminal import run_metrics, summary_lines
 
@@ -162,10 +163,10 @@ def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
                          state=state, directory=Path.cwd(),
                          facts=[*incomplete_facts(merged),
                                 *(f"**warning: {line}**" for line in shared_cache_warnings(merged)),
-                                *spending_facts(merged)])
+                                *spending_facts(merged), *(f"note: {note}" for note in merged.notes)])
     merged.write(metrics=run_metrics(config, records))  # type: ignore[arg-type]
     lines = summary_lines(config, records) if records else []  # type: ignore[arg-type]
     if summary is not None and records:
         write_summary(config, records, summary if summary.is_absolute() else Path.cwd() / summary)  # type: ignore[arg-type]
         lines.append(f"summary: {summary}")
-    return lines
+    return [*lines, *(f"ifbench merge: note: {note}" for note in merged.notes)]

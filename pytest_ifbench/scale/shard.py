@@ -14,10 +14,14 @@ After every other deselection (``-m``, ``-k``, the ``full`` marker) the selectio
 by :func:`.partition.assign`; instances of other shards are deselected, and other tests
 (not instances) run in every shard. Each xdist worker computes the same split, so ``-n``
 works inside a shard. The results file gets a ``shard`` entry (index, count, where it
-came from, the run settings, the whole selection's assignment), which ``ifbench merge``
-uses to name a missing shard and the instances it would have run. A shard that drew
-no instance still writes its (empty) results file, so the merge knows it ran; under
-``--collect-only`` it writes none, as an unsharded run does.
+came from, the run's id and where that came from, the run settings, the whole
+selection's assignment), which ``ifbench merge`` uses to refuse another run's file and
+to name a missing shard and the instances it would have run. The run's id is
+``--ifbench-run-id``, ``IFBENCH_RUN_ID``, or an engine's id that is the same in every
+shard of one run (:data:`ENGINE_RUN_IDS`). A shard that drew no instance still writes
+its (empty) results file, so the merge knows it ran; one that drew instances and
+recorded none (interrupted before the first finished) writes none, leaving an earlier
+attempt's file alone; under ``--collect-only`` it writes none, as an unsharded run does.
 """
 
 from __future__ import annotations
@@ -35,7 +39,13 @@ from .partition import ShardSpec, assign, expected_cost, parse_spec
 SPEC_KEY = pytest.StashKey["ShardSpec | None"]()
 #: The results file's ``shard`` entry (on the controller: what a worker sent, or this process's own).
 META_KEY = pytest.StashKey[dict[str, Any]]()
+#: The run's id and where it came from (``--ifbench-run-id``, a variable's name), or None.
+RUN_ID_KEY = pytest.StashKey["tuple[str, str] | None"]()
 _WORKER_OUTPUT = "ifbench_shard"
+#: The engines' variables that are the same in every shard of one run, in the order they are read: a GitHub
+#: Actions run (kept by a re-run of its failed jobs), a GitLab CI pipeline, a SLURM array. A Kubernetes Indexed
+#: Job has none: docs/scale.md says how to set IFBENCH_RUN_ID from the Job's labels.
+ENGINE_RUN_IDS = ("GITHUB_RUN_ID", "CI_PIPELINE_ID", "SLURM_ARRAY_JOB_ID")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,6 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "cost); default: from IFBENCH_SHARD/IFBENCH_SHARDS, JOB_COMPLETION_INDEX (with "
                          "IFBENCH_SHARDS) or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT; merge the shards' "
                          "results files with 'ifbench merge'")
+    group.addoption("--ifbench-run-id", dest="ifbench_run_id", default=None, metavar="ID",
+                    help="the id of the run this shard is part of, the same in every shard: 'ifbench merge' refuses "
+                         "shards of different runs; default: IFBENCH_RUN_ID, else the engine's (GITHUB_RUN_ID, "
+                         "CI_PIPELINE_ID, SLURM_ARRAY_JOB_ID)")
 
 
 def shard_from(option: str | None, environ: Mapping[str, str]) -> ShardSpec | None:
@@ -75,6 +89,17 @@ def shard_from(option: str | None, environ: Mapping[str, str]) -> ShardSpec | No
     return None
 
 
+def run_id_from(option: str | None, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """The run's id and where it came from, or None when nothing gives one (a shard run by hand)."""
+    if option and option.strip():
+        return option.strip(), "--ifbench-run-id"
+    for name in ("IFBENCH_RUN_ID", *ENGINE_RUN_IDS):
+        value = environ.get(name, "").strip()
+        if value:
+            return value, name
+    return None
+
+
 def _without_count(index: str, count: str, what: str) -> str:
     """An engine's index without the number of shards: running every instance in every task would pay for the
     whole run once per task, so it is refused, saying how to shard and how to run everything."""
@@ -94,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SPEC_KEY] = shard_from(config.getoption("ifbench_shard"), os.environ)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
+    config.stash[RUN_ID_KEY] = run_id_from(config.getoption("ifbench_run_id"), os.environ)
 
 
 def _cost(item: pytest.Item) -> float:
@@ -125,9 +151,12 @@ def _meta(config: pytest.Config, spec: ShardSpec, assignment: Mapping[str, int] 
     """The ``shard`` entry; without ``assignment`` before the split is known (a journal's header)."""
     from ..suite.run_settings import generation_overrides
 
-    meta = {"index": spec.index, "count": spec.count, "source": spec.source,
-            "settings": generation_overrides(config),
-            "judge_given": bool(config.getoption("ifbench_judge_models", None))}
+    meta: dict[str, Any] = {"index": spec.index, "count": spec.count, "source": spec.source}
+    run_id = config.stash.get(RUN_ID_KEY, None)
+    if run_id is not None:
+        meta["run"], meta["run_source"] = run_id
+    meta |= {"settings": generation_overrides(config),
+             "judge_given": bool(config.getoption("ifbench_judge_models", None))}
     if assignment is not None:
         meta["assignment"] = dict(sorted(assignment.items()))
     return meta
@@ -148,12 +177,17 @@ def pytest_sessionfinish(session: pytest.Session):
     if workeroutput is not None and META_KEY in config.stash:  # an xdist worker: tell the controller
         workeroutput[_WORKER_OUTPUT] = json.dumps(config.stash[META_KEY])
     result = yield
-    # The core's sessionfinish has written the results file with the shard entry (pytest_ifbench_results_meta),
-    # or none: a shard that drew no instance writes an empty one, so the merge knows it ran. --collect-only ran
-    # nothing: like an unsharded run, it writes no file (an empty one would replace the shard's results).
+    # The core's sessionfinish has written the results file with the shard entry (pytest_ifbench_results_meta)
+    # if the shard recorded an instance. A shard whose split gave it none writes an empty one, so the merge
+    # knows it ran. One that drew instances and recorded none (interrupted before the first finished, its items
+    # deselected after the split) writes none: an empty file would replace an earlier attempt's results (with no
+    # file at all, the merge names the shard missing and lists its instances). No record opened the journal either,
+    # so an earlier killed attempt's journal stays for the merge. --collect-only ran nothing: like an unsharded
+    # run, it writes no file.
     meta = config.stash.get(META_KEY, None)
     target = config.getoption("ifbench_results", None)
-    if workeroutput is None and meta is not None and target and not config.getoption("collectonly"):
+    if (workeroutput is None and meta is not None and target and not config.getoption("collectonly")
+            and drew_no_instance(meta)):
         path = Path(target)
         write_empty_results(path if path.is_absolute() else Path(config.invocation_params.dir) / path, meta, config)
     return result
@@ -172,8 +206,13 @@ def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
     return None if meta is None else {"shard": meta}
 
 
+def drew_no_instance(meta: Mapping[str, Any]) -> bool:
+    """Whether the split (the entry's ``assignment``) gave this shard no instance of the selection."""
+    return meta["index"] not in set((meta.get("assignment") or {}).values())
+
+
 def write_empty_results(path: Path, meta: Mapping[str, Any], config: pytest.Config) -> None:
-    """The results file of a shard that ran no instance: its ``shard`` entry and no records."""
+    """The results file of a shard that drew no instance: its ``shard`` entry and no records."""
     from .._state import RECORDS_KEY, STATE_KEY
     from ..reports.records import write_results
 
