@@ -6,6 +6,7 @@ Each concern lives in its own module; this one only connects them to pytest.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -388,6 +389,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         from .models.openai_compat import close_sessions
 
         state.generator.shutdown(before_stop=close_sessions)  # the direct path's connections live on its loop
+    workspaces = sys.modules.get(f"{__package__}.agents.workspace")  # not loaded: no agent ran, none is open
+    if workspaces is not None:
+        workspaces.close_open_workspaces()  # finished agent runs whose items did not run (Ctrl-C)
 
 
 @pytest.hookimpl(trylast=True)

@@ -156,16 +156,18 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
     from .workspace import SandboxUnavailable, Workspace
 
     backend = instance_backend(options)
-    try:
-        workspace = Workspace.create(instance.environment, parent=settings.workspace_root,
-                                     keep=settings.keep_workspaces, backend=backend)
-    except SandboxUnavailable as exc:
-        raise AgentHarnessError(str(exc) if backend is None else f"{_named(options)}: {exc}") from None
     path = settings.trajectories_dir / _file_name(instance, sample) if settings.trajectories_dir else None
     queued = time.perf_counter()
+    # The workspace is made once a slot is free: made earlier, every selected instance's would hold its disk
+    # (and its quota mount or container) from the run's start, and one cancelled in the queue (Ctrl-C) was left.
     async with _slots(settings.slots):
         start = time.perf_counter()
         add_wait(start - queued)
+        try:
+            workspace = Workspace.create(instance.environment, parent=settings.workspace_root,
+                                         keep=settings.keep_workspaces, backend=backend)
+        except SandboxUnavailable as exc:
+            raise AgentHarnessError(str(exc) if backend is None else f"{_named(options)}: {exc}") from None
         try:
             if options.runner == BUILT_IN_RUNNER:
                 run = await _loop(instance, client, workspace, options, settings, sample, path)

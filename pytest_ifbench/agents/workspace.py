@@ -48,6 +48,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -66,7 +67,8 @@ from ..sandbox.backend import (
 )
 from ..sandbox.backends import current_backend
 
-__all__ = ["CommandResult", "Limits", "ProxyRoute", "SandboxUnavailable", "Workspace", "sandbox_problem"]
+__all__ = ["CommandResult", "Limits", "ProxyRoute", "SandboxUnavailable", "Workspace", "close_open_workspaces",
+           "sandbox_problem"]
 
 #: The sandboxed command's whole environment, before the caller's ``env`` is laid over it (the backend adds ``PWD``).
 DEFAULT_ENV: Mapping[str, str] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": HOME, "TMPDIR": "/tmp",
@@ -79,6 +81,27 @@ def sandbox_problem() -> str | None:
 
 
 _UID_COUNTER = itertools.count()
+
+#: This process's workspaces not yet closed (see :func:`close_open_workspaces`).
+_OPEN: set[Workspace] = set()
+_OPEN_LOCK = threading.Lock()
+
+
+def close_open_workspaces() -> int:
+    """Close every workspace of this process still open; how many there were.
+
+    For the end of a session: an agent run that finished ahead of its item keeps its workspace open for
+    that item's checks, and an interrupted session (Ctrl-C) never runs those items, so their workspaces
+    (disk, a tmpfs quota mounted as root, a container) would stay until the next run's reaper."""
+    with _OPEN_LOCK:
+        left = list(_OPEN)
+        _OPEN.clear()
+    for workspace in left:
+        try:
+            workspace.close()
+        except Exception:  # noqa: BLE001 - one that cannot be closed must not keep the others open
+            continue
+    return len(left)
 
 
 def fresh_uid() -> int:
@@ -163,6 +186,8 @@ class Workspace:
                 ws._run.close()
             _remove(root)
             raise
+        with _OPEN_LOCK:
+            _OPEN.add(ws)
         return ws
 
     def run(self, command: str | Sequence[str], *, limits: Limits = Limits(), env: Mapping[str, str] | None = None,
@@ -253,6 +278,8 @@ class Workspace:
         if self._closed:
             return
         self._closed = True
+        with _OPEN_LOCK:
+            _OPEN.discard(self)
         if self._run is not None:
             self._run.close(keep=self.keep)
         if not self.keep:
