@@ -4,7 +4,8 @@
 model makes inside the sandbox (:mod:`.tools`), answers each with a ``tool`` message (OpenAI form,
 ``tool_call_id``) and calls the model again, until one of the stop rules below ends it. It
 handles one user turn: a multi-turn instance calls it once per user query, continuing
-:attr:`LoopResult.messages` with the next ``user`` message.
+:attr:`LoopResult.messages` with the next ``user`` message and passing :attr:`LoopResult.run_so_far` as
+``earlier``, so the trajectory's ``meta`` counts the whole run, not the turn.
 
 Stop rules (:attr:`LoopResult.stop_reason`), limits checked before each model call:
 
@@ -41,8 +42,9 @@ Each call also asks the provider to cache its prompt where the provider wants to
 step repeats it: what the run pays, not what it asks.
 
 The trajectory (:class:`~.trajectory.Trajectory`; ``meta``: runner ``loop``, profile, model,
-stop_reason, steps, limits, tokens, cost, model/tool seconds) is rewritten atomically after
-every message when ``trajectory_path`` is given.
+stop_reason, limits, and for the whole run -- every user turn so far -- steps, completion_tokens, cost,
+model/tool seconds and ``turn_answers``, each finished turn's final text, which ``ifbench score
+--trajectories`` scores) is rewritten atomically after every step when ``trajectory_path`` is given.
 """
 
 from __future__ import annotations
@@ -85,6 +87,24 @@ class StepTiming:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RunSoFar:
+    """What the user turns of a run did up to now: a later turn's trajectory ``meta`` counts them too."""
+
+    steps: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    #: The final text of each turn.
+    turn_answers: tuple[str, ...] = ()
+
+    def to_meta(self) -> dict[str, Any]:
+        return {"steps": self.steps, "completion_tokens": self.completion_tokens, "cost": self.cost,
+                "model_seconds": round(self.model_seconds, 4), "tool_seconds": round(self.tool_seconds, 4),
+                "turn_answers": list(self.turn_answers)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LoopResult:
     """One :func:`run_loop` call: what happened and the conversation to continue."""
 
@@ -102,6 +122,8 @@ class LoopResult:
     #: The conversation to continue with the next user turn (opening messages included).
     messages: tuple[Mapping[str, Any], ...] = ()
     timings: tuple[StepTiming, ...] = ()
+    #: The run up to the end of this turn, earlier turns included (``earlier`` of the next turn's call).
+    run_so_far: RunSoFar = RunSoFar()
 
 
 class HistoryMessage(dict):
@@ -144,8 +166,9 @@ def _replay(builder: TrajectoryBuilder, messages: Sequence[Mapping[str, Any]]) -
 class _Run:
     """The mutable state of one :func:`run_loop` call."""
 
-    def __init__(self, options: AgentOptions) -> None:
+    def __init__(self, options: AgentOptions, earlier: RunSoFar) -> None:
         self.options = options
+        self.earlier = earlier
         self.start = time.monotonic()
         self.steps = self.tokens = 0
         self.cost = self.model_seconds = self.tool_seconds = 0.0
@@ -167,6 +190,14 @@ class _Run:
         if o.max_cost and self.cost >= o.max_cost:
             return "max_cost"
         return None
+
+    def so_far(self, *, answered: bool) -> RunSoFar:
+        """The whole run so far: the earlier turns and this one, whose final text counts once ``answered``."""
+        e = self.earlier
+        return RunSoFar(steps=e.steps + self.steps, completion_tokens=e.completion_tokens + self.tokens,
+                        cost=e.cost + self.cost, model_seconds=e.model_seconds + self.model_seconds,
+                        tool_seconds=e.tool_seconds + self.tool_seconds,
+                        turn_answers=(*e.turn_answers, self.final_text) if answered else e.turn_answers)
 
     def repeated(self, name: str, raw: Any) -> bool:
         """Count ``name(raw)`` against the previous call; True when it makes ``max_repeats`` in a row."""
@@ -240,19 +271,22 @@ async def _execute(call: Mapping[str, Any], profile: Profile, ctx: ToolContext, 
 async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]], profile: Profile,
                    workspace: Workspace, options: AgentOptions, params: GenerationParams, sample: int = 0,
                    trajectory_path: Path | None = None, progress: Callable[[str], None] | None = None,
-                   trajectory_id: str | None = None, meta: Mapping[str, Any] | None = None) -> LoopResult:
+                   trajectory_id: str | None = None, meta: Mapping[str, Any] | None = None,
+                   earlier: RunSoFar = RunSoFar()) -> LoopResult:
     """Run the loop for one user turn (module docstring); ``messages`` are the opening messages;
-    ``meta`` is added to the trajectory's (e.g. the instance id)."""
+    ``meta`` is added to the trajectory's (e.g. the instance id); ``earlier``: the run's earlier turns
+    (the previous call's :attr:`LoopResult.run_so_far`). The limits hold for this turn."""
     specs = profile.specs()
     history: list[Mapping[str, Any]] = list(messages)
-    run = _Run(options)
+    run = _Run(options, earlier)
     ctx = ToolContext(workspace=workspace, options=options, deadline=run.start + options.max_seconds)
     meta = {"runner": BUILT_IN_RUNNER, "profile": profile.name, "model": client.model, "sample": sample,
-            "stop_reason": None, "steps": 0, "limits": options.to_json(), **(meta or {})}
+            "stop_reason": None, "limits": options.to_json(), **run.so_far(answered=False).to_meta(), **(meta or {})}
     builder = TrajectoryBuilder(id=trajectory_id or (trajectory_path.stem if trajectory_path else "loop"),
                                 meta=meta, tools=specs, path=trajectory_path, autosave=False)
     _replay(builder, history)
     BOARD.begin()
+    answered = False
     try:
         while not run.stop_reason:
             reason = run.limit_hit()
@@ -260,6 +294,7 @@ async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]]
                 run.stop_reason = reason
                 break
             await _step(client, history, params, sample, specs, profile, ctx, run, builder, progress)
+        answered = True
     except ModelCallError as exc:
         run.stop_reason = "model_error"
         exc.paid = (*run.completions, *exc.paid)  # the steps before it were paid for: the record counts them
@@ -272,14 +307,14 @@ async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]]
         raise
     finally:
         BOARD.end()
-        builder.meta.update(stop_reason=run.stop_reason, steps=run.steps, completion_tokens=run.tokens,
-                            cost=run.cost, model_seconds=round(run.model_seconds, 4),
-                            tool_seconds=round(run.tool_seconds, 4))
+        so_far = run.so_far(answered=answered)
+        builder.meta.update(stop_reason=run.stop_reason, **so_far.to_meta())
         if trajectory_path is not None:
             builder.write(trajectory_path)
     return LoopResult(trajectory=builder.build(), final_text=run.final_text, stop_reason=run.stop_reason,
                       steps=run.steps, completions=tuple(run.completions), tool_seconds=run.tool_seconds,
-                      model_seconds=run.model_seconds, messages=tuple(history), timings=tuple(run.timings))
+                      model_seconds=run.model_seconds, messages=tuple(history), timings=tuple(run.timings),
+                      run_so_far=so_far)
 
 
 async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: GenerationParams, sample: int,
@@ -289,7 +324,7 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
     began = time.perf_counter()
     tools_before = run.tool_seconds
     run.steps += 1
-    builder.meta["steps"] = run.steps
+    builder.meta["steps"] = run.earlier.steps + run.steps
     budget = run.options.max_tokens - run.tokens
     call_params = replace(params, max_tokens=min(params.max_tokens or budget, budget))
     left = run.start + run.options.max_seconds - time.monotonic()

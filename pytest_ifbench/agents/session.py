@@ -35,6 +35,7 @@ from .options import BUILT_IN_RUNNER, AgentOptions, agent_options, choose_runner
 if TYPE_CHECKING:
     from .._types import Instance
     from ..models.client import Completion, ModelClient
+    from .loop import LoopResult
     from .trajectory import Trajectory
     from .workspace import Workspace
 
@@ -247,7 +248,8 @@ def _slots(n: int) -> asyncio.Semaphore:
 
 async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, options: AgentOptions,
                 settings: AgentSettings, sample: int, path: Path | None) -> AgentRun:
-    from .loop import run_loop
+    from ..models.client import ModelCallError
+    from .loop import RunSoFar, run_loop
     from .profiles import ToolRegistry
 
     tools = settings.tools if settings.tools is not None else ToolRegistry()
@@ -261,30 +263,41 @@ async def _loop(instance: Instance, client: ModelClient, workspace: Workspace, o
         messages.append({"role": "system", "content": system})
     messages.extend(dict(m) for m in instance.messages)
     run: AgentRun | None = None
+    so_far = RunSoFar()
     for index, query in enumerate(user_queries(instance)):
         if index == 0 and instructions and profile.instructions_as == "reminder":
             query = f"<system-reminder>\n{instructions}\n</system-reminder>\n\n{query}"
         messages.append({"role": "user", "content": query})
-        result = await run_loop(client=client, messages=messages, profile=profile, workspace=workspace,
-                                options=options, params=instance.generation, sample=sample,
-                                trajectory_path=path, progress=_progress(settings, instance),
-                                trajectory_id=instance.id,
-                                meta={"instance_id": instance.id, "benchmark": instance.benchmark})
-        messages = list(result.messages)
+        try:
+            result = await run_loop(client=client, messages=messages, profile=profile, workspace=workspace,
+                                    options=options, params=instance.generation, sample=sample,
+                                    trajectory_path=path, progress=_progress(settings, instance),
+                                    trajectory_id=instance.id, earlier=so_far,
+                                    meta={"instance_id": instance.id, "benchmark": instance.benchmark})
+        except ModelCallError as exc:  # the loop counts this turn's calls; the earlier turns were paid for too
+            exc.paid = (*(run.completions if run is not None else ()), *exc.paid)
+            raise
+        messages, so_far = list(result.messages), result.run_so_far
         if run is None:
             run = AgentRun(trajectory=result.trajectory, workspace=workspace, runner=BUILT_IN_RUNNER,
                            options=options, stop_reason=result.stop_reason, trajectory_path=path)
-        run.trajectory, run.stop_reason = result.trajectory, result.stop_reason
-        run.steps += result.steps
-        run.turn_texts.append(result.final_text)
-        run.completions.extend(result.completions)
-        run.model_seconds += result.model_seconds
-        run.tool_seconds += result.tool_seconds
+        _add_turn(run, result)
         if result.stop_reason not in ("finished", "no_tool_call"):
             break  # a limit ended the run: later user turns are not sent
     if run is None:
         raise AgentHarnessError(f"instance {instance.id!r} has no user query")
     return run
+
+
+def _add_turn(run: AgentRun, result: LoopResult) -> None:
+    """Add one user turn's :class:`~.loop.LoopResult` to the run: the trajectory and the stop reason are the
+    latest turn's (its trajectory holds the earlier turns), the rest adds up."""
+    run.trajectory, run.stop_reason = result.trajectory, result.stop_reason
+    run.steps += result.steps
+    run.turn_texts.append(result.final_text)
+    run.completions.extend(result.completions)
+    run.model_seconds += result.model_seconds
+    run.tool_seconds += result.tool_seconds
 
 
 def _project_instructions(profile: Any, workspace: Workspace) -> tuple[str, str]:
@@ -375,7 +388,17 @@ def _recorded(instance: Instance, options: AgentOptions, recorded: Mapping[str, 
         raise LookupError(f"no recorded trajectory for instance {instance.id!r}")
     return AgentRun(trajectory=trajectory, workspace=None, runner=str(trajectory.meta.get("runner", "recorded")),
                     options=options, stop_reason=str(trajectory.meta.get("stop_reason", "recorded")),
-                    steps=len(trajectory.assistant_turns()), turn_texts=[trajectory.final_text()])
+                    steps=len(trajectory.assistant_turns()), turn_texts=recorded_answers(trajectory))
+
+
+def recorded_answers(trajectory: Trajectory) -> list[str]:
+    """The final text of each user turn of a recorded run, as the live run scored them: the loop's
+    ``meta.turn_answers`` (a finish tool's answer is in no message's text, and a multi-turn run has one
+    per turn), else the last assistant message's text (a CLI's run, a trajectory from elsewhere)."""
+    answers = trajectory.meta.get("turn_answers")
+    if isinstance(answers, list) and answers and all(isinstance(a, str) for a in answers):
+        return list(answers)
+    return [trajectory.final_text()]
 
 
 def recorded_trajectories(paths: Sequence[Path]) -> dict[str, Trajectory]:
