@@ -93,6 +93,8 @@ class AgentRun:
     trajectory_path: Path | None = None
     #: Why the agent's own actions ended the run (None: they did not); the instance fails with it.
     fault: str | None = None
+    #: The final workspace kept beside the trajectory (``agents/workspace_archive.py``), or why it was not.
+    workspace_archive: str | None = None
 
     def close(self, *, keep: bool = False) -> None:
         """End the run's workspace: its backend's side (a container, a disk quota's tmpfs mount) always
@@ -112,6 +114,7 @@ class AgentRun:
             "tool_seconds": round(self.tool_seconds, 4), "duration": round(self.duration, 4),
             "workspace": str(self.workspace.path) if self.workspace is not None else None,
             "trajectory_file": str(self.trajectory_path) if self.trajectory_path else None,
+            **({"workspace_archive": self.workspace_archive} if self.workspace_archive else {}),
             **({"fault": self.fault} if self.fault else {}),
             "trajectory": self.trajectory.to_json(),
         }
@@ -151,7 +154,7 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
     """Run (or, with recorded trajectories, replay) one agent instance."""
     options = instance_options(instance, settings)
     if settings.recorded is not None:
-        return _recorded(instance, options, settings.recorded)
+        return _recorded(instance, options, settings)
     if client is None:
         raise AgentHarnessError("no model configured for the agent run")
     from .workspace import SandboxUnavailable, Workspace
@@ -185,6 +188,12 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
         error = AgentHarnessError(f"cannot clear the run's HOME and /tmp before its checks: {exc}")
         error.paid = tuple(run.completions)
         raise error from None
+    if path is not None:  # what the checks see, kept beside the trajectory for a re-score
+        from .workspace_archive import archive_path, pack
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        problem = await asyncio.to_thread(pack, workspace.path, archive_path(path), environment=instance.environment)
+        run.workspace_archive = problem or str(archive_path(path))
     return run
 
 
@@ -382,13 +391,33 @@ def session_key(instance: Instance, sample: int = 0) -> str:
     return f"{instance.suite.as_posix()}::{instance.id}{f'#sample{sample}' if sample else ''}"
 
 
-def _recorded(instance: Instance, options: AgentOptions, recorded: Mapping[str, Trajectory]) -> AgentRun:
+def _recorded(instance: Instance, options: AgentOptions, settings: AgentSettings) -> AgentRun:
+    recorded = settings.recorded or {}
     trajectory = recorded.get(instance.id) or recorded.get(session_key(instance))
     if trajectory is None:
         raise LookupError(f"no recorded trajectory for instance {instance.id!r}")
-    return AgentRun(trajectory=trajectory, workspace=None, runner=str(trajectory.meta.get("runner", "recorded")),
+    return AgentRun(trajectory=trajectory, workspace=_reopened(instance, trajectory, options, settings),
+                    runner=str(trajectory.meta.get("runner", "recorded")),
                     options=options, stop_reason=str(trajectory.meta.get("stop_reason", "recorded")),
                     steps=len(trajectory.assistant_turns()), turn_texts=recorded_answers(trajectory))
+
+
+def _reopened(instance: Instance, trajectory: Trajectory, options: AgentOptions,
+              settings: AgentSettings) -> Workspace | None:
+    """The run's final workspace, when its changes were kept beside the trajectory, in a fresh sandbox
+    workspace: its workspace checks are then decided as they were live. Without one they cannot be (they
+    error)."""
+    archive = trajectory.meta.get("workspace_archive")
+    if not archive:
+        return None
+    from .workspace import SandboxUnavailable
+    from .workspace_archive import reopen
+
+    try:
+        return reopen(Path(archive), environment=instance.environment, parent=settings.workspace_root,
+                      keep=settings.keep_workspaces, backend=instance_backend(options))
+    except (ValueError, OSError, SandboxUnavailable) as exc:
+        raise AgentHarnessError(f"cannot re-open the run's final workspace {archive}: {exc}") from None
 
 
 def recorded_answers(trajectory: Trajectory) -> list[str]:
@@ -408,6 +437,7 @@ def recorded_trajectories(paths: Sequence[Path]) -> dict[str, Trajectory]:
     most assistant turns."""
     from .normalize import load_normalized, load_raw, normalize
     from .trajectory import Trajectory
+    from .workspace_archive import archive_path
 
     out: dict[str, Trajectory] = {}
     for path in paths:
@@ -421,7 +451,10 @@ def recorded_trajectories(paths: Sequence[Path]) -> dict[str, Trajectory]:
                 found = normalize(load_raw(file))[:1]
             else:
                 found = load_normalized(file)
+            archive = archive_path(file) if file.suffix == ".json" else None
             for trajectory in found:
+                if archive is not None and archive.is_file():  # the run's final workspace, kept beside it
+                    trajectory.meta["workspace_archive"] = str(archive.resolve())
                 key = str(trajectory.meta.get("instance_id") or trajectory.meta.get("session_id") or file.stem)
                 # Files with several records of one session (a warm-up call beside the run): keep the run.
                 if key not in out or len(trajectory.assistant_turns()) > len(out[key].assistant_turns()):
