@@ -84,7 +84,7 @@ def _check_agents(instances: Sequence[Instance], config: pytest.Config) -> None:
 def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None:
     """The xdist controller checks the collection its first worker reports (see the module)."""
     config = node.config
-    if config.stash.get(_CHECKED, False):
+    if config.stash.get(_CHECKED, False) or config.getoption("collectonly"):
         return
     config.stash[_CHECKED] = True
     try:
