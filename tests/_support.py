@@ -108,6 +108,13 @@ def write_suite(directory: Path, name: str, text: str) -> Path:
     return path
 
 
+def write_agent_suite(directory: Path, name: str, text: str) -> Path:
+    """``write_suite``, beside the one-file environment ``suites/env`` (``README.md``) agent suites name."""
+    (directory / "suites" / "env").mkdir(parents=True, exist_ok=True)
+    (directory / "suites" / "env" / "README.md").write_text("a workspace\n")
+    return write_suite(directory, name, text)
+
+
 async def closing_sessions(call: Any) -> Any:
     """Await ``call``, then close the pooled aiohttp sessions of the direct path and the SDK providers,
     which belong to the event loop ``asyncio.run`` is about to close."""

@@ -78,7 +78,10 @@ def test_a_providers_problem_stops_the_run_with_its_message(pytester):
         (pytester.path / "most-in-flight.txt").read_text() == "0"  # nothing was called
 
 
-def test_a_judge_of_a_provider_with_a_problem_stops_the_run_too(pytester, stub_env):
+@pytest.mark.parametrize("xdist", [pytest.param([], id="one-process"), pytest.param(["-n", "2"], id="n2")])
+def test_a_judge_of_a_provider_with_a_problem_stops_the_run_too(pytester, stub_env, xdist):
+    """Under -n the controller checks the workers' collection (a worker's usage error was an INTERNALERROR
+    with the reason lost)."""
     _conftest(pytester, "myprov is down")
     write_suite(pytester.path, "suites/judged.yaml", """
         ifbench: 1
@@ -88,30 +91,14 @@ def test_a_judge_of_a_provider_with_a_problem_stops_the_run_too(pytester, stub_e
             prompt: hi
             checks: [{id: polite, verifier: ifbench.judge, params: {criterion: "is polite"}}]
     """)
-    result = pytester.runpytest("suites", "--model=openai/stub", f"--api-base={stub_env.url}",
-                                "--judge-model=myprov/judge", "-p", "no:cacheprovider", "--ifbench-summary=")
-    result.stderr.fnmatch_lines(["*pytest-ifbench: model 'myprov/judge' is needed but myprov is down*"])
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-
-
-
-def test_a_judges_problem_stops_an_xdist_run_in_one_line(pytester, stub_env):
-    """The controller checks the workers' collection (a worker's usage error was an INTERNALERROR)."""
-    _conftest(pytester, "myprov is down")
-    write_suite(pytester.path, "suites/judged.yaml", """
-        ifbench: 1
-        benchmark: demo
-        instances:
-          - id: j1
-            prompt: hi
-            checks: [{id: polite, verifier: ifbench.judge, params: {criterion: "is polite"}}]
-    """)
-    result = pytester.runpytest_subprocess("suites", "--model=openai/stub", f"--api-base={stub_env.url}", "-n", "2",
+    result = pytester.runpytest_subprocess("suites", "--model=openai/stub", f"--api-base={stub_env.url}", *xdist,
                                            "--judge-model=myprov/judge", "-p", "no:cacheprovider", "--ifbench-summary=")
-    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str(), result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines(["*pytest-ifbench: model 'myprov/judge' is needed but myprov is down*"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output, output[-3000:]
+    assert "pytest-ifbench: model 'myprov/judge' is needed but myprov is down" in output
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert stub_env.calls == 0
+
 
 # ------------------------------------------------------------------ make_client == the rule it replaced
 

@@ -13,7 +13,7 @@ from pytest_ifbench.agents.trajectory import TrajectoryBuilder
 from pytest_ifbench.agents.transcript import QUOTE, render_transcript
 from pytest_ifbench.sandbox import sandbox_problem
 from pytest_ifbench.testing import Reply
-from tests._support import demo_suite, stub_args, write_suite
+from tests._support import demo_suite, stub_args, write_agent_suite, write_suite
 
 #: Sets the terminal's title, rings its bell, clears its screen.
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
@@ -113,9 +113,7 @@ def test_an_agent_workspace_commands_output_reaches_the_terminal_escaped(pyteste
                                   "function": {"name": "finish", "arguments": json.dumps({"answer": "done"})}}])
 
     stub_env.default = finish
-    (pytester.path / "suites" / "env").mkdir(parents=True)
-    (pytester.path / "suites" / "env" / "README.md").write_text("a workspace\n")
-    write_suite(pytester.path, "suites/agents.yaml", AGENT_SUITE)
+    write_agent_suite(pytester.path, "suites/agents.yaml", AGENT_SUITE)
     result = pytester.runpytest("suites", *stub_args(stub_env))
     output = result.stdout.str()
     assert "check 'tests' failed" in output and not _raw_controls(output), output

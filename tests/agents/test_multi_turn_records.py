@@ -15,7 +15,7 @@ import pytest
 from pytest_ifbench.sandbox import sandbox_problem
 from pytest_ifbench.testing import Fault, Reply, StubServer
 from pytest_ifbench.testing.wire import count_tokens
-from tests._support import stub_args, write_suite
+from tests._support import stub_args, write_agent_suite
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
 
@@ -83,9 +83,7 @@ def scripted(stub: StubServer, on_step: Any = None) -> None:
 
 @pytest.fixture
 def turns_suite(pytester: pytest.Pytester) -> Path:
-    (pytester.path / "suites" / "env").mkdir(parents=True)
-    (pytester.path / "suites" / "env" / "README.md").write_text("a workspace\n")
-    return write_suite(pytester.path, "suites/turns.yaml", SUITE)
+    return write_agent_suite(pytester.path, "suites/turns.yaml", SUITE)
 
 
 def only_record(pytester: pytest.Pytester) -> dict[str, Any]:
