@@ -140,6 +140,8 @@ def _removed(workspace: Path, environment: Path) -> Iterator[str]:
 
 def _remove(root: Path, names: list[str]) -> None:
     """Remove each of ``names`` below ``root``; a name leading outside it is refused."""
+    from .workspace import _remove as remove_tree  # whatever the tree holds (read-only, very deep)
+
     top = os.path.realpath(root)
     for name in names:
         target = root / name
@@ -147,7 +149,7 @@ def _remove(root: Path, names: list[str]) -> None:
         if ".." in Path(name).parts or Path(name).is_absolute() or not inside.startswith(top + os.sep):
             raise ValueError(f"a name outside the workspace: {name!r}")
         if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
+            remove_tree(target)
         elif os.path.lexists(target):
             target.unlink()
 
