@@ -28,8 +28,9 @@ checkout are not there.
 Why two bubblewraps when we are root: an unprivileged bubblewrap resolves its
 bind sources *as the sandbox uid*, so it cannot reach a run directory under a
 ``0700`` parent (pytest's ``tmp_path``) or an interpreter under ``/root``.  So
-an outer, root bubblewrap first makes a private mount namespace whose ``/tmp``
-is a fresh tmpfs holding just the sources (:data:`STAGE`); then ``prlimit``
+an outer, root bubblewrap first makes a private mount namespace holding the
+system directories, ``/dev``, ``/proc`` and, on a fresh tmpfs at ``/tmp``, just
+the sources (:data:`STAGE`; never the host's whole tree, see :func:`_outer_root`); then ``prlimit``
 sets the limits, ``setpriv`` drops to the sandbox uid and the inner,
 unprivileged bubblewrap builds the sandbox from the staged paths.  Nothing
 changes on the host.  When we are not root the chain is ``prlimit -- bwrap``
@@ -157,7 +158,7 @@ def command_line(jail: Jail, argv: Sequence[str], *, env: Mapping[str, str], rli
         sources["fwd"] = FORWARDER
     privileged = os.geteuid() == 0
     if privileged:
-        outer = [tools["bwrap"], "--dev-bind", "/", "/", "--die-with-parent", "--tmpfs", STAGE]
+        outer = [tools["bwrap"], "--die-with-parent", *_outer_root(), "--tmpfs", STAGE, *_tool_binds(tools)]
         for name, src in sources.items():
             outer += ["--bind" if name in ("ws", "home", "tmp") else "--ro-bind", src, f"{STAGE}/{name}"]
         src = {name: f"{STAGE}/{name}" for name in sources}
@@ -193,6 +194,32 @@ def command_line(jail: Jail, argv: Sequence[str], *, env: Mapping[str, str], rli
     if info_fd is not None:
         inner += ["--info-fd", str(info_fd)]
     return [*chain, *inner, "--", *command]
+
+
+def _outer_root() -> list[str]:
+    """The outer (root) namespace's file system: the system directories, a fresh ``/dev`` and the host's
+    ``/proc`` (the inner, unprivileged bubblewrap may mount a proc of its own only where a fully visible
+    one is) -- never the host's whole tree.  Binding ``/`` recursively copies every mount on the host, and
+    one that a container engine unmounts meanwhile (an overlay under Docker's data root, which Docker makes
+    shared) fails bubblewrap's remount of it with EINVAL: the sandbox never starts."""
+    return [*_system_binds(), "--dev", "/dev", "--bind", "/proc", "/proc"]
+
+
+def _tool_binds(tools: Mapping[str, str | None]) -> list[str]:
+    """The tools the outer namespace runs that lie outside the system directories (bound after the
+    stage's tmpfs, which would cover one under ``/tmp``)."""
+    args: list[str] = []
+    for tool in dict.fromkeys(path for path in tools.values() if path):
+        real = os.path.realpath(tool)
+        if not _in_system_dirs(tool):  # e.g. a bubblewrap built into /root/bin
+            args += ["--ro-bind", real, tool]
+        elif not _in_system_dirs(real):  # a link in /usr/local/bin to a build elsewhere
+            args += ["--ro-bind", real, real]
+    return args
+
+
+def _in_system_dirs(path: str) -> bool:
+    return any(path.startswith(f"/{name}/") for name in _SYSTEM_DIRS)
 
 
 def _system_binds() -> list[str]:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -103,6 +107,69 @@ def test_a_raw_command_runs_contained_and_reports_its_pid(jail, tmp_path):
     assert int(pid) == 2 and info["child-pid"] > 2  # the shell is pid 2 in its namespace; bwrap's init is 1
     assert "workspace" in listing and "root" not in listing and "work" not in listing
 
+
+
+@pytest.fixture
+def churning_mounts(tmp_path):
+    """Mounts appearing and going under a shared mount on the host, as a container engine's are (Docker
+    mounts each container's overlay under its data root, which it makes shared, and unmounts it when
+    the container goes). Everything is unmounted afterwards, whatever the test did."""
+    churn = tmp_path / "engine"
+    churn.mkdir()
+    subprocess.run(["mount", "--bind", str(churn), str(churn)], check=True)
+    subprocess.run(["mount", "--make-rshared", str(churn)], check=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    stop = threading.Event()
+
+    def flap(worker):
+        for i in itertools.count():
+            if stop.is_set():
+                return
+            target = churn / f"c{worker}_{i % 8}"
+            target.mkdir(exist_ok=True)
+            libc.mount(b"overlay-like", str(target).encode(), b"tmpfs", 0, None)
+            time.sleep(0.0005 * (i % 5))
+            libc.umount2(str(target).encode(), 2)  # MNT_DETACH
+
+    threads = [threading.Thread(target=flap, args=(worker,), daemon=True) for worker in range(3)]
+    for thread in threads:
+        thread.start()
+    yield
+    stop.set()
+    for thread in threads:
+        thread.join()
+    subprocess.run(["umount", "-l", str(churn)], check=False)
+
+
+@needs_sandbox
+@pytest.mark.skipif(os.geteuid() != 0, reason="the outer bubblewrap (and mounting on the host) needs root")
+def test_a_sandbox_starts_while_a_container_engine_mounts_and_unmounts(jail, churning_mounts):
+    # The outer bubblewrap used to bind the host's whole tree: a mount that went between the bind and
+    # bubblewrap's remount of it failed the start ("remount ...: Invalid argument"), 8 of 40 here.
+    argv = ns.command_line(jail, ["/bin/true"], env={"PATH": "/usr/bin:/bin"}, rlimits=LIMITS)
+    failed = []
+    for _ in range(40):
+        done = subprocess.run(argv, env=ns.LAUNCHER_ENV, capture_output=True, text=True, timeout=30)
+        if done.returncode:
+            failed.append(done.stderr.strip())
+    assert not failed, f"{len(failed)} of 40 starts failed: {failed[0]}"
+
+
+@needs_sandbox
+@pytest.mark.skipif(os.geteuid() != 0, reason="only the outer (root) bubblewrap runs the tools")
+def test_tools_outside_the_system_directories_are_reachable(jail, tmp_path, monkeypatch):
+    # The outer namespace holds the system directories only: a tool elsewhere (a prlimit copied into a
+    # user's directory, a setpriv found through a link there) is bound in, after the stage's /tmp.
+    tools = dict(ns._tools())
+    own = tmp_path / "bin"
+    own.mkdir()
+    shutil.copy2(tools["prlimit"], own / "prlimit")
+    (own / "setpriv").symlink_to(tools["setpriv"])
+    monkeypatch.setattr(ns, "_tool_cache", {**tools, "prlimit": str(own / "prlimit"),
+                                            "setpriv": str(own / "setpriv")})
+    argv = ns.command_line(jail, ["/bin/sh", "-c", "echo contained"], env={"PATH": "/usr/bin:/bin"}, rlimits=LIMITS)
+    done = subprocess.run(argv, env=ns.LAUNCHER_ENV, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "contained\n"), done.stderr
 
 # --- the relay ----------------------------------------------------------------------------------------
 
