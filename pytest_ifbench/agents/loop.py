@@ -5,7 +5,8 @@ model makes inside the sandbox (:mod:`.tools`), answers each with a ``tool`` mes
 ``tool_call_id``) and calls the model again, until one of the stop rules below ends it. It
 handles one user turn: a multi-turn instance calls it once per user query, continuing
 :attr:`LoopResult.messages` with the next ``user`` message and passing :attr:`LoopResult.run_so_far` as
-``earlier``, so the trajectory's ``meta`` counts the whole run, not the turn.
+``earlier``, so the limits below and the trajectory's ``meta`` count the whole run, not the turn (as a
+real CLI's meter does: ``max_cost`` per turn would let a ten-turn instance spend ten times the limit).
 
 Stop rules (:attr:`LoopResult.stop_reason`), limits checked before each model call:
 
@@ -97,6 +98,8 @@ class RunSoFar:
     tool_seconds: float = 0.0
     #: The final text of each turn.
     turn_answers: tuple[str, ...] = ()
+    #: When the run's first turn started (``time.monotonic()``; None before it): ``max_seconds`` counts from it.
+    started: float | None = None
 
     def to_meta(self) -> dict[str, Any]:
         return {"steps": self.steps, "completion_tokens": self.completion_tokens, "cost": self.cost,
@@ -169,7 +172,7 @@ class _Run:
     def __init__(self, options: AgentOptions, earlier: RunSoFar) -> None:
         self.options = options
         self.earlier = earlier
-        self.start = time.monotonic()
+        self.start = time.monotonic() if earlier.started is None else earlier.started
         self.steps = self.tokens = 0
         self.cost = self.model_seconds = self.tool_seconds = 0.0
         self.completions: list[Completion] = []
@@ -180,23 +183,28 @@ class _Run:
         self.repeats = 0
 
     def limit_hit(self) -> str | None:
-        o = self.options
-        if self.steps >= o.max_steps:
+        """The limit the run (every turn so far, this one included) has reached, if any."""
+        o, e = self.options, self.earlier
+        if e.steps + self.steps >= o.max_steps:
             return "max_steps"
-        if self.tokens >= o.max_tokens:
+        if self.tokens_left() <= 0:
             return "max_tokens"
         if time.monotonic() - self.start >= o.max_seconds:
             return "max_seconds"
-        if o.max_cost and self.cost >= o.max_cost:
+        if o.max_cost and e.cost + self.cost >= o.max_cost:
             return "max_cost"
         return None
+
+    def tokens_left(self) -> int:
+        """The completion tokens left of the run's ``max_tokens``."""
+        return self.options.max_tokens - self.earlier.completion_tokens - self.tokens
 
     def so_far(self, *, answered: bool) -> RunSoFar:
         """The whole run so far: the earlier turns and this one, whose final text counts once ``answered``."""
         e = self.earlier
         return RunSoFar(steps=e.steps + self.steps, completion_tokens=e.completion_tokens + self.tokens,
                         cost=e.cost + self.cost, model_seconds=e.model_seconds + self.model_seconds,
-                        tool_seconds=e.tool_seconds + self.tool_seconds,
+                        tool_seconds=e.tool_seconds + self.tool_seconds, started=self.start,
                         turn_answers=(*e.turn_answers, self.final_text) if answered else e.turn_answers)
 
     def repeated(self, name: str, raw: Any) -> bool:
@@ -275,7 +283,7 @@ async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]]
                    earlier: RunSoFar = RunSoFar()) -> LoopResult:
     """Run the loop for one user turn (module docstring); ``messages`` are the opening messages;
     ``meta`` is added to the trajectory's (e.g. the instance id); ``earlier``: the run's earlier turns
-    (the previous call's :attr:`LoopResult.run_so_far`). The limits hold for this turn."""
+    (the previous call's :attr:`LoopResult.run_so_far`), which the limits count too."""
     specs = profile.specs()
     history: list[Mapping[str, Any]] = list(messages)
     run = _Run(options, earlier)
@@ -325,7 +333,7 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
     tools_before = run.tool_seconds
     run.steps += 1
     builder.meta["steps"] = run.earlier.steps + run.steps
-    budget = run.options.max_tokens - run.tokens
+    budget = run.tokens_left()
     call_params = replace(params, max_tokens=min(params.max_tokens or budget, budget))
     left = run.start + run.options.max_seconds - time.monotonic()
     try:  # the run's deadline holds while the call is in flight, as it does for a tool command
@@ -368,7 +376,8 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
                                       is_error=result.is_error))
     builder.checkpoint()  # one write per step: the reply and its tool results
     if progress is not None:
-        progress(f"step {run.steps}/{run.options.max_steps}: {'; '.join(summaries)}; "
-                 f"{run.tokens:,} tokens, {f'${run.cost:.4f}' if run.cost else '$0'}")
+        so_far = run.so_far(answered=False)
+        progress(f"step {so_far.steps}/{run.options.max_steps}: {'; '.join(summaries)}; "
+                 f"{so_far.completion_tokens:,} tokens, {f'${so_far.cost:.4f}' if so_far.cost else '$0'}")
     run.timings.append(StepTiming(model=model_time, tools=run.tool_seconds - tools_before,
                                   total=time.perf_counter() - began))

@@ -153,3 +153,20 @@ def test_a_two_turn_run_is_rescored_with_the_verdicts_it_had(pytester, stub_env,
     assert [t["response"]["text"] for t in again["turns"]] == ANSWERS
     assert verdicts(again) == verdicts(live)
     assert stub_env.calls == calls, "the judge was asked again: the re-scored run differs from the live one"
+
+
+@pytest.mark.parametrize("limit", ["max_steps: 3", "max_tokens: TURN_ONE_TOKENS"])
+def test_the_loops_limits_count_the_whole_run_not_each_turn(pytester, stub_env, limit):
+    """A limit is the run's, as a real CLI's meter is: turn 1 takes two steps, so with three steps (or turn 1's
+    completion tokens) turn 2 gets one step (none) and ends at the limit. The loop applied each limit to each user
+    turn: both turns ran to their end, four steps, and ``max_cost`` let an N-turn instance spend N times it."""
+    tokens = sum(map(completion_tokens, STEPS[FIRST]))
+    suite = SUITE.replace("max_steps: 8", limit.replace("TURN_ONE_TOKENS", str(tokens)))
+    write_agent_suite(pytester.path, "suites/turns.yaml", suite)
+    scripted(stub_env)
+    pytester.runpytest("suites", *stub_args(stub_env))
+    record = only_record(pytester)
+    steps = 3 if limit.startswith("max_steps") else 2
+    agent_calls = [r for r in stub_env.requests if r.body and not r.body.get("response_format")]  # not the judge's
+    assert record["agent"]["steps"] == steps and len(agent_calls) == steps
+    assert record["agent"]["stop_reason"] == limit.split(":")[0]
