@@ -193,6 +193,21 @@ def pytest_sessionfinish(session: pytest.Session):
     return result
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line: which shard ran, how many of the selection's instances it drew, and of which run -- or, with
+    no run id, how to give one (only the merge would say so otherwise, after every shard has run)."""
+    meta = config.stash.get(META_KEY, None)
+    if meta is None or hasattr(config, "workerinput"):
+        return
+    assignment = meta.get("assignment") or {}
+    drawn = sum(1 for index in assignment.values() if index == meta["index"])
+    run = (f"run {meta['run']!r} (from {meta['run_source']})" if meta.get("run") else
+           "no run id: give every shard of the run the same IFBENCH_RUN_ID (or --ifbench-run-id) and "
+           "'ifbench merge' refuses another run's file")
+    terminalreporter.write_line(f"ifbench: shard {meta['index']}/{meta['count']} (from {meta['source']}): "
+                                f"{drawn} of {len(assignment)} instance(s); {run}")
+
+
 def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
     """The results file's ``shard`` entry (on the controller). Asked for a journal's header too: an xdist
     controller learns the split only from its workers at the end, so a killed run's journal may have the

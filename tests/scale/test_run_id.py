@@ -60,6 +60,26 @@ def test_the_shard_entry_records_the_run_id_and_where_it_came_from(pytester, stu
     assert shard["index"] == 1 and shard["assignment"]
 
 
+
+@pytest.mark.parametrize("env, extra, said", [
+    ({"GITHUB_RUN_ID": "9001"}, [], "run '9001' (from GITHUB_RUN_ID)"),
+    ({"GITHUB_RUN_ID": "9001"}, ["-n", "2"], "run '9001' (from GITHUB_RUN_ID)"),
+    ({}, [], "no run id: give every shard of the run the same IFBENCH_RUN_ID"),
+], ids=["github", "github-xdist", "none"])
+def test_a_shard_says_which_shard_of_which_run_it_was(pytester, stub_server, engine, env, extra, said):
+    """The shard's terminal says what it ran and of which run; without an id it says how to give one (a team
+    learnt it had none only from the merge, after every shard had run)."""
+    _suite.write(pytester.path)
+    with engine.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        result = pytester.runpytest("suites", *stub_args(stub_server), "--ifbench-shard=2/2",
+                                    "--ifbench-results=shard-2.json", "--ifbench-cache=cache", *extra)
+    drawn = sum(index == 2 for index in json.loads((pytester.path / "shard-2.json").read_text())["shard"]
+                ["assignment"].values())
+    (line,) = [line for line in result.outlines if line.startswith("ifbench: shard ")]
+    assert line.startswith(f"ifbench: shard 2/2 (from --ifbench-shard): {drawn} of ") and said in line
+
 def test_a_slurm_array_s_shards_carry_its_job_id(pytester, stub_server, engine):
     """A SLURM array task's shard and run id both come from the engine: the array's job id, not the task's."""
     _suite.write(pytester.path)
