@@ -90,6 +90,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         print(line.replace("**", ""))
     for line in shared_cache_warnings(merged):
         print(f"ifbench merge: warning: {line}", file=sys.stderr)
+    for note in merged.notes:  # stderr, as the warnings: stdout is the merged run's summary
+        print(f"ifbench merge: note: {note}", file=sys.stderr)
     print(f"merged {len(merged.records)} instances from {len(inputs)} file(s) into {out}")
     if merged.complete:
         return 0

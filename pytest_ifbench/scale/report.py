@@ -151,8 +151,8 @@ def summary_path_for(out: Path) -> Path:
 
 
 def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
-    """Write the merged results file and summary; the terminal summary's lines, then the merge's notes
-    (:attr:`~.merge.Merged.notes`: the command prints these lines as they come)."""
+    """Write the merged results file and summary; the terminal summary's lines (the merge's notes,
+    :attr:`~.merge.Merged.notes`, are the command's to print: on stderr, with its other warnings)."""
     from ..reports.summary_writer import write_summary
     from ..reports.terminal import run_metrics, summary_lines
 
@@ -169,4 +169,4 @@ def write_reports(merged: Merged, out: Path, summary: Path | None) -> list[str]:
     if summary is not None and records:
         write_summary(config, records, summary if summary.is_absolute() else Path.cwd() / summary)  # type: ignore[arg-type]
         lines.append(f"summary: {summary}")
-    return [*lines, *(f"ifbench merge: note: {note}" for note in merged.notes)]
+    return lines

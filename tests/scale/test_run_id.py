@@ -116,7 +116,7 @@ def test_merge_refuses_a_stale_shard_of_another_run(pytester, stub_server, engin
     merged = json.loads((pytester.path / "merged.json").read_text())
     assert merged["run"] == "200" and len(merged["instances"]) == _suite.INSTANCES
     assert [part["run"] for part in merged["merged_from"]] == ["200", "200"]
-    assert "ifbench merge: note" not in capsys.readouterr().out
+    assert "ifbench merge: note" not in capsys.readouterr().err
 
 
 def test_a_resubmitted_slurm_task_is_refused_until_the_run_id_is_given(pytester, stub_server, engine, capsys):
@@ -147,10 +147,10 @@ def test_files_without_a_run_id_are_not_compared_and_are_noted(pytester, stub_se
     _shard(pytester, stub_server, engine, 3, 3, {"CI_PIPELINE_ID": "31"})
     capsys.readouterr()
     assert _merge(pytester, 1, 2, 3) == 0
-    out = capsys.readouterr().out
+    said = capsys.readouterr()  # a note is a warning: on stderr, not in the merged run's summary on stdout
     assert ("ifbench merge: note: " + str(pytester.path / "shard-1.json") + " (shard 1/3): no run id, so not "
-            "checked against the others' (run id '31' (from CI_PIPELINE_ID))") in out
-    assert "IFBENCH_RUN_ID=31" in out
+            "checked against the others' (run id '31' (from CI_PIPELINE_ID))") in said.err
+    assert "IFBENCH_RUN_ID=31" in said.err and "ifbench merge: note" not in said.out
     merged = json.loads((pytester.path / "merged.json").read_text())
     assert merged["run"] == "31"
     assert ["run" in part for part in merged["merged_from"]] == [False, True, True]
