@@ -3,6 +3,7 @@ terminal without changing pytest's own output, and prints plain lines otherwise.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -12,7 +13,7 @@ from pytest_ifbench.reports.live_status import add_up, status_line
 from pytest_ifbench.sandbox import sandbox_problem
 from pytest_ifbench.testing import Reply
 from tests._support import stub_args, write_suite
-from tests.agents.test_agent_suite import scripted
+from tests.agents.test_agent_suite import STEPS, call, scripted
 
 SUITE = """
 ifbench: 1
@@ -216,3 +217,95 @@ def test_one_process_counts_too(pytester, stub_env):
     assert result.ret == 0, out[-3000:]
     lines = [line for line in out.splitlines() if line.startswith("ifbench: ")]
     assert len(lines) == 1 and lines[0].startswith("ifbench: 3/3 instances done, 0 agent runs going, 6 steps, ")
+
+
+SLOW_AGENT_SUITE = """
+ifbench: 1
+benchmark: slowagent
+defaults:
+  protocol: agent
+  protocol_options: {runner: loop, max_steps: 8, command_timeout: 20}
+instances:
+  - id: nap
+    prompt: Create hello.txt, take two naps, then finish.
+    checks:
+      - {id: wrote, verifier: ifbench.tool_called, params: {tool: write_file}}
+"""
+
+#: Two steps that each take 1.5 s in the sandbox: a re-run from the cache still lasts that long, with
+#: its model calls answered at once, so the plain lines show it while its steps are counted.
+SLOW_STEPS = [
+    [call("write_file", {"path": "hello.txt", "content": "hello\n"}, 1)],
+    [call("bash", {"command": "sleep 1.5"}, 2)],
+    [call("bash", {"command": "sleep 1.5"}, 3)],
+    [call("finish", {"answer": "I wrote hello.txt and napped twice."}, 4)],
+]
+
+
+def _figures(line: str) -> tuple[int, int, str]:
+    """A status line's steps (0 without agent counts), tokens and cost text."""
+    steps = re.search(r", ([\d,]+) steps?, ", line)
+    tokens, cost = re.search(r", ([\d,]+) tokens, (\$[\d.]+)", line).groups()
+    return int(steps.group(1).replace(",", "")) if steps else 0, int(tokens.replace(",", "")), cost
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
+def test_an_agent_run_from_the_cache_shows_no_tokens_or_cost_while_it_runs(pytester, stub_env):
+    """A resumed agent run's steps come from the cache: the line counts them as steps, never their
+    tokens or cost (the board took every step as paid, and only the finished instance's record took
+    them back: the line went up while the run went on)."""
+    scripted(stub_env, SLOW_STEPS)
+    write_suite(pytester.path, "suites/slow.yaml", SLOW_AGENT_SUITE)
+    args = ["--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:], "--ifbench-live-status=plain",
+            "--ifbench-cache=cache"]
+    first = pytester.runpytest_subprocess("suites", *args, "--ifbench-live-status-every=0")
+    assert first.ret == 0 and stub_env.calls == 4, first.stdout.str()[-3000:]
+    (record,) = _records(pytester)
+    assert record["tokens"]["prompt"] > 0 and record["cost"] > 0  # the board had something to count
+    again = pytester.runpytest_subprocess("suites", *args, "--ifbench-live-status-every=0.5")
+    out = again.stdout.str()
+    assert again.ret == 0 and stub_env.calls == 4, out[-3000:]
+    lines = [line for line in out.splitlines() if line.startswith("ifbench: ")]
+    during = [line for line in lines[:-1] if "1 agent run going" in line and _figures(line)[0] >= 1]
+    assert during, out[-3000:]  # lines came while the run's (cached) steps were counted
+    assert [_figures(line)[1:] for line in lines] == [(0, "$0")] * len(lines), lines
+    assert final_line(out).startswith("ifbench: 1/1 instances done, 0 agent runs going, 4 steps, 0 tokens, $0, ")
+    assert _summary_totals(out) == (0, "$0.0000")
+
+
+SAMPLED_AGENT_SUITE = JUDGED_AGENT_SUITE.replace("  protocol_options:",
+                                                 "  generation: {samples: 2}\n  protocol_options:")
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_every_sample_s_judge_calls_are_in_the_record_and_the_line(pytester, stub_env, workers):
+    """An agent instance with two samples pays for each sample's steps and judge call: the record lists
+    both judge calls (it listed sample 0's, while its tokens and cost counted both), and the final line
+    says what the summary says (it took sample 1's judge call for agent steps the board had counted)."""
+    answers = itertools.count()
+
+    def answer(body: dict) -> Reply:
+        if body.get("response_format"):  # a judge: each sample's transcript is its own (its answer's number)
+            ids = body["response_format"]["json_schema"]["schema"]["properties"]["checks"]["items"]["properties"]
+            checks = [{"id": i, "reasoning": "seen", "result": "success"} for i in ids["id"]["enum"]]
+            return Reply(content=json.dumps({"checks": checks}))
+        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if done < 2:
+            return Reply(tool_calls=STEPS[done])
+        return Reply(tool_calls=[call("finish", {"answer": f"I wrote hello.txt (answer {next(answers)})."}, 3)])
+
+    stub_env.default = answer
+    write_suite(pytester.path, "suites/sampled.yaml", SAMPLED_AGENT_SUITE)
+    result = pytester.runpytest_subprocess("suites", "--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:],
+                                           "--ifbench-live-status=plain", "--ifbench-cache=cache", *workers)
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]
+    (record,) = _records(pytester)
+    assert record["samples"] == 2 and stub_env.calls == 8  # 3 steps and a judge call per sample
+    tokens, cost = _paid([record])
+    assert cost > 0
+    assert final_line(out).startswith(
+        f"ifbench: 1/1 instances done, 0 agent runs going, 6 steps, {tokens:,} tokens, ${cost:.4f}, ")
+    assert _summary_totals(out) == (tokens, f"${cost:.4f}")
+    assert [call["cached"] for call in record["judge_calls"]] == [False, False]

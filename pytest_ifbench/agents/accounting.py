@@ -162,7 +162,8 @@ class Meter:
             if completion is None:
                 return
             self._completions.append(completion)
-            BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost)
+            BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost,
+                       cached=completion.cached)
             self._prompt += completion.prompt_tokens
             self._completion += completion.completion_tokens
             self._cost += completion.cost or 0.0

@@ -348,7 +348,8 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
         run.model_seconds += model_time
     completion = _without_secrets(completion)
     run.completions.append(completion)
-    BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost)
+    BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost,
+               cached=completion.cached)
     run.tokens += completion.completion_tokens
     run.cost += completion.cost or 0.0
     calls = _calls(completion, run.steps)

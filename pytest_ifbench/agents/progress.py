@@ -1,8 +1,9 @@
 """This process's agent activity, for the live status line (:mod:`pytest_ifbench.reports.live_status`).
 
 The built-in loop and the recording proxy's meter tell :data:`BOARD` about every agent step (one model
-call: its tokens and cost) and every run that starts or ends. The board only adds numbers up under a
-lock; whoever shows them takes a :meth:`Board.snapshot` (a plain, JSON-safe dict) when it likes.
+call: its tokens and cost, or that its reply came from the cache, which this run did not pay for) and
+every run that starts or ends. The board only adds numbers up under a lock; whoever shows them takes a
+:meth:`Board.snapshot` (a plain, JSON-safe dict) when it likes.
 
 One board per process, a module global, because the step counters sit far below anything that knows
 the pytest session (a meter inside a proxy inside a CLI run inside the background generation loop), and
@@ -44,12 +45,14 @@ class Board:
             self._running = max(self._running - 1, 0)
             self._version += 1
 
-    def step(self, *, tokens: int, cost: float | None) -> None:
-        """One agent step: a model call answered, with its prompt + completion tokens and cost (USD)."""
+    def step(self, *, tokens: int, cost: float | None, cached: bool = False) -> None:
+        """One agent step: a model call answered, with its prompt + completion tokens and cost (USD).
+        ``cached``: its reply came from the cache: a step, but no tokens or cost (this run paid none)."""
         with self._lock:
             self._steps += 1
-            self._tokens += max(int(tokens), 0)
-            self._cost += cost or 0.0
+            if not cached:
+                self._tokens += max(int(tokens), 0)
+                self._cost += cost or 0.0
             self._version += 1
 
     @property
@@ -59,7 +62,7 @@ class Board:
             return self._version
 
     def snapshot(self) -> dict[str, Any]:
-        """``{running, runs, steps, tokens, cost}`` now."""
+        """``{running, runs, steps, tokens, cost}`` now (``tokens`` and ``cost``: the paid steps')."""
         with self._lock:
             return {"running": self._running, "runs": self._runs, "steps": self._steps, "tokens": self._tokens,
                     "cost": round(self._cost, 8)}

@@ -5,9 +5,10 @@
     ifbench: 12/40 instances done, 2 agent runs going, 183 steps, 2,104,332 tokens, $3.1250, 41m07s, ~1h36m left
 
 What it counts. Instances are the collected ifbench items and those finished; agent runs, steps (model
-calls of the built-in loop and of real CLIs behind the proxy), their prompt + completion tokens and
-cost come from :data:`pytest_ifbench.agents.progress.BOARD`, which the loop and the proxy's meter fill
-step by step. When an instance finishes, its record settles its figures: what the run paid for its calls
+calls of the built-in loop and of real CLIs behind the proxy) and the prompt + completion tokens and
+cost of the steps this run paid for (a step served from the cache adds none) come from
+:data:`pytest_ifbench.agents.progress.BOARD`, which the loop and the proxy's meter fill step by step.
+When an instance finishes, its record settles its figures: what the run paid for its calls
 (model, judges, agent steps; a reply served from a cache is not paid for), as the summary's ``tokens
 in/out`` and ``cost`` count it, takes the place of what the board counted for it (see :func:`settled`),
 so the final line agrees with the summary, and a re-run from the cache ends at 0 tokens and $0. With
@@ -118,18 +119,17 @@ def paid(record: Mapping[str, Any]) -> tuple[int, float]:
 def counted_by_board(record: Mapping[str, Any]) -> tuple[int, float]:
     """The tokens and cost the board counted for an agent instance's steps while it ran.
 
-    The board takes every step as paid, a reply from the cache too (it is told tokens and cost, not where
-    the reply came from), and sees no judge call. A record holds every call of the instance, paid and
-    cached, and lists its judge calls in ``judge_calls`` (as a text instance's record does): the steps
-    are the rest. Nothing for an instance that ran no agent."""
+    The board counts the steps this run paid for (a step served from the cache adds no tokens or cost)
+    and sees no judge call. A record's ``tokens`` and ``cost`` hold every paid call of the instance (every
+    sample's steps and judge calls), and ``judge_calls`` lists every judge call, paid or cached (as a
+    text instance's record does): the board's part is what was paid less the paid judge calls. Nothing
+    for an instance that ran no agent."""
     if record.get("protocol") != "agent" and not record.get("agent"):
         return 0, 0.0
-    tokens = record.get("tokens") or {}
-    judges = [call for call in record.get("judge_calls") or () if isinstance(call, Mapping)]
-    every = sum(int(value or 0) for value in tokens.values())
+    tokens, cost = paid(record)
+    judges = [call for call in record.get("judge_calls") or () if isinstance(call, Mapping) and not call.get("cached")]
     judged = sum(int(call.get("prompt_tokens") or 0) + int(call.get("completion_tokens") or 0) for call in judges)
-    cost = float(record.get("cost") or 0.0) + float(record.get("cached_cost") or 0.0)
-    return every - judged, cost - sum(float(call.get("cost") or 0.0) for call in judges)
+    return tokens - judged, cost - sum(float(call.get("cost") or 0.0) for call in judges)
 
 
 def settled(record: Mapping[str, Any]) -> tuple[int, float]:

@@ -151,7 +151,7 @@ def episode_record(
             for t in episode.turns
         ],
         "checks": checks,
-        "judge_calls": [c.to_json() for c in episode.judge_completions],
+        "judge_calls": [c.to_json() for e in episodes for c in e.judge_completions],  # every sample's
         "tokens": tokens,
         **costs,
         "durations": {"generation": round(max(e.duration for e in episodes), 4),
