@@ -57,6 +57,9 @@ def pack(workspace: Path, target: Path, *, environment: Path | None = None, max_
     try:
         with tarfile.open(partial, "w:gz", compresslevel=1, format=tarfile.PAX_FORMAT,
                           pax_headers={_REMOVED: json.dumps(removed)}) as tar:
+            # The root first: tarfile cannot read an archive holding no member (its header alone), which a run
+            # that changed nothing, or only removed files, would otherwise write.
+            tar.add(workspace, arcname=".", recursive=False, filter=_plain)
             for name in changed:
                 tar.add(workspace / name, arcname=name, recursive=False, filter=_plain)
         os.replace(partial, target)

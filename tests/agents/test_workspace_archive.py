@@ -60,13 +60,26 @@ def test_only_the_changes_are_packed_and_the_rebuild_is_the_final_workspace(tmp_
 
     assert pack(workspace, target, environment=environment) is None
     with tarfile.open(target) as tar:
-        assert sorted(tar.getnames()) == ["README.md", "hello.txt", "readme", "src/calc.py"]  # not big.bin
+        assert sorted(tar.getnames()) == [".", "README.md", "hello.txt", "readme", "src/calc.py"]  # not big.bin
         assert json.loads(tar.pax_headers["ifbench.removed"]) == ["docs"]
     rebuilt = tmp_path / "rebuilt"
     rebuild(target, rebuilt, environment=environment)
     os.unlink(workspace / "pipe")  # never packed: the checks refuse special files anyway
     assert _tree(rebuilt) == _tree(workspace)
 
+
+@pytest.mark.parametrize("change", ["nothing", "a removal only"])
+def test_a_run_that_added_nothing_is_rebuilt(tmp_path, environment, change):
+    """An archive with no member (its header alone, a run that changed nothing or only removed) could not be
+    read back: the re-score errored "not a workspace archive: end of file header"."""
+    workspace = tmp_path / "ws"
+    shutil.copytree(environment, workspace, symlinks=True)
+    if change != "nothing":
+        os.unlink(workspace / "big.bin")
+    target = tmp_path / "t.workspace.tar.gz"
+    assert pack(workspace, target, environment=environment) is None
+    rebuild(target, tmp_path / "rebuilt", environment=environment)
+    assert _tree(tmp_path / "rebuilt") == _tree(workspace)
 
 def test_without_an_environment_everything_is_packed(tmp_path):
     workspace = tmp_path / "ws"
