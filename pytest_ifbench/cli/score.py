@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             # an agent run errors with "no recorded response" instead of being generated
             none = Path(scratch) / "no-responses.jsonl"
             none.write_text("", encoding="utf-8")
-            recorded += ["--ifbench-responses", str(none)]
+            recorded.append(f"--ifbench-responses={none}")
         else:
             responses = args.responses
             if usable is not None:  # some lines were left out: pytest reads the usable ones
@@ -95,10 +95,12 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
                 clean.write_text("".join(line.rstrip("\r\n") + "\n" for line in usable), encoding="utf-8")
                 load_responses(clean)  # pytest's own rules; disagreeing with the screen is a bug (exit 3)
                 responses = str(clean)
-            recorded += ["--ifbench-responses", responses]
+            recorded.append(f"--ifbench-responses={responses}")
         for path in args.trajectories:
-            recorded += ["--ifbench-recorded-trajectories", path]
-        code = pytest.main([*args.suites, *recorded, "--ifbench-results", args.results, "-p", "no:cacheprovider",
+            recorded.append(f"--ifbench-recorded-trajectories={path}")
+        # Options as `--opt=value`: pytest picks its root directory before plugins add their options, and takes a
+        # separate value for a path to test (the scratch directory would move the root, and every node id).
+        code = pytest.main([*args.suites, *recorded, f"--ifbench-results={args.results}", "-p", "no:cacheprovider",
                             *extra])
     return int(code)
 

@@ -152,6 +152,9 @@ def test_a_two_turn_run_is_rescored_with_the_verdicts_it_had(pytester, stub_env,
     again = only_record(pytester)
     assert [t["response"]["text"] for t in again["turns"]] == ANSWERS
     assert verdicts(again) == verdicts(live)
+    # its node id is the live one's: the re-score's scratch file, given as a separate value, moved pytest's root
+    # directory (every re-scored id gained the directories between, `pytest-of-root/.../suites/turns.yaml::…`)
+    assert again["nodeid"] == live["nodeid"] == "suites/turns.yaml::two-turns"
     assert stub_env.calls == calls, "the judge was asked again: the re-scored run differs from the live one"
 
 
