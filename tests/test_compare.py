@@ -256,3 +256,45 @@ def test_compare_holds_a_view_per_instance_not_the_records(runs, pytester, capsy
         tracemalloc.stop()
     assert "600 instances" in capsys.readouterr().out
     assert size > 48_000_000 and peak < 12_000_000, f"peak {peak:,} bytes for {size:,} bytes of results"
+
+
+def _dialogue(turns: int) -> str:
+    asks = ("Name a colour.", "Name an animal.", "Name a country.")[:turns]
+    lines = ["ifbench: 1", "benchmark: talk", "instances:", "  - id: d", "    protocol: multi_turn",
+             "    protocol_options: {patience: 1}", "    turns:"]
+    for ask in asks:
+        lines += [f"      - user: {ask} One word.",
+                  "        checks: [{id: one-word, verifier: ifbench.word_count, params: {min: 1, max: 1}}]"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_dialogue_one_run_ended_early_compares_its_unreached_turns_as_failed(pytester, stub_server, capsys):
+    """Patience ended the new run's dialogue after turn 1: its record holds turn 1's check only. That was refused
+    as "different checks (the suite changed)", so no EvolIF-style dialogue compared between two models. A suite
+    that changed (a turn added, every turn run) is still refused."""
+    suite = pytester.path / "suites" / "talk.yaml"
+    suite.parent.mkdir()
+    suite.write_text(_dialogue(3), encoding="utf-8")
+
+    def run(name: str, *extra: str) -> str:
+        pytester.runpytest("suites", *stub_args(stub_server, f"--ifbench-results={name}", *extra))
+        return str(pytester.path / name)
+
+    stub_server.add_rule("One word", Reply(content="Blue"))
+    base = run("base.json")
+    stub_server.reset()
+    stub_server.add_rule("One word", Reply(content="It would have to be blue, I think"))
+    early = run("early.json", "--model=openai/new-model", "--ifbench-cache=other")
+    records = {name: json.loads((pytester.path / name).read_text())["instances"][0] for name in ("base.json",
+                                                                                             "early.json")}
+    assert len(records["base.json"]["checks"]) == 3 and len(records["early.json"]["checks"]) == 1
+    assert records["early.json"]["ended"] == "patience_exhausted"
+    assert _compare(base, early) == 0, capsys.readouterr().err
+    capsys.readouterr()
+
+    suite.write_text(_dialogue(2), encoding="utf-8")
+    stub_server.reset()
+    stub_server.add_rule("One word", Reply(content="Blue"))
+    shorter = run("shorter.json", "--ifbench-cache=third")
+    assert _compare(base, shorter) == 2
+    assert "with different checks (the suite changed)" in capsys.readouterr().err

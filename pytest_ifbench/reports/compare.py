@@ -131,7 +131,7 @@ def check_comparable(base: Run, new: Run) -> None:
         if a.get("generation") and b.get("generation") and a["generation"] != b["generation"]:
             raise NotComparable(f"{base.name} and {new.name} differ in generation settings for {nodeid}: "
                                 f"{difference(a['generation'], b['generation'])}")
-        if _has_checks(a) and _has_checks(b) and _checklist(a) != _checklist(b):
+        if _has_checks(a) and _has_checks(b) and not _same_checks(a, b):
             raise NotComparable(f"{base.name} and {new.name} hold {nodeid} with different checks (the suite "
                                 f"changed): {_checklist(a)} vs {_checklist(b)}")
 
@@ -148,10 +148,31 @@ def _has_checks(record: Mapping[str, Any]) -> bool:
     return record.get("status") != "error" or bool(record.get("checks"))
 
 
-def _checklist(record: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """The instance's checks as the suite wrote them (id, verifier, kind): what a paired change must share."""
+def _checklist(record: Mapping[str, Any], *, up_to_turn: int | None = None) -> list[tuple[str, str, str]]:
+    """The instance's checks as the suite wrote them (id, verifier, kind): what a paired change must share;
+    with ``up_to_turn``, the whole instance's and those of its turns up to that one."""
     return sorted((str(c.get("check", c.get("id"))), str(c.get("verifier")), str(c.get("kind", "check")))
-                  for c in record.get("checks") or [])
+                  for c in record.get("checks") or []
+                  if up_to_turn is None or not isinstance(c.get("turn"), int) or c["turn"] <= up_to_turn)
+
+
+#: How a record's conversation ends when it ran every turn of its instance (``ended``): a multi-turn dialogue,
+#: the built-in loop's last turn, a real CLI's last reply. Any other end (patience exhausted, a limit) stopped
+#: it before its later turns, whose checks its record then does not hold.
+_RAN_EVERY_TURN = frozenset({"completed", "finished", "no_tool_call", "end_turn"})
+
+
+def _same_checks(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two records of an instance hold the same suite's checks. A dialogue that one run ended early
+    (patience, a limit) holds only its turns' checks: the two are compared up to the turns it reached, and the
+    checks it never reached are the comparison's to count (as failed), not a changed suite."""
+    if _checklist(a) == _checklist(b):
+        return True
+    short, long = sorted((a, b), key=lambda record: len(record.get("turns") or ()))
+    reached = len(short.get("turns") or ())
+    if reached == len(long.get("turns") or ()) or str(short.get("ended")) in _RAN_EVERY_TURN:
+        return False
+    return _checklist(a, up_to_turn=reached) == _checklist(b, up_to_turn=reached)
 
 
 def compare(base: Run, new: Run, *, alpha: float = 0.05, force: bool = False) -> Comparison:
