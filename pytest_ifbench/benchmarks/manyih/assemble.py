@@ -356,6 +356,21 @@ def sniff(data: Any) -> str | None:
     return None
 
 
+def _check_sample(sample: Mapping[str, Any], at: str) -> None:
+    """The fields every instance is built from, each named with its place when it is missing or of the wrong
+    type: without an id the sample became ``coding-None-ordinal``, and a privilege given as text crashed the
+    import (``bad operand type for unary -``)."""
+    identifier = sample.get("id")
+    if isinstance(identifier, bool) or not isinstance(identifier, (str, int)) or identifier == "":
+        raise ImportError_(f"{at}.id: required (a string or an integer), got {identifier!r}")
+    for key in ("instructions", "constraints", "suppressed_constraints"):
+        entries = sample.get(key)
+        for position, entry in enumerate(entries if isinstance(entries, list) else ()):
+            value = entry.get("privilege") if isinstance(entry, Mapping) else None
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ImportError_(f"{at}.{key}[{position}].privilege: expected a number, got {value!r}")
+
+
 def official_suite(data: Any, *, interfaces: Sequence[str] = ("keep",), compat: str = "paper",
                    perturb_scalar: bool = False, seed: int = 0, limit: int | None = None, quick: int = 0,
                    quick_max_tokens: int | None = None, max_tokens: int | None = None,
@@ -368,9 +383,11 @@ def official_suite(data: Any, *, interfaces: Sequence[str] = ("keep",), compat: 
         raise ImportError_("not an official ManyIH file (expected the coding or instruction-following layout)")
     samples = samples[:limit] if limit is not None else samples
     instances: list[dict[str, Any]] = []
-    for sample in samples:
+    for index, sample in enumerate(samples):
+        at = f"{'data' if isinstance(data, Mapping) else ''}[{index}]"
         if not isinstance(sample, Mapping):
-            raise ImportError_(f"malformed sample {sample!r:.80}")
+            raise ImportError_(f"{at}: malformed sample {sample!r:.80}")
+        _check_sample(sample, at)
         if kind == "coding":
             instances.extend(official_coding_instances(sample, interfaces=interfaces, compat=compat,
                                                        perturb_scalar=perturb_scalar, seed=seed))
