@@ -15,6 +15,9 @@ A run (:func:`run_cli`):
 3. runs each query as one sandboxed command (:meth:`Workspace.arun`) whose only way out is the proxy
    (``127.0.0.1:<PROXY_PORT>`` inside), later queries continuing the same conversation;
 4. stops the proxy and normalizes the raw log into trajectories (the main one, sub-agents as children).
+   Each query's answer is the main conversation's last assistant text as its command left it (the log
+   up to the next command, normalized): :attr:`CliResult.turn_texts`, and the trajectory's
+   ``meta["turn_answers"]``, which ``ifbench score --trajectories`` scores each user turn on.
 
 Who is to blame when a run ends badly (``docs/agents.md``, "Failures of the agent, errors of the
 harness"). The agent, when the run ended while a tool call the model asked for was running -- the
@@ -41,6 +44,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from .._types import GenerationParams
 from ..models.client import ModelClient
@@ -75,7 +79,8 @@ def _registry(clis: AgentClis | None) -> AgentClis:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CliResult:
     """What one CLI run did. ``trajectory`` is the main conversation (sub-agents as children; empty when
-    no call was recorded), ``final_text`` its last assistant text, ``stop_reason`` why the run ended
+    no call was recorded), ``final_text`` its last assistant text, ``turn_texts`` each query's answer
+    (see :func:`_turn_answers`; ``meta["turn_answers"]`` too), ``stop_reason`` why the run ended
     (the last reply's stop reason, ``"timeout"``, ``"error"``, ``"agent_fault"``),
     ``returncode``/``stdout``/``stderr`` those of the last command, ``raw_log`` the proxy's JSONL,
     ``harness_error`` a one-line reason when the run failed for reasons that are not the model's,
@@ -93,6 +98,8 @@ class CliResult:
     agent_fault: str | None = None
     #: The run's model calls, counted as the loop counts its own (None: the CLI never started).
     usage: Usage | None = None
+    #: Each user turn's answer, one per command run (a turn never started has none), at least one.
+    turn_texts: tuple[str, ...] = ()
 
 
 def _last_line(text: str) -> str:
@@ -147,6 +154,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                            wire_formats=(clis.wire_format(scaffold.wire),), relay_only=True, meter=meter)
     deadline = meter.deadline
     done: CommandResult | None = None
+    starts: list[int] = []  # per command run: the raw log's records before it (its turn's answer is its own)
     error: str | None = None
     fault: str | None = None
     with proxy:
@@ -162,6 +170,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 limits = Limits(timeout=left, memory_mb=max(options.memory_mb, CLI_MEMORY_MB),
                                 max_processes=max(options.max_processes, CLI_PROCESSES))
                 before = proxy.calls
+                starts.append(_records_in(log_path))
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
                 if done.limit == "timeout" and proxy.calls:  # the deadline, once the agent is at work
@@ -179,7 +188,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
         except SandboxUnavailable as exc:
             error = f"sandbox unavailable: {exc}"
     usage = meter.usage()
-    return _result(name, session, log_path, done, error, proxy.notes, clis, fault, usage=usage,
+    return _result(name, session, log_path, done, error, proxy.notes, clis, fault, usage=usage, starts=starts,
                    meta={"runner_version": running, "version_named": version, "system_prompt": system_note,
                          "limits": options.to_json(), **usage.to_meta()})
 
@@ -225,7 +234,8 @@ def _fault(name: str, done: CommandResult, error: str) -> str:
 
 def _result(name: str, session: str, log_path: Path, done: CommandResult | None, error: str | None,
             notes: Sequence[str], clis: AgentClis, fault: str | None = None,
-            meta: dict[str, object] | None = None, usage: Usage | None = None) -> CliResult:
+            meta: dict[str, object] | None = None, usage: Usage | None = None,
+            starts: Sequence[int] = ()) -> CliResult:
     try:
         records = load_raw(log_path) if log_path.exists() else []
         trajectories = normalize(records)
@@ -245,10 +255,35 @@ def _result(name: str, session: str, log_path: Path, done: CommandResult | None,
     else:
         stop = str(((calls[-1] if calls else {}).get("response_body") or {}).get("stop_reason") or "end_turn")
     version = installed_version(name, clis=clis) if name in clis else None
+    answers = _turn_answers(records, starts, main)
     main = replace(main, meta={**main.meta, "runner": name, "runner_version": version, "stop_reason": stop,
                                "harness_error": error, "agent_fault": fault, "proxy_notes": list(notes),
-                               **(meta or {})})
-    return CliResult(trajectory=main, final_text=main.final_text(), stop_reason=stop,
+                               "turn_answers": answers, **(meta or {})})
+    return CliResult(trajectory=main, final_text=main.final_text(), stop_reason=stop, turn_texts=tuple(answers),
                      returncode=None if done is None else done.returncode, stdout="" if done is None else done.stdout,
                      stderr="" if done is None else done.stderr, raw_log=log_path, harness_error=error,
                      agent_fault=fault, usage=usage)
+
+
+def _records_in(log_path: Path) -> int:
+    """How many records the raw log holds now (one a line)."""
+    try:
+        return log_path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _turn_answers(records: Sequence[dict[str, Any]], starts: Sequence[int], main: Trajectory) -> list[str]:
+    """Each command's answer (one user turn each; ``starts``: the log's records before each), as the built-in
+    loop keeps each turn's final text: the last assistant text of the main conversation as the command left
+    it -- the log up to the next command's start, normalized; the last command's is ``main``'s final text --
+    or "" when the command added no assistant message to it (cut short before a reply). With one command, or
+    none run, the one answer is ``main``'s final text, as a single-turn run always had."""
+    answers: list[str] = []
+    replies = 0  # the main conversation's assistant messages after the previous command
+    for end in [*starts[1:], None]:
+        left = main if end is None else next(iter(normalize(records[:end])), Trajectory(id=main.id))
+        said = left.assistant_turns()
+        answers.append(said[-1].content if len(said) > replies else "")
+        replies = max(replies, len(said))
+    return answers

@@ -377,7 +377,7 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
     usage = result.usage
     # Every proxied call counts, as the loop's calls do: steps, tokens and cost reach the results from here.
     return AgentRun(trajectory=result.trajectory, workspace=workspace, runner=options.runner, options=options,
-                    stop_reason=result.stop_reason, turn_texts=[result.final_text], trajectory_path=path,
+                    stop_reason=result.stop_reason, turn_texts=list(result.turn_texts), trajectory_path=path,
                     steps=usage.steps if usage else len(result.trajectory.assistant_turns()),
                     completions=list(usage.completions) if usage else [],
                     model_seconds=usage.model_seconds if usage else 0.0,
@@ -421,9 +421,9 @@ def _reopened(instance: Instance, trajectory: Trajectory, options: AgentOptions,
 
 
 def recorded_answers(trajectory: Trajectory) -> list[str]:
-    """The final text of each user turn of a recorded run, as the live run scored them: the loop's
-    ``meta.turn_answers`` (a finish tool's answer is in no message's text, and a multi-turn run has one
-    per turn), else the last assistant message's text (a CLI's run, a trajectory from elsewhere)."""
+    """The final text of each user turn of a recorded run, as the live run scored them: the loop's or a
+    real CLI's ``meta.turn_answers`` (a finish tool's answer is in no message's text, and a multi-turn run
+    has one per turn), else the last assistant message's text (a trajectory from elsewhere)."""
     answers = trajectory.meta.get("turn_answers")
     if isinstance(answers, list) and answers and all(isinstance(a, str) for a in answers):
         return list(answers)
