@@ -160,8 +160,8 @@ def test_processes_sharing_the_ledger_never_pass_the_limit_between_them(tmp_path
 
 
 def test_amounts_read_as_money():
-    assert [usd(0), usd(12.3456), usd(4.98765), usd(0.0123), usd(0.0000234)] == [
-        "$0", "$12.35", "$4.9877", "$0.0123", "$2.3e-05"]
+    assert [usd(0), usd(12.3456), usd(4.98765), usd(0.0123), usd(0.0000234), usd(0.00042), usd(4.2e-9)] == [
+        "$0", "$12.35", "$4.9877", "$0.0123", "$0.000023", "$0.00042", "$0.0000000042"]
 
 
 # --------------------------------------------------------------------------- calls against the stub

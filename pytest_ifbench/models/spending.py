@@ -22,6 +22,7 @@ take ~10 us each; as JSON they took ~22).
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import struct
 import threading
@@ -205,7 +206,13 @@ def shared_ledgers(entries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Mapp
 
 def usd(amount: float) -> str:
     """A sum of money as the summary shows it: cents from $10, four decimals down to a tenth of a cent,
-    two significant digits below (a stub's or a cheap model's calls cost millionths)."""
+    two significant digits below (a stub's or a cheap model's calls cost millionths), never in exponent
+    notation (``$0.000023``, not ``$2.3e-05``)."""
     if amount == 0:
         return "$0"
-    return f"${amount:,.2f}" if amount >= 10 else f"${amount:.4f}" if amount >= 0.001 else f"${amount:.2g}"
+    if amount >= 10:
+        return f"${amount:,.2f}"
+    if amount >= 0.001:
+        return f"${amount:.4f}"
+    decimals = min(1 - math.floor(math.log10(abs(amount))), 20)  # two significant digits
+    return f"${amount:.{decimals}f}"
