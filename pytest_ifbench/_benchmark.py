@@ -129,7 +129,10 @@ class Benchmark:
       benchmark's own format (or its YAML suites needing more than ``compat``); called through one
       core cache, so once per file content and options;
     * ``reader_options``: the dests of other options the reader reads (they key the cache);
-    * ``compat``: the ``--<name>-compat`` option (:class:`Compat`).
+    * ``compat``: the ``--<name>-compat`` option (:class:`Compat`);
+    * ``markers``: ``(name, help)`` of markers its instances may carry besides the core's. They and the
+      benchmark's name are registered at start-up, so ``-m`` with ``--strict-markers`` and ``--markers``
+      know them whatever files a run collects (the core registers the others as it collects instances).
     """
 
     name: str
@@ -141,6 +144,7 @@ class Benchmark:
     official_reader: Ref | None = None
     reader_options: tuple[str, ...] = ()
     compat: Compat | None = None
+    markers: tuple[tuple[str, str], ...] = ()
 
     @property
     def compat_dest(self) -> str:
@@ -154,6 +158,12 @@ class Benchmark:
             parser.getgroup("ifbench").addoption(
                 f"--{self.name}-compat", dest=self.compat_dest, choices=self.compat.choices,
                 default=self.compat.default, help=self.compat.help)
+
+    def pytest_configure(self, config: Any) -> None:
+        declared = marker_names(config)
+        for name, help_text in ((self.name, f"{self.name} benchmark instances"), *self.markers):
+            if name not in declared:
+                config.addinivalue_line("markers", f"{name}: {help_text}")
 
     def pytest_ifbench_register_verifiers(self, registry: Any) -> None:
         if self.verifiers is not None:
@@ -231,3 +241,8 @@ class Benchmark:
         coerce = resolve(self.compat.coerce) if self.compat.coerce is not None else None
         set_check_param(data, f"{self.name}.", "compat", flag=flag, default=option, coerce=coerce)
         return data
+
+
+def marker_names(config: Any) -> set[str]:
+    """The markers ``config`` declares (its ``markers`` ini lines: ``name(args): help``)."""
+    return {re.split(r"[(:]", line, maxsplit=1)[0].strip() for line in config.getini("markers")}

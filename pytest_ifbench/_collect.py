@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ._benchmark import marker_names
 from ._protocols import Episode, TurnRecord, run_samples
 from ._state import STATE_KEY, IfbenchState
 from ._subtests import subtest_reporter
@@ -40,7 +41,8 @@ _MARKER_HELP = {
 def register_marker(state: IfbenchState, name: str, help_text: str) -> None:
     if name not in state.registered_markers:
         state.registered_markers[name] = None
-        state.config.addinivalue_line("markers", f"{name}: {help_text}")
+        if name not in marker_names(state.config):  # a benchmark's own, declared at start-up
+            state.config.addinivalue_line("markers", f"{name}: {help_text}")
 
 
 def shared_mark(state: IfbenchState, name: str, help_text: str) -> pytest.MarkDecorator:

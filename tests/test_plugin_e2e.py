@@ -40,6 +40,19 @@ def test_markers_select_and_strict(pytester, stub_env):
     assert stub_env.calls == 1, "deselected instances must not be generated"
 
 
+
+def test_an_installed_benchmarks_markers_are_known_whatever_the_run_collects(pytester, stub_env):
+    """`-m "manyih and not perturbed" --strict-markers` on a run holding no ManyIH instance, or none perturbed
+    (an official file's sample), stopped with "Unknown marker(s) in '-m' expression": a benchmark's name and its
+    declared markers are registered at start-up now, once each."""
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--strict-markers", "-m", "manyih and not perturbed",
+                                "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, result.stdout.str()[-800:]
+    listed = pytester.runpytest("suites", "--markers").stdout.lines
+    for name in ("manyih", "perturbed", "ppi_scalar", "evolif", "octobench", "demo"):
+        assert sum(line.startswith(f"@pytest.mark.{name}:") for line in listed) == 1, name
+
 def test_api_failure_is_an_error_not_a_failure(pytester, stub_env):
     stub_env.add_rule("lowercase", Reply(content="hello there"))
     stub_env.inject_faults(*[Fault(kind="status", status=500, message="boom")] * 3, match="uppercase")

@@ -26,6 +26,10 @@ BENCHMARK = Benchmark(
     metrics=f"{_HERE}.metrics:tables",
     plots=f"{_HERE}.metrics:plots",
     generator=f"{_HERE}.generate:main",
+    markers=(("subset_coding", "ManyIH coding instances"), ("subset_if", "ManyIH instruction-following instances"),
+             ("ppi_ordinal", "ManyIH instances whose privileges are ordinal tags"),
+             ("ppi_scalar", "ManyIH instances whose privileges are scalar tags"),
+             ("perturbed", "ManyIH instances whose scalar privileges were perturbed")),
 )
 
 
