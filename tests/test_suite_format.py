@@ -452,7 +452,8 @@ def test_bad_default_marker_name_is_reported(registry):
     raw = data(markers=["fine"])
     raw["defaults"] = {"markers": ["Bad"]}
     err = parse_error(registry, raw)
-    assert err.field == "markers[0]" and "'Bad' is not a valid marker name" in str(err)
+    assert err.field == "defaults.markers[0]" and err.instance is None
+    assert "'Bad' is not a valid marker name" in str(err)
 
 
 def test_markers_must_be_a_list(registry):
@@ -491,11 +492,20 @@ def test_generation_errors(registry, generation, field, message):
     assert str(err) == f"s.yaml: instance 'abc': {field}: {message}"
 
 
-def test_defaults_generation_error_names_defaults(registry):
+def test_an_error_in_the_defaults_is_the_suites_not_its_first_instances(registry):
+    """It read "s.yaml: instance 'abc': defaults.generation.top_p: ...", as if the field were that instance's."""
     raw = data()
     raw["defaults"] = {"generation": {"top_p": "high"}}
-    err = parse_error(registry, raw)
-    assert str(err) == "s.yaml: instance 'abc': defaults.generation.top_p: expected int or float, got 'high'"
+    assert str(parse_error(registry, raw)) == "s.yaml: defaults.generation.top_p: expected int or float, got 'high'"
+    raw["defaults"] = {"markers": ["ok", "Not OK"]}
+    assert str(parse_error(registry, raw)) == (
+        "s.yaml: defaults.markers[1]: 'Not OK' is not a valid marker name ([a-z][a-z0-9_]*)")
+
+
+def test_an_instance_without_an_id_says_the_field_is_missing(registry):
+    raw = data()
+    del raw["instances"][0]["id"]
+    assert str(parse_error(registry, raw)) == "s.yaml: instances[0].id: required field is missing"
 
 
 def test_generation_stop_string_becomes_tuple(registry):

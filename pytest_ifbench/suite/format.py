@@ -420,6 +420,12 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         raise r.fail("benchmark", f"expected a name like 'my_bench' ([a-z][a-z0-9_]*), got {short_repr(benchmark)}")
     defaults = r.expect(data.get("defaults", {}), dict, "defaults")
     r.unknown_keys(defaults, _INSTANCE_KEYS - {"id"}, "defaults")
+    # The suite's own settings, read once here: an error in them is the suite's, not its first instance's.
+    _generation(r, defaults.get("generation"), GenerationParams(), "defaults.generation")
+    for index, marker in enumerate(r.expect(defaults.get("markers", []), list, "defaults.markers")):
+        if not isinstance(marker, str) or not NAME.fullmatch(marker):
+            raise r.fail(f"defaults.markers[{index}]",
+                         f"{short_repr(marker)} is not a valid marker name ([a-z][a-z0-9_]*)")
     if "sandbox" in data:  # suite-wide, below defaults and the instances: checked once, here
         _check_sandbox(r, data["sandbox"], "sandbox")
     raw_instances = r.expect(data.get("instances"), list, "instances")
@@ -429,6 +435,8 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
         if not isinstance(raw, dict):
             raise r.fail(f"instances[{index}]", f"expected mapping, got {_type_name(raw)}")
         instance_id = raw.get("id")
+        if "id" not in raw:
+            raise r.fail(f"instances[{index}].id", "required field is missing")
         if not isinstance(instance_id, str) or not INSTANCE_ID.fullmatch(instance_id):
             raise r.fail(f"instances[{index}].id", f"{short_repr(instance_id)} is not a selectable id "
                                                     "(letters, digits, '_', '.', '-'; no spaces)")
