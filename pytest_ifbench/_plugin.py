@@ -5,6 +5,7 @@ Each concern lives in its own module; this one only connects them to pytest.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -149,7 +150,7 @@ def _suite_paths(config: pytest.Config) -> list[Path]:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if is_suite_file(file_path):  # a YAML file that mentions an `ifbench` key: SuiteFile says if it is none
         return SuiteFile.from_parent(parent, path=file_path)
-    if file_path.suffix in (".json", ".jsonl", ".yaml", ".yml"):
+    if file_path.suffix in (".json", ".jsonl", ".yaml", ".yml") and _named_by_args(parent.config, file_path):
         from .suite.errors import SuiteError
         from .suite.importers import import_suite_data
 
@@ -161,6 +162,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
             parent.config.stash[STATE_KEY].imported[file_path] = data
             return SuiteFile.from_parent(parent, path=file_path)
     return None
+
+
+def _named_by_args(config: pytest.Config, path: Path) -> bool:
+    """Whether the run's arguments name ``path`` or a directory above it. pytest collects a file argument
+    through its directory, offering every sibling to ``pytest_collect_file``: an importer would read (and
+    warn about) data files nobody asked for."""
+    base = Path(config.invocation_params.dir)
+    for arg in config.args or [str(base)]:
+        named = Path(os.path.abspath(base / arg.split("::")[0]))  # an absolute argument stays itself
+        if path == named or named in path.parents:
+            return True
+    return False
 
 
 def _is_worker(config: pytest.Config) -> bool:

@@ -164,3 +164,19 @@ def test_samples_give_pass_rates(pytester, stub_env):
     assert record["samples"] == 3 and len(record["sample_responses"]) == 2
     pytester.runpytest("suites", *stub_args(stub_env))
     assert stub_env.calls == 3, "every sample is cached under its own index"
+
+
+def test_naming_one_file_leaves_its_sibling_data_files_alone(pytester):
+    """pytest collects a file argument through its directory and offers every sibling to the plugin: the
+    importers read each data file beside the one named (a crashing one warned about a file nobody asked for)."""
+    pytester.makeconftest("""
+        def pytest_ifbench_suite_data(path, config):
+            if path.name == "other.json":
+                raise RuntimeError("read other.json")
+    """)
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    (pytester.path / "suites" / "other.json").write_text("{}", encoding="utf-8")
+    named = pytester.runpytest("suites/demo.yaml", "--collect-only", "-q")
+    assert named.ret == 0 and "read other.json" not in named.stdout.str(), named.stdout.str()[-1500:]
+    everything = pytester.runpytest("suites", "--collect-only", "-q")  # the directory named: it is read
+    assert "read other.json" in everything.stdout.str()
