@@ -363,6 +363,9 @@ def _check_sample(sample: Mapping[str, Any], at: str) -> None:
     identifier = sample.get("id")
     if isinstance(identifier, bool) or not isinstance(identifier, (str, int)) or identifier == "":
         raise ImportError_(f"{at}.id: required (a string or an integer), got {identifier!r}")
+    for key in ("metadata", "hierarchy_metadata"):
+        if sample.get(key) is not None and not isinstance(sample[key], Mapping):
+            raise ImportError_(f"{at}.{key}: expected a mapping, got {sample[key]!r:.60}")
     for key in ("instructions", "constraints", "suppressed_constraints"):
         entries = sample.get(key)
         for position, entry in enumerate(entries if isinstance(entries, list) else ()):

@@ -21,7 +21,8 @@ def test_official_files_default_to_the_authors_generation_settings():
     (lambda sample: sample.pop("id"), "data[2].id: required (a string or an integer), got None"),
     (lambda sample: sample["instructions"][0].update(privilege="high"),
      "data[2].instructions[0].privilege: expected a number, got 'high'"),
-], ids=["no-id", "privilege-as-text"])
+    (lambda sample: sample.update(metadata="oops"), "data[2].metadata: expected a mapping, got 'oops'"),
+], ids=["no-id", "privilege-as-text", "metadata-as-text"])
 def test_a_malformed_official_sample_is_a_collection_error_naming_file_sample_and_field(pytester, edit, said):
     """A sample without an id was collected silently as ``coding-None-ordinal``; a privilege given as text
     crashed the importer (a warning, the file left alone, then "not found")."""
@@ -32,3 +33,4 @@ def test_a_malformed_official_sample_is_a_collection_error_naming_file_sample_an
     assert result.ret == pytest.ExitCode.INTERRUPTED
     text = result.stdout.str()
     assert "coding.json" in text and said in text and "SuiteImportWarning" not in text, text[-1500:]
+
