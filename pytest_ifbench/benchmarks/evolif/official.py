@@ -114,12 +114,32 @@ def _check(instruction: Any, where: str) -> dict[str, Any]:
     return {"id": _slug(name), "verifier": f"evolif.{name}", "params": params}
 
 
+#: A turn's fields the instance is built from, with the types they may have (None: absent or null).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "active_topic": (int, str), "user_query": (str,), "user_query_verified": (str,), "style": (dict,)}
+
+
+def _check_fields(record: Mapping[str, Any], where: str) -> None:
+    """Each field of a turn, of its type: a ``turn`` that is not a number split the dialogue silently, and a
+    topic that is an object crashed the import (a warning, then pytest's "not found")."""
+    number = record.get("turn")
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise EvolifFormatError(f"{where}: turn: expected a turn number (1, 2, ...), got {number!r:.60}")
+    for field, types in _FIELD_TYPES.items():
+        value = record.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            expected = " or ".join("an object" if t is dict else "a string" if t is str else "an integer"
+                                   for t in types)
+            raise EvolifFormatError(f"{where}: {field}: expected {expected}, got {value!r:.60}")
+
+
 def dialogue_instance(turns: Sequence[dict[str, Any]], instance_id: str, source: str,
                       patience: int = PATIENCE) -> dict[str, Any]:
     out_turns = []
     unverified = []
     for position, record in enumerate(turns, start=1):
         where = f"{source}: line {record.get('_line', position)}"
+        _check_fields(record, where)
         text = record.get("user_query_verified") or ""
         if not isinstance(text, str) or not text.strip():
             text = record.get("user_query")

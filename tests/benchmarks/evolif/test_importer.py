@@ -126,3 +126,21 @@ def test_a_json_array_of_turns_is_accepted(tmp_path):
     other = tmp_path / "list.json"
     other.write_text(json.dumps([{"a": 1}]), encoding="utf-8")
     assert not I.is_official(other)
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("turn", "one", "line 1: turn: expected a turn number (1, 2, ...), got 'one'"),
+    ("active_topic", {"a": 1}, "line 1: active_topic: expected an integer or a string, got {'a': 1}"),
+    ("user_query_verified", 5, "line 1: user_query_verified: expected a string, got 5"),
+    ("style", [1], "line 1: style: expected an object, got [1]"),
+])
+def test_a_turn_field_of_the_wrong_type_is_a_collection_error_naming_it(pytester, SAMPLE, field, value, said):  # noqa: N803
+    """A ``turn`` that is not a number split the dialogue silently; a topic that is an object crashed the importer
+    (a warning, the file left alone, then pytest's "not found")."""
+    records = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records[0][field] = value
+    path = pytester.path / "dialog.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    result = pytester.runpytest("dialog.jsonl", "--collect-only", "-q")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED and said in text and "SuiteImportWarning" not in text, text[-1500:]
