@@ -136,12 +136,23 @@ def _register_markers_of_args(config: pytest.Config) -> None:
                 register_marker(state, name, help_text)
 
 
+_ARGUMENT_PATHS = pytest.StashKey[tuple[Path, ...]]()
+
+
+def _argument_paths(config: pytest.Config) -> tuple[Path, ...]:
+    """The files and directories the run's arguments name (node ids without their ``::`` part), absolute;
+    the invocation directory when there are none. Worked out once a run: every collected file asks."""
+    paths = config.stash.get(_ARGUMENT_PATHS, None)
+    if paths is None:
+        base = Path(config.invocation_params.dir)
+        args = [a.split("::")[0] for a in config.args] or [str(base)]
+        paths = config.stash[_ARGUMENT_PATHS] = tuple(Path(os.path.abspath(base / arg)) for arg in args)
+    return paths
+
+
 def _suite_paths(config: pytest.Config) -> list[Path]:
     out = []
-    base = Path(config.invocation_params.dir)
-    args = [a.split("::")[0] for a in config.args] or [str(base)]
-    for arg in args:
-        path = (base / arg) if not Path(arg).is_absolute() else Path(arg)
+    for path in _argument_paths(config):
         candidates = [path] if path.is_file() else sorted(path.rglob("*.y*ml")) if path.is_dir() else []
         out.extend(p for p in candidates if is_suite_file(p))
     return out
@@ -168,12 +179,7 @@ def _named_by_args(config: pytest.Config, path: Path) -> bool:
     """Whether the run's arguments name ``path`` or a directory above it. pytest collects a file argument
     through its directory, offering every sibling to ``pytest_collect_file``: an importer would read (and
     warn about) data files nobody asked for."""
-    base = Path(config.invocation_params.dir)
-    for arg in config.args or [str(base)]:
-        named = Path(os.path.abspath(base / arg.split("::")[0]))  # an absolute argument stays itself
-        if path == named or named in path.parents:
-            return True
-    return False
+    return any(path == named or named in path.parents for named in _argument_paths(config))
 
 
 def _is_worker(config: pytest.Config) -> bool:
