@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -269,6 +269,12 @@ def _messages(r: _Reader, raw: Any, field: str) -> tuple[Mapping[str, Any], ...]
     return tuple(out)
 
 
+def _check_markers(r: _Reader, markers: Sequence[Any], field: str) -> None:
+    for index, marker in enumerate(markers):
+        if not isinstance(marker, str) or not NAME.fullmatch(marker):
+            raise r.fail(f"{field}[{index}]", f"{short_repr(marker)} is not a valid marker name ([a-z][a-z0-9_]*)")
+
+
 def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], benchmark: str,
               path: Path, registry: Registry, root: Path, suite_sandbox: Any = None) -> Instance:
     merged = {k: v for k, v in defaults.items() if k not in ("generation", "markers")}
@@ -277,9 +283,7 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
     gen = _generation(r, raw.get("generation"), gen, "generation")
     markers = list(r.expect(defaults.get("markers", []), list, "defaults.markers")) + list(
         r.expect(raw.get("markers", []), list, "markers"))
-    for index, marker in enumerate(markers):
-        if not isinstance(marker, str) or not NAME.fullmatch(marker):
-            raise r.fail(f"markers[{index}]", f"{short_repr(marker)} is not a valid marker name ([a-z][a-z0-9_]*)")
+    _check_markers(r, markers, "markers")
     protocol = r.expect(merged.get("protocol", "single_turn"), str, "protocol")
     turns: list[Turn] = []
     for index, turn in enumerate(r.expect(merged.get("turns", []), list, "turns")):
@@ -422,10 +426,7 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
     r.unknown_keys(defaults, _INSTANCE_KEYS - {"id"}, "defaults")
     # The suite's own settings, read once here: an error in them is the suite's, not its first instance's.
     _generation(r, defaults.get("generation"), GenerationParams(), "defaults.generation")
-    for index, marker in enumerate(r.expect(defaults.get("markers", []), list, "defaults.markers")):
-        if not isinstance(marker, str) or not NAME.fullmatch(marker):
-            raise r.fail(f"defaults.markers[{index}]",
-                         f"{short_repr(marker)} is not a valid marker name ([a-z][a-z0-9_]*)")
+    _check_markers(r, r.expect(defaults.get("markers", []), list, "defaults.markers"), "defaults.markers")
     if "sandbox" in data:  # suite-wide, below defaults and the instances: checked once, here
         _check_sandbox(r, data["sandbox"], "sandbox")
     raw_instances = r.expect(data.get("instances"), list, "instances")
