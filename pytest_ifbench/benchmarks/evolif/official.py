@@ -114,9 +114,10 @@ def _check(instruction: Any, where: str) -> dict[str, Any]:
     return {"id": _slug(name), "verifier": f"evolif.{name}", "params": params}
 
 
-#: A turn's fields the instance is built from, with the types they may have (None: absent or null).
-_FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "active_topic": (int, str), "user_query": (str,), "user_query_verified": (str,), "style": (dict,)}
+#: A turn's fields the instance is built from: the types they may have (None: absent or null), as said.
+_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "active_topic": ((int, str), "an integer or a string"), "user_query": ((str,), "a string"),
+    "user_query_verified": ((str,), "a string"), "style": ((dict,), "an object")}
 
 
 def _check_fields(record: Mapping[str, Any], where: str) -> None:
@@ -125,11 +126,9 @@ def _check_fields(record: Mapping[str, Any], where: str) -> None:
     number = record.get("turn")
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         raise EvolifFormatError(f"{where}: turn: expected a turn number (1, 2, ...), got {number!r:.60}")
-    for field, types in _FIELD_TYPES.items():
+    for field, (types, expected) in _FIELD_TYPES.items():
         value = record.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
-            expected = " or ".join("an object" if t is dict else "a string" if t is str else "an integer"
-                                   for t in types)
             raise EvolifFormatError(f"{where}: {field}: expected {expected}, got {value!r:.60}")
 
 
