@@ -734,3 +734,49 @@ def test_equal_generation_settings_are_one_object(registry):
     a, b, c, d, e = (inst.generation for inst in parse_suite(Path("s.yaml"), raw, registry).instances)
     assert a is b and c is d and c is not e and c is not a
     assert (a.temperature, a.stop, a.seed, c.seed, c.temperature, e.seed) == (0.2, ("x",), None, 3, 0.2, 4)
+
+
+def test_every_malformed_instance_is_reported_not_only_the_first(registry):
+    raw = data()
+    raw["instances"] += [
+        {"id": "b", "prompt": 3, "checks": [dict(CASE)]},
+        {"id": "fine", "prompt": "Say hi.", "checks": [dict(CASE)]},
+        {"id": "abc", "prompt": "Say hi."},
+        7,
+    ]
+    raw["instances"][0]["checks"] = [{"verifier": "ifbench.case", "params": {"mode": "upper"}}]
+    err = parse_error(registry, raw)
+    assert str(err) == "\n".join([
+        "s.yaml: 4 malformed instances:",
+        "  instance 'abc': checks[0].id: required field is missing",
+        "  instance 'b': prompt: expected str, got 3",
+        "  instance 'abc': id: duplicate instance id",
+        "  instances[4]: expected mapping, got int",
+    ])
+    assert [(e.instance, e.field) for e in err.errors] == [
+        ("abc", "checks[0].id"), ("b", "prompt"), ("abc", "id"), (None, "instances[4]")]
+    assert (err.instance, err.field) == ("abc", "checks[0].id")
+
+
+def test_a_long_list_of_malformed_instances_is_cut(registry):
+    raw = data()
+    raw["instances"] = [{"id": f"i{n}", "prompt": n, "checks": [{"id": "c", "verifier": "x" * 900}]}
+                        for n in range(25)]
+    err = parse_error(registry, raw)
+    lines = str(err).splitlines()
+    assert len(err.errors) == 25 and len(str(err)) <= 2000
+    assert lines[0] == "s.yaml: 25 malformed instances:" and len(lines) == 12
+    assert lines[-2].startswith("  instance 'i9': ") and lines[-1] == "  … and 15 more"
+
+
+def test_a_top_level_error_stops_the_reading(registry):
+    raw = data(prompt=3)
+    raw["description"] = 5
+    err = parse_error(registry, raw)
+    assert str(err) == "s.yaml: description: expected str, got 5"
+
+
+def test_one_malformed_instance_is_reported_alone(registry):
+    raw = data()
+    raw["instances"].append({"id": "b", "prompt": 3})
+    assert str(parse_error(registry, raw)) == "s.yaml: instance 'b': prompt: expected str, got 3"

@@ -9,6 +9,9 @@ from .._text import short_repr
 
 #: Longest message a :class:`SuiteError` keeps (values in messages are cut far shorter).
 _MAX_MESSAGE = 2000
+#: Most instance errors a :class:`SuiteErrors` message lists, each cut to fit the message's length.
+_MAX_LISTED = 10
+_MAX_LISTED_LINE = _MAX_MESSAGE // _MAX_LISTED - 20
 
 
 class SuiteError(Exception):
@@ -25,6 +28,22 @@ class SuiteError(Exception):
         if field:
             where += f": {_cut(str(field), 200)}"
         super().__init__(f"{where}: {message}")
+
+
+class SuiteErrors(SuiteError):
+    """Several instances of one suite file are malformed: each is reported, not only the first.
+
+    ``errors`` holds them all; the message lists the first :data:`_MAX_LISTED`, each naming
+    instance and field as a lone :class:`SuiteError` would.
+    """
+
+    def __init__(self, path: Path | str, errors: list[SuiteError]):
+        lines = [f"  {_cut(str(error).removeprefix(f'{path}: '), _MAX_LISTED_LINE)}" for error in errors[:_MAX_LISTED]]
+        if len(errors) > _MAX_LISTED:
+            lines.append(f"  … and {len(errors) - _MAX_LISTED} more")
+        self.errors = errors
+        super().__init__(path, f"{len(errors)} malformed instances:\n" + "\n".join(lines))
+        self.instance, self.field = errors[0].instance, errors[0].field
 
 
 class NotASuite(SuiteError):

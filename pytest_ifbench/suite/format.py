@@ -20,7 +20,7 @@ from .._registry import Registry, UnknownVerifier
 from .._text import short_repr
 from .._types import CheckSpec, GenerationParams, Instance, Suite, Turn
 from .detect import read_suite_yaml
-from .errors import SuiteError, _cut, _type_name
+from .errors import SuiteError, SuiteErrors, _cut, _type_name
 
 SUITE_VERSION = 1
 #: Ids must survive ``pytest path::id`` and ``-k``: no spaces, brackets or "::".
@@ -409,6 +409,9 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
                 root: Path | None = None) -> Suite:
     """Validate already-parsed YAML ``data`` read from ``path``.
 
+    An error at the top level stops the reading; the instances' errors are gathered and raised
+    together (:class:`SuiteErrors` when there are several).
+
     ``root`` is the folder relative paths in the suite (``environment``) are resolved
     against: the suite file's real folder (default: ``path``'s).
     """
@@ -429,32 +432,39 @@ def parse_suite(path: Path, data: Any, registry: Registry, *, protocols: set[str
     _check_markers(r, r.expect(defaults.get("markers", []), list, "defaults.markers"), "defaults.markers")
     if "sandbox" in data:  # suite-wide, below defaults and the instances: checked once, here
         _check_sandbox(r, data["sandbox"], "sandbox")
+    description = r.expect(data.get("description", ""), str, "description")
+    options = r.expect(data.get("options", {}), dict, "options")
     raw_instances = r.expect(data.get("instances"), list, "instances")
     seen: set[str] = set()
-    instances = []
+    instances, errors = [], []
     for index, raw in enumerate(raw_instances):
-        if not isinstance(raw, dict):
-            raise r.fail(f"instances[{index}]", f"expected mapping, got {_type_name(raw)}")
-        instance_id = raw.get("id")
-        if "id" not in raw:
-            raise r.fail(f"instances[{index}].id", "required field is missing")
-        if not isinstance(instance_id, str) or not INSTANCE_ID.fullmatch(instance_id):
-            raise r.fail(f"instances[{index}].id", f"{short_repr(instance_id)} is not a selectable id "
-                                                    "(letters, digits, '_', '.', '-'; no spaces)")
-        if instance_id in seen:
-            raise SuiteError(path, "duplicate instance id", instance=instance_id, field="id")
-        seen.add(instance_id)
-        ir = _Reader(path, instance_id, r)
-        ir.unknown_keys(raw, _INSTANCE_KEYS, "")
-        instance = _instance(ir, raw, defaults, benchmark, path, registry, root, data.get("sandbox"))
-        if protocols is not None and instance.protocol not in protocols:
-            raise ir.fail("protocol",
-                          f"unknown protocol {short_repr(instance.protocol)} (known: {', '.join(sorted(protocols))})")
-        instances.append(instance)
-    return Suite(
-        path=path, benchmark=benchmark, description=r.expect(data.get("description", ""), str, "description"),
-        instances=tuple(instances), options=r.expect(data.get("options", {}), dict, "options"),
-    )
+        try:  # each instance is read even after a malformed one, so one run shows every mistake
+            if not isinstance(raw, dict):
+                raise r.fail(f"instances[{index}]", f"expected mapping, got {_type_name(raw)}")
+            instance_id = raw.get("id")
+            if "id" not in raw:
+                raise r.fail(f"instances[{index}].id", "required field is missing")
+            if not isinstance(instance_id, str) or not INSTANCE_ID.fullmatch(instance_id):
+                raise r.fail(f"instances[{index}].id", f"{short_repr(instance_id)} is not a selectable id "
+                                                        "(letters, digits, '_', '.', '-'; no spaces)")
+            if instance_id in seen:
+                raise SuiteError(path, "duplicate instance id", instance=instance_id, field="id")
+            seen.add(instance_id)
+            ir = _Reader(path, instance_id, r)
+            ir.unknown_keys(raw, _INSTANCE_KEYS, "")
+            instance = _instance(ir, raw, defaults, benchmark, path, registry, root, data.get("sandbox"))
+            if protocols is not None and instance.protocol not in protocols:
+                raise ir.fail("protocol", f"unknown protocol {short_repr(instance.protocol)} "
+                                          f"(known: {', '.join(sorted(protocols))})")
+            instances.append(instance)
+        except SuiteError as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise SuiteErrors(path, errors)
+    return Suite(path=path, benchmark=benchmark, description=description, instances=tuple(instances),
+                 options=options)
 
 
 def load_suite(path: Path, registry: Registry, *, protocols: set[str] | None = None,
