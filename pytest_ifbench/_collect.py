@@ -239,20 +239,23 @@ class InstanceItem(pytest.Function):
             episode = getattr(exc, "episode", None)
             if episode is None:
                 self.ifbench_record = error_record(self.nodeid, self.spec, state.model_name, state.judge_names,
-                                                   str(exc), kind, paid=getattr(exc, "paid", ()))
+                                                   str(exc), kind, paid=getattr(exc, "paid", ()),
+                                                   paid_judges=getattr(exc, "paid_judges", ()))
                 raise InstanceError(str(exc)) from None
             self.generation_seconds = episode.duration
             try:  # the checks that need no judge read the agent's final workspace: closed after them
-                self.ifbench_record = self._record_after_run(episode, str(exc), kind, getattr(exc, "paid", ()))
+                self.ifbench_record = self._record_after_run(episode, str(exc), kind, getattr(exc, "paid", ()),
+                                                             getattr(exc, "paid_judges", ()))
             finally:
                 if episode.agent is not None:
                     episode.agent.close(keep=state.keep_workspaces)
             raise InstanceError(str(exc)) from None
 
-    def _record_after_run(self, episode: Episode, error: str, kind: str, paid: Sequence[Any]) -> dict[str, Any]:
+    def _record_after_run(self, episode: Episode, error: str, kind: str, paid: Sequence[Any],
+                          paid_judges: Sequence[Any]) -> dict[str, Any]:
         """The record of an instance that ran and then errored: what the run produced and paid (with ``paid``,
-        the calls of its other samples), every check decided without the failed judge, and the undecided
-        ones marked with ``error``."""
+        the calls of its other samples, ``paid_judges`` the judge calls among them), every check decided
+        without the failed judge, and the undecided ones marked with ``error``."""
         state = self.state
         start = time.perf_counter()
         judged = {c.id for c in self.spec.all_checks() if state.registry.get(c.verifier).kind == "judge"}
@@ -261,7 +264,7 @@ class InstanceItem(pytest.Function):
                     for turn, o in self._episode_outcomes(episode)]
         record = episode_record(self.nodeid, self.spec, state.model_name, state.judge_names, [episode],
                                 outcomes, state.registry, time.perf_counter() - start)
-        return errored_after_run(record, error, kind, paid)
+        return errored_after_run(record, error, kind, paid, paid_judges)
 
     def _outcomes(self) -> list[tuple[int, CheckOutcome]]:
         per_sample = [self._episode_outcomes(episode) for episode in self.episodes]

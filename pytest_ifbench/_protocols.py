@@ -79,6 +79,14 @@ class Episode:
 
 Protocol = Callable[[Instance, Runtime], Awaitable[Episode]]
 
+
+def charge(exc: BaseException, calls: Sequence[Completion], judge_calls: Sequence[Completion] = ()) -> None:
+    """Add ``calls``, paid for before ``exc`` ended the instance, to its ``paid``, and the judge calls among
+    them to its ``paid_judges``: the errored record counts the first in ``tokens`` and ``cost`` and lists
+    the second in ``judge_calls`` (reports/records.py), as a finished instance's record does."""
+    exc.paid = (*calls, *getattr(exc, "paid", ()))  # type: ignore[attr-defined]
+    exc.paid_judges = (*judge_calls, *getattr(exc, "paid_judges", ()))  # type: ignore[attr-defined]
+
 #: Index of the sample being generated (``generation.samples``); part of the cache key.
 SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_sample", default=0)
 
@@ -98,10 +106,11 @@ async def run_samples(protocol: Protocol, instance: Instance, runtime: Runtime) 
             if isinstance(result, Episode) and result.agent is not None:
                 result.agent.close(keep=keep)
         first = failed[0]
-        others = [c for result in done if result is not first
-                  for c in (result.paid() if isinstance(result, Episode) else getattr(result, "paid", ()))]
-        if others:  # the other samples were paid for too: the errored record counts them (see ModelCallError)
-            first.paid = (*getattr(first, "paid", ()), *others)
+        for result in done:  # the other samples were paid for too: the errored record counts them
+            if isinstance(result, Episode):
+                charge(first, result.paid(), result.judge_completions)
+            elif result is not first:
+                charge(first, getattr(result, "paid", ()), getattr(result, "paid_judges", ()))
         raise first
     return list(done)
 
@@ -208,7 +217,7 @@ async def multi_turn(instance: Instance, runtime: Runtime) -> Episode:
         try:
             completion = await replies.next(messages, index, goes_on=not is_last)
         except ModelCallError as exc:  # the earlier turns (and their judges) were paid for
-            exc.paid = (*episode.paid(), *exc.paid)
+            charge(exc, episode.paid(), episode.judge_completions)
             raise
         record = TurnRecord(index=index, messages=messages, completion=completion)
         episode.turns.append(record)

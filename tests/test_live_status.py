@@ -309,3 +309,38 @@ def test_every_sample_s_judge_calls_are_in_the_record_and_the_line(pytester, stu
         f"ifbench: 1/1 instances done, 0 agent runs going, 6 steps, {tokens:,} tokens, ${cost:.4f}, ")
     assert _summary_totals(out) == (tokens, f"${cost:.4f}")
     assert [call["cached"] for call in record["judge_calls"]] == [False, False]
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
+def test_a_sample_whose_judge_fails_keeps_the_other_sample_s_judge_call(pytester, stub_env):
+    """Two samples; one sample's judge answers garbage (and again when asked to repair), so the instance
+    errors. The errored record lists every judge call paid for, the other sample's too (it counted that
+    call's tokens as agent steps: the record hid the call, and the line fell short of the summary)."""
+    answers = itertools.count()
+    judged = []
+
+    def answer(body: dict) -> Reply:
+        if body.get("response_format"):
+            judged.append(body)
+            if "(answer 0)" in json.dumps(body["messages"]):
+                return Reply(content="Looks good to me!")
+            ids = body["response_format"]["json_schema"]["schema"]["properties"]["checks"]["items"]["properties"]
+            checks = [{"id": i, "reasoning": "seen", "result": "success"} for i in ids["id"]["enum"]]
+            return Reply(content=json.dumps({"checks": checks}))
+        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if done < 2:
+            return Reply(tool_calls=STEPS[done])
+        return Reply(tool_calls=[call("finish", {"answer": f"I wrote hello.txt (answer {next(answers)})."}, 3)])
+
+    stub_env.default = answer
+    write_suite(pytester.path, "suites/sampled.yaml", SAMPLED_AGENT_SUITE)
+    result = pytester.runpytest_subprocess("suites", "--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:],
+                                           "--ifbench-live-status=plain", "--ifbench-cache=cache")
+    out = result.stdout.str()
+    (record,) = _records(pytester)
+    assert record["status"] == "error" and record["error_kind"] == "judge", out[-3000:]
+    assert len(judged) == 3 and len(record["judge_calls"]) == 3  # the garbage, its repair, the other's verdict
+    tokens, cost = _paid([record])
+    assert final_line(out).startswith(
+        f"ifbench: 1/1 instances done, 0 agent runs going, 6 steps, {tokens:,} tokens, ${cost:.4f}, ")
+    assert _summary_totals(out) == (tokens, f"${cost:.4f}")

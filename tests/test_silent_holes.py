@@ -78,6 +78,27 @@ def test_a_dialogue_whose_model_fails_at_turn_two_keeps_turn_one_paid_for(pytest
     assert record["paid_calls"] == 1 and record["tokens"]["prompt"] > 0, "turn 1 was paid for"
 
 
+def test_a_dialogue_failing_at_turn_two_lists_turn_one_s_judge_call(pytester, stub_env):
+    """Patience judges each turn before the next: turn 1's judge call is counted in the errored record's
+    tokens and listed in its ``judge_calls`` (it was counted, and not listed)."""
+    from pytest_ifbench.testing import Fault
+
+    instance = {"id": "d", "protocol": "multi_turn", "protocol_options": {"patience": 2}, "turns": [
+        {"user": "first turn", "checks": [{"id": "t1", "verifier": "ifbench.judge",
+                                           "params": {"criterion": "The reply is polite."}}]},
+        {"user": "second turn", "checks": [{"id": "t2", "verifier": "ifbench.word_count", "params": {"min": 1}}]}]}
+    write_suite(pytester.path, "suites/d.yaml", demo_suite(instance))
+    stub_env.add_rule("REQUIREMENTS", Reply(content='{"checks": [{"id": "t1", "reasoning": "ok", "result": "yes"}]}'))
+    stub_env.inject_faults(Fault(kind="status", status=400, message="refused"), match="second turn")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
+    result.assert_outcomes(errors=1)
+    record = results_of(pytester)["d"]
+    assert record["status"] == "error" and record["error_kind"] == "model"
+    assert record["paid_calls"] == 2, "turn 1 and its judge were paid for"
+    (judged,) = record["judge_calls"]
+    assert judged["text"].startswith('{"checks"') and judged["prompt_tokens"] > 0
+
+
 SPLIT_PROTOCOL = """
 from pytest_ifbench import Completion, Episode, JudgeError, TurnRecord
 from pytest_ifbench._protocols import SAMPLE

@@ -83,14 +83,16 @@ def _json_key(key: Any) -> str:
 
 
 def error_record(nodeid: str, instance: Instance, model: str | None, judges: Sequence[str],
-                 error: str, kind: str = "model", paid: Sequence[Completion] = ()) -> dict[str, Any]:
+                 error: str, kind: str = "model", paid: Sequence[Completion] = (),
+                 paid_judges: Sequence[Completion] = ()) -> dict[str, Any]:
     """The record of an instance that errored before it had a turn to score; ``paid``: the calls it had
-    made (an agent run's steps, a dialogue's earlier turns), counted in ``tokens``, ``cost`` and
-    ``paid_calls``."""
+    made (an agent run's steps, a dialogue's earlier turns and their judges), counted in ``tokens``,
+    ``cost`` and ``paid_calls``; ``paid_judges``, the judge calls among them, listed in ``judge_calls``."""
     tokens, costs = usage(paid)
     return plain(_base(nodeid, instance, model, judges) | {
         "status": "error", "error": error, "error_kind": kind, "turns": [], "checks": [],
         "tokens": tokens, **costs, "durations": {}, **({"paid_calls": len(paid)} if paid else {}),
+        **({"judge_calls": [c.to_json() for c in paid_judges]} if paid_judges else {}),
     })
 
 
@@ -109,14 +111,17 @@ def usage(completions: Sequence[Completion]) -> tuple[dict[str, int], dict[str, 
         {"cost": paid if priced else None, "cached_cost": cached if priced else None}
 
 
-def errored_after_run(record: dict[str, Any], error: str, kind: str,
-                      paid: Sequence[Completion] = ()) -> dict[str, Any]:
+def errored_after_run(record: dict[str, Any], error: str, kind: str, paid: Sequence[Completion] = (),
+                      paid_judges: Sequence[Completion] = ()) -> dict[str, Any]:
     """An instance that ran, then errored (its judge failed): the episode's ``record`` keeps its turns,
     tokens, cost, durations and every check decided without the failing part; it is an error, and
     ``errored_checks`` names the checks left undecided and why. ``paid``: calls made outside the episode
-    (its other samples), added to ``tokens`` and ``cost``."""
+    (its other samples), added to ``tokens`` and ``cost``; ``paid_judges``, the judge calls among them,
+    added to ``judge_calls``."""
     errored = [{"check": c["check"], "error": c["error"]} for c in record.get("checks", []) if c.get("error")]
     out = record | {"status": "error", "error": error, "error_kind": kind, "errored_checks": errored}
+    if paid_judges:
+        out["judge_calls"] = [*record.get("judge_calls", ()), *(c.to_json() for c in paid_judges)]
     if paid:
         tokens, costs = usage(paid)
         out["tokens"] = {name: record["tokens"].get(name, 0) + value for name, value in tokens.items()}
