@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -277,16 +278,18 @@ SAMPLED_AGENT_SUITE = JUDGED_AGENT_SUITE.replace("  protocol_options:",
                                                  "  generation: {samples: 2}\n  protocol_options:")
 
 
-@pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "n2"])
-def test_every_sample_s_judge_calls_are_in_the_record_and_the_line(pytester, stub_env, workers):
-    """An agent instance with two samples pays for each sample's steps and judge call: the record lists
-    both judge calls (it listed sample 0's, while its tokens and cost counted both), and the final line
-    says what the summary says (it took sample 1's judge call for agent steps the board had counted)."""
+def two_samples(judged: list[dict] | None = None, garbage: str | None = None) -> Callable[[dict], Reply]:
+    """The stub for SAMPLED_AGENT_SUITE: each sample takes three steps, its answer numbered in the order the
+    samples finish, so each sample's judge reads its own transcript. The judge passes every check, except
+    that it answers garbage to a transcript holding ``garbage``; ``judged`` collects the judge requests."""
     answers = itertools.count()
 
     def answer(body: dict) -> Reply:
-        if body.get("response_format"):  # a judge: each sample's transcript is its own (its answer's number)
+        if body.get("response_format"):
+            if judged is not None:
+                judged.append(body)
+            if garbage is not None and garbage in json.dumps(body["messages"]):
+                return Reply(content="Looks good to me!")
             ids = body["response_format"]["json_schema"]["schema"]["properties"]["checks"]["items"]["properties"]
             checks = [{"id": i, "reasoning": "seen", "result": "success"} for i in ids["id"]["enum"]]
             return Reply(content=json.dumps({"checks": checks}))
@@ -295,7 +298,16 @@ def test_every_sample_s_judge_calls_are_in_the_record_and_the_line(pytester, stu
             return Reply(tool_calls=STEPS[done])
         return Reply(tool_calls=[call("finish", {"answer": f"I wrote hello.txt (answer {next(answers)})."}, 3)])
 
-    stub_env.default = answer
+    return answer
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_every_sample_s_judge_calls_are_in_the_record_and_the_line(pytester, stub_env, workers):
+    """An agent instance with two samples pays for each sample's steps and judge call: the record lists
+    both judge calls (it listed sample 0's, while its tokens and cost counted both), and the final line
+    says what the summary says (it took sample 1's judge call for agent steps the board had counted)."""
+    stub_env.default = two_samples()
     write_suite(pytester.path, "suites/sampled.yaml", SAMPLED_AGENT_SUITE)
     result = pytester.runpytest_subprocess("suites", "--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:],
                                            "--ifbench-live-status=plain", "--ifbench-cache=cache", *workers)
@@ -316,23 +328,8 @@ def test_a_sample_whose_judge_fails_keeps_the_other_sample_s_judge_call(pytester
     """Two samples; one sample's judge answers garbage (and again when asked to repair), so the instance
     errors. The errored record lists every judge call paid for, the other sample's too (it counted that
     call's tokens as agent steps: the record hid the call, and the line fell short of the summary)."""
-    answers = itertools.count()
-    judged = []
-
-    def answer(body: dict) -> Reply:
-        if body.get("response_format"):
-            judged.append(body)
-            if "(answer 0)" in json.dumps(body["messages"]):
-                return Reply(content="Looks good to me!")
-            ids = body["response_format"]["json_schema"]["schema"]["properties"]["checks"]["items"]["properties"]
-            checks = [{"id": i, "reasoning": "seen", "result": "success"} for i in ids["id"]["enum"]]
-            return Reply(content=json.dumps({"checks": checks}))
-        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        if done < 2:
-            return Reply(tool_calls=STEPS[done])
-        return Reply(tool_calls=[call("finish", {"answer": f"I wrote hello.txt (answer {next(answers)})."}, 3)])
-
-    stub_env.default = answer
+    judged: list[dict] = []
+    stub_env.default = two_samples(judged, garbage="(answer 0)")
     write_suite(pytester.path, "suites/sampled.yaml", SAMPLED_AGENT_SUITE)
     result = pytester.runpytest_subprocess("suites", "--model=openai/gpt-4o-mini", *stub_args(stub_env)[1:],
                                            "--ifbench-live-status=plain", "--ifbench-cache=cache")
