@@ -207,6 +207,11 @@ def test_missing_sandbox_stops_at_start_up(pytester, stub_env, agent_suite):
 @pytest.mark.parametrize(("option", "reason"), [
     ("--ifbench-agent-runner=nosuchcli", "agent runner 'nosuchcli': unknown agent CLI*"),
     ("--ifbench-workspaces=no-such-dir", "--ifbench-workspaces *no-such-dir: no such directory*"),
+    # a limit's value was every agent item's traceback, recorded as `crashed`, naming no option
+    ("--ifbench-agent-max-steps=0", "--ifbench-agent-max-steps=0: must be positive, got 0*"),
+    ("--ifbench-agent-max-seconds=-5", "--ifbench-agent-max-seconds=-5.0: must be positive, got -5.0*"),
+    # a profile's name was every agent item's error, recorded as the model's
+    ("--ifbench-agent-tools=nope", "--ifbench-agent-tools: unknown tool profile 'nope' (known: claude_code, *"),
 ])
 def test_a_start_up_problem_under_xdist_stops_the_run_in_one_line(pytester, stub_env, agent_suite, option, reason):
     """Under -n the workers collect, so the controller checks: a worker's usage error was an INTERNALERROR
@@ -226,6 +231,23 @@ def test_a_start_up_problem_under_xdist_stops_the_run_in_one_line(pytester, stub
     # Checked on what is selected: without the agent instance the same options run the rest.
     result = pytester.runpytest_subprocess("suites", *stub_args(stub_env), "-n", "2", option, "-k", "hi")
     result.assert_outcomes(passed=1)
+
+
+def test_a_suite_s_unknown_tool_profile_stops_the_run_naming_the_instance(pytester, stub_env):
+    write_suite(pytester.path, "suites/tools.yaml", """
+        ifbench: 1
+        benchmark: plain
+        instances:
+          - id: fix
+            prompt: Fix it.
+            protocol: agent
+            protocol_options: {runner: loop, tools: claude-code}
+            checks: [{id: wrote, verifier: ifbench.tool_called, params: {tool: write_file}}]
+    """)
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    result.stderr.fnmatch_lines(["*pytest-ifbench: suites/tools.yaml: instance 'fix': protocol_options.tools: "
+                                 "unknown tool profile 'claude-code' (known: claude_code, *)"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and stub_env.calls == 0
 
 
 def test_harness_failure_is_an_error_not_a_failed_check(pytester, stub_env, agent_suite):
