@@ -68,7 +68,7 @@ def shard_from(option: str | None, environ: Mapping[str, str]) -> ShardSpec | No
     count = environ.get("IFBENCH_SHARDS")
     if environ.get("IFBENCH_SHARD"):
         if not count:
-            raise ValueError("IFBENCH_SHARD is set but IFBENCH_SHARDS (the number of shards) is not")
+            raise ValueError(_without_count("IFBENCH_SHARD", "IFBENCH_SHARDS", "the number of jobs"))
         return parse_spec(f"{environ['IFBENCH_SHARD']}/{count}", source="IFBENCH_SHARD/IFBENCH_SHARDS")
     if environ.get("JOB_COMPLETION_INDEX"):
         if not count:

@@ -92,7 +92,9 @@ def test_bad_shard_is_a_usage_error(pytester, stub_server, monkeypatch):
     monkeypatch.setenv("IFBENCH_SHARD", "2")
     result = _run(pytester, stub_server)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*IFBENCH_SHARD is set but IFBENCH_SHARDS*"])
+    result.stderr.fnmatch_lines(["*IFBENCH_SHARD is set but IFBENCH_SHARDS (the number of shards) is not: set "
+                                 "IFBENCH_SHARDS to the number of jobs to run one shard per task, or give "
+                                 "--ifbench-shard=1/1 to run every instance*"])
 
 
 def test_an_empty_shard_still_writes_its_results_file(pytester, stub_server):
