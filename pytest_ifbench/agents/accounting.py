@@ -30,10 +30,15 @@ from ..models.client import Completion
 from .options import AgentOptions
 from .progress import BOARD
 
-__all__ = ["LIMIT_REASONS", "Meter", "Usage", "step_line", "tool_names"]
+__all__ = ["CONTEXT_WINDOW", "LIMIT_REASONS", "Meter", "Usage", "step_line", "tool_names"]
 
 #: The stop reasons a limit gives, the loop's names (:data:`~.loop.STOP_REASONS`).
 LIMIT_REASONS = ("max_steps", "max_tokens", "max_seconds", "max_cost")
+#: The stop of a run whose conversation outgrew the model's context window after its own steps: the
+#: provider refused the next call. The agent filled the window, so the run is scored as it stands, like a
+#: limit's (inspect_ai's ``model_length``); on the run's first call the task itself does not fit the model,
+#: and that stays the model's error.
+CONTEXT_WINDOW = "context_window"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +53,7 @@ class Usage:
     cost: float
     model_seconds: float
     tool_seconds: float
-    #: The limit that stopped the run (one of :data:`LIMIT_REASONS`), or None.
+    #: The limit that stopped the run (one of :data:`LIMIT_REASONS`, or :data:`CONTEXT_WINDOW`), or None.
     stop_reason: str | None
     #: The limit's one-line explanation, as the CLI was told it.
     stop_message: str | None
@@ -90,6 +95,8 @@ class Meter:
         self._steps = self._prompt = self._completion = 0
         self._cost = self._model = self._tools = 0.0
         self._completions: list[Completion] = []
+        #: Answered calls whose reply asked for tools: the agent's commands have run in its sandbox.
+        self.tool_replies = 0
         self._in_flight = 0
         self._busy_since = 0.0
         self._tools_since: float | None = None
@@ -114,7 +121,8 @@ class Meter:
         spent = {"max_steps": f"{self._steps} model calls made, the limit is {o.max_steps}",
                  "max_tokens": f"{self._completion} completion tokens used, the limit is {o.max_tokens}",
                  "max_seconds": f"the run's {o.max_seconds:g} s are over",
-                 "max_cost": f"${self._cost:.4f} spent, the limit is ${o.max_cost:g}"}[reason]
+                 "max_cost": f"${self._cost:.4f} spent, the limit is ${o.max_cost:g}",
+                 CONTEXT_WINDOW: "the conversation no longer fits the model's context window"}[reason]
         return f"ifbench: the run is stopped ({reason}: {spent}); no more model calls are answered"
 
     def stop(self, reason: str) -> str:
@@ -162,6 +170,7 @@ class Meter:
             if completion is None:
                 return
             self._completions.append(completion)
+            self.tool_replies += bool(tools)
             BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost,
                        cached=completion.cached)
             self._prompt += completion.prompt_tokens

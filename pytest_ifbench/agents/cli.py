@@ -169,7 +169,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                                            **({"replace_system": True} if replacing else {}))
                 limits = Limits(timeout=left, memory_mb=max(options.memory_mb, CLI_MEMORY_MB),
                                 max_processes=max(options.max_processes, CLI_PROCESSES))
-                before = proxy.calls
+                before, acted = proxy.calls, meter.tool_replies > 0
                 starts.append(_records_in(log_path))
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
@@ -183,6 +183,8 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 error = _classify(name, done, proxy, before, options)
                 if error is not None and _tool_was_running(proxy):
                     error, fault = None, _fault(name, done, error)
+                elif error is not None and acted and proxy.calls == before and not proxy.failures:
+                    error, fault = None, _unreachable(name, turn, done)
                 if error is not None or fault is not None:
                     break
         except SandboxUnavailable as exc:
@@ -230,6 +232,15 @@ def _fault(name: str, done: CommandResult, error: str) -> str:
     status = done.returncode
     how = f"killed by signal {status - 128}" if status is not None and status > 128 else f"exit {status}"
     return f"{name} ended ({how}) while the agent's tool call was running, without a final answer"
+
+
+def _unreachable(name: str, turn: int, done: CommandResult) -> str:
+    """The agent-fault reason for a later user turn whose command made no model call: the same CLI, set up
+    the same way, reached the model in the turns before, and the agent's commands have run in its sandbox
+    since (a settings file of the CLI pointed elsewhere, its home removed), so the agent broke it."""
+    said = _last_line(done.stderr) or _last_line(done.stdout) or "no output"
+    return (f"{name} made no model call in user turn {turn + 1} (exit {done.returncode}: {said}), after the "
+            "agent's own commands had run in its sandbox in the turns before")
 
 
 def _result(name: str, session: str, log_path: Path, done: CommandResult | None, error: str | None,

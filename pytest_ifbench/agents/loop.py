@@ -22,6 +22,9 @@ Stop rules (:attr:`LoopResult.stop_reason`), limits checked before each model ca
   One call's ``max_tokens`` is capped by what is left of the run's budget.
 * ``repeated_action``: the same call (tool name and canonical JSON arguments) ``max_repeats``
   times in a row; that last call is answered "not executed", not run.
+* ``context_window``: the provider refused a call as longer than the model's context window after
+  the run's own steps (its tool outputs and replies filled it): the run ends and is scored as it
+  stands. On the run's first call the task itself does not fit the model: ``model_error``.
 * ``model_error``: a :class:`~pytest_ifbench.models.client.ModelCallError` (retries exhausted); the
   trajectory is written, then the error is re-raised, so the item errors (a harness failure,
   not a model failure). Any other exception (no sandbox, a crashing tool) is recorded as
@@ -62,6 +65,7 @@ from .._redact import redact
 from .._text import map_strings, utf8_safe_value
 from .._types import GenerationParams
 from ..models.client import Completion, ModelCallError, ModelClient
+from .accounting import CONTEXT_WINDOW
 from .options import BUILT_IN_RUNNER, AgentOptions
 from .profiles import Profile
 from .progress import BOARD
@@ -70,7 +74,7 @@ from .trajectory import Trajectory, TrajectoryBuilder
 from .workspace import Workspace
 
 STOP_REASONS = ("finished", "no_tool_call", "max_steps", "max_tokens", "max_seconds", "max_cost",
-                "repeated_action", "model_error")
+                "repeated_action", CONTEXT_WINDOW, "model_error")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -304,9 +308,11 @@ async def run_loop(*, client: ModelClient, messages: Sequence[Mapping[str, Any]]
             await _step(client, history, params, sample, specs, profile, ctx, run, builder, progress)
         answered = True
     except ModelCallError as exc:
-        run.stop_reason = "model_error"
-        exc.paid = (*run.completions, *exc.paid)  # the steps before it were paid for: the record counts them
-        raise
+        if not (exc.context_window and (run.completions or earlier.steps)):  # a call of the run was answered
+            run.stop_reason = "model_error"
+            exc.paid = (*run.completions, *exc.paid)  # the steps before it were paid for: the record counts them
+            raise
+        run.stop_reason = CONTEXT_WINDOW  # the run's own steps filled the window: scored as it stands
     except asyncio.CancelledError:
         run.stop_reason = "cancelled"
         raise

@@ -48,7 +48,8 @@ call is admitted by the meter first and counted after; one call's ``max_tokens``
 the run's budget, and waiting for the model ends at the run's deadline. Past a limit the CLI gets a
 non-retryable HTTP 400 naming it (a refused request of kind ``limit``, ``"limit": <the stop reason>``, which
 :func:`~.normalize.normalize` makes the trajectory's ``stop_reason``), and a second later every process of
-its sandbox is killed (:class:`~.proxy_bounds.SandboxEnder`); the meter keeps the stop reason too.
+its sandbox is killed (:class:`~.proxy_bounds.SandboxEnder`); the meter keeps the stop reason too. So does
+a call refused as over the model's context window once one was answered (:data:`~.accounting.CONTEXT_WINDOW`).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ import socketserver
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Self
 
@@ -70,9 +71,9 @@ from .._types import GenerationParams
 from ..models.client import Completion, ModelClient
 from ..sandbox._forward import PREAMBLE_CLI, PREAMBLE_REFUSED
 from . import proxy_bounds as _bounds
-from .accounting import Meter, tool_names
+from .accounting import CONTEXT_WINDOW, Meter, tool_names
 from .progress import BOARD
-from .proxy_bounds import LIMIT_KIND, MAX_BODY_BYTES, NOT_CLI, Bounded, Rejected, SandboxEnder, read_body, redact_bytes
+from .proxy_bounds import LIMIT_KIND, MAX_BODY_BYTES, NOT_CLI, Rejected, SandboxEnder, read_body, redact_bytes
 from .proxy_loop import LoopThread
 from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
 from .wire.anthropic_messages import error_body
@@ -90,11 +91,11 @@ class RecordingProxy:
     ``wire_formats``: the dialects served, routed by path (default: Anthropic Messages alone; the
     first one's error format answers unknown paths). ``socket_path``: where to listen (a fresh socket
     file; its directory must exist). ``tcp``: also listen on a free local port (:attr:`url`), for
-    debugging and tests. ``defaults``: the generation
-    parameters a request does not set (temperature, top_p, seed); ``max_tokens_cap`` bounds the
-    ``max_tokens`` a CLI asks for; ``accepts``: which documents and images the target takes as they are
-(:mod:`.wire.documents`: the rest becomes text). ``relay_only``: serve only the sandbox relay's CLI connections (see
-    the module doc). Use as a context manager, or :meth:`start` and :meth:`stop`.
+    debugging and tests. ``defaults``: the generation parameters a request does not set (temperature,
+    top_p, seed); ``max_tokens_cap`` bounds the ``max_tokens`` a CLI asks for; ``accepts``: which documents
+    and images the target takes as they are (:mod:`.wire.documents`: the rest becomes text).
+    ``relay_only``: serve only the sandbox relay's CLI connections (see the module doc). Use as a context
+    manager, or :meth:`start` and :meth:`stop`.
     """
 
     def __init__(self, client: ModelClient, *, log_path: Path, session_id: str = "session",
@@ -161,9 +162,9 @@ class RecordingProxy:
         try:
             if self.socket_path is not None:
                 address, self._dir_fd = _bounds.bind_path(self.socket_path)
-                self._serve(_UnixServer(address, _Handler))
+                self._serve(_bounds.UnixServer(address, _Handler))
             if self._tcp:
-                self._serve(_TCPServer(("127.0.0.1", 0), _Handler))
+                self._serve(_bounds.TCPServer(("127.0.0.1", 0), _Handler))
         except BaseException:
             self.stop()
             raise
@@ -223,7 +224,7 @@ class RecordingProxy:
     def url(self) -> str:
         """``http://127.0.0.1:<port>`` of the TCP listener (RuntimeError without one)."""
         for server in self._servers:
-            if isinstance(server, _TCPServer):
+            if isinstance(server, _bounds.TCPServer):
                 return f"http://127.0.0.1:{server.server_address[1]}"
         raise RuntimeError("the proxy is not listening on TCP (start it with tcp=True)")
 
@@ -297,6 +298,8 @@ class RecordingProxy:
         except concurrent.futures.CancelledError:
             return self._fail(wire, 400, "the proxy stopped before the model answered", body, request_time)
         except Exception as exc:  # noqa: BLE001 - any failure of the model call is reported, not raised
+            if self.meter is not None and self.calls and getattr(exc, "context_window", False):
+                return self._stopped(wire, self.meter.stop(CONTEXT_WINDOW))  # the run's own steps filled it
             status = 413 if getattr(exc, "status", None) == 413 else 400
             return self._fail(wire, status, f"model call failed: {exc}", body, request_time)
         finally:
@@ -358,22 +361,6 @@ def _no_retry(wire: WireFormat, status: int, message: str) -> tuple[int, dict[st
     """An error answer in ``wire`` that the CLI should not retry."""
     return status, {"Content-Type": "application/json", "x-should-retry": "false"}, json.dumps(
         wire.error(status, message)).encode()
-
-
-class _UnixServer(Bounded, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128
-
-
-class _TCPServer(Bounded, ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128
-
-    def server_bind(self) -> None:  # no reverse DNS (HTTPServer.server_bind calls getfqdn)
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
 
 
 class _Handler(BaseHTTPRequestHandler):

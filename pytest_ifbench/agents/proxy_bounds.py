@@ -1,7 +1,8 @@
 """The recording proxy's bounds and its test of who is calling (:mod:`.proxy` uses them).
 
-Sizes: :data:`MAX_BODY_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_CONNECTIONS` (the :class:`Bounded` servers
-answer one more connection 503 from the listening thread), :data:`MAX_RECORDED_REFUSALS`. Origin:
+Sizes: :data:`MAX_BODY_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_CONNECTIONS` (the :class:`Bounded` servers,
+:class:`UnixServer` and :class:`TCPServer`, answer one more connection 503 from the listening thread),
+:data:`MAX_RECORDED_REFUSALS`. Origin:
 :func:`not_the_relay` tells the sandbox's relay (:mod:`pytest_ifbench.sandbox._forward`) from anything else
 connecting to the proxy's Unix socket. Redaction of what goes back into the sandbox: :func:`redact_bytes`.
 """
@@ -12,9 +13,11 @@ import json
 import os
 import signal
 import socket
+import socketserver
 import struct
 import threading
 import time
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +25,8 @@ from .._redact import redact
 from ..sandbox._forward import PREAMBLE_REFUSED
 
 __all__ = ["LIMIT_KIND", "MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI",
-           "Bounded", "Rejected", "SandboxEnder", "bind_path", "not_the_relay", "read_body", "relay_preamble",
-           "redact_bytes", "sandbox_init", "too_deep"]
+           "Bounded", "Rejected", "SandboxEnder", "TCPServer", "UnixServer", "bind_path", "not_the_relay", "read_body",
+           "relay_preamble", "redact_bytes", "sandbox_init", "too_deep"]
 
 #: Largest request body read (the Messages API's own limit is 32 MB).
 MAX_BODY_BYTES = 32 << 20
@@ -256,6 +259,22 @@ class Bounded:
             super().process_request_thread(request, client_address)  # type: ignore[misc]
         finally:
             self.proxy._slots.release()
+
+
+class UnixServer(Bounded, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128
+
+
+class TCPServer(Bounded, ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128
+
+    def server_bind(self) -> None:  # no reverse DNS (HTTPServer.server_bind calls getfqdn)
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
 
 
 class Rejected(Exception):

@@ -18,14 +18,19 @@ class ModelCallError(Exception):
     """A model call failed for good (after retries, or not retryable); the message is redacted.
 
     ``paid``: the completions the failed operation had already paid for (an agent run's steps, a
-    dialogue's earlier turns), added by the layer that re-raises it, so the errored record counts them."""
+    dialogue's earlier turns), added by the layer that re-raises it, so the errored record counts them.
+    ``context_window``: the provider refused the prompt as longer than the model's window (an agent run
+    whose own steps filled it stops there, scored as it stands: see ``agents.loop``)."""
 
     paid: tuple[Any, ...] = ()
+    context_window: bool = False
 
-    def __init__(self, model: str, message: str, *, attempts: int, status: int | None = None) -> None:
+    def __init__(self, model: str, message: str, *, attempts: int, status: int | None = None,
+                 context_window: bool = False) -> None:
         self.model = model
         self.status = status
         self.attempts = attempts
+        self.context_window = context_window
         status_text = f" (HTTP {status})" if status else ""
         super().__init__(f"model {model!r} failed after {attempts} attempt(s){status_text}: {message}")
 

@@ -35,6 +35,7 @@ from .call_errors import (
     SpendingLimitReached,
     answered,
     error_message,
+    is_context_window_error,
     is_retryable,
     retry_after,
 )
@@ -424,8 +425,8 @@ class ModelClient:
                     breaker.answered()
                 if not is_retryable(exc) or attempt >= self.retry.max_attempts:
                     self.stats.failures += 1
-                    raise ModelCallError(self.model, message,
-                                         attempts=attempt, status=status_of(exc)) from None
+                    raise ModelCallError(self.model, message, attempts=attempt, status=status_of(exc),
+                                         context_window=is_context_window_error(exc)) from None
                 delay = random.uniform(0, min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1)))
                 hinted = retry_after(exc)
                 if hinted is not None:

@@ -322,6 +322,64 @@ def test_a_real_agent_cli_runs_as_a_suite_item(name, agents, pytester, stub_env)
 
 
 
+TOO_LONG = "This model's maximum context length is 8192 tokens (context_length_exceeded)"
+
+
+@pytest.mark.parametrize("refused_step", [2, 1])
+def test_a_run_that_fills_the_context_window_is_scored_as_it_stands(pytester, stub_env, agent_suite, refused_step):
+    """The provider refuses the second step as too long for the model's window: the run's own step filled it,
+    so the run stops (``context_window``) and is scored as it stands, like a limit (it was an error, which
+    ISR and CSR leave out: an agent could flood its own context to get out of a failing instance). Refused
+    on the first call, the task itself does not fit the model: still the model's error."""
+    from pytest_ifbench.testing import Fault
+
+    scripted(stub_env)
+    agent = stub_env.default
+    too_long = Fault(kind="status", status=400, message=TOO_LONG)
+    if refused_step == 1:
+        stub_env.inject_faults(too_long, match="Create hello")
+
+    def refuse(body: dict[str, Any]) -> Reply:
+        if refused_step == 2 and sum(m["role"] == "assistant" for m in body.get("messages") or ()) == 0:
+            threading.Thread(target=stub_env.inject_faults, args=(too_long,), kwargs={"match": "Create hello"}).start()
+        return agent(body)
+
+    stub_env.default = refuse
+    pytester.runpytest("suites", *stub_args(stub_env))
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    if refused_step == 1:
+        assert record["status"] == "error" and record["error_kind"] == "model", record
+        return
+    assert record["status"] == "failed" and record["agent"]["stop_reason"] == "context_window", record
+    checks = {c["check"]: c["passed"] for c in record["checks"]}
+    assert checks["file"] is True and checks["wrote"] is True and checks["ran"] is False
+    assert record["agent"]["steps"] == 2 and record["tokens"]["prompt"] > 0  # the refused call was made
+
+
+@pytest.mark.parametrize("name", ["claude_code"])
+def test_a_real_cli_whose_conversation_fills_the_context_window_is_scored_as_it_stands(name, agents, pytester,
+                                                                                        stub_env):
+    from pytest_ifbench.testing import Fault
+
+    script = cli_script(name)
+    answered = []
+
+    def then_too_long(body: dict[str, Any]) -> Reply:
+        if not answered:
+            answered.append(body)
+            faults = (Fault(kind="status", status=400, message=TOO_LONG),)
+            threading.Thread(target=stub_env.inject_faults, args=faults).start()  # the script's lock is held here
+        return script(body)
+
+    stub_env.default = then_too_long
+    write_suite(pytester.path, "suites/cli.yaml",
+                CLI_SUITE.format(scaffold=name, runner=name, tool=CLI_WRITE[name][0]))
+    pytester.runpytest_subprocess("suites", *stub_args(stub_env), "--ifbench-timeout=60")
+    record = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"][0]
+    assert record["status"] in ("passed", "failed") and record["agent"]["stop_reason"] == "context_window", record
+    assert record["agent"]["steps"] == 2 and record["tokens"]["prompt"] > 0
+
+
 def test_a_provider_failing_during_a_real_cli_run_keeps_its_paid_calls(agents, pytester, stub_env):
     """Claude Code's first call is answered, then the provider fails: a harness error (never the agent's),
     whose record counts the call the run paid for."""

@@ -59,8 +59,10 @@ def bash_then_answer(command: str, requests: list[dict[str, Any]], cli: str = "c
     return reply
 
 
-def attack(command: str, stub, tmp_path: Path, *, seconds: float = 90, cli: str = "claude_code"):
-    """Run ``cli`` once with the model asking for ``command``; (workspace, result, stub requests)."""
+def attack(command: str, stub, tmp_path: Path, *, seconds: float = 90, cli: str = "claude_code",
+           queries: tuple[str, ...] = ("Do the task.",)):
+    """Run ``cli`` once with the model asking for ``command`` (then answering every later user turn);
+    (workspace, result, stub requests)."""
     requests: list[dict[str, Any]] = []
     stub.default = bash_then_answer(command, requests, cli)
     (tmp_path / "env").mkdir(exist_ok=True)
@@ -68,7 +70,7 @@ def attack(command: str, stub, tmp_path: Path, *, seconds: float = 90, cli: str 
     (tmp_path / "env" / "forged.json").write_text(json.dumps(FORGED))
     client = ModelClient(model="openai/stub", api_base=stub.url, retry=RetryPolicy(max_attempts=1, timeout=30))
     ws = Workspace.create(tmp_path / "env", parent=tmp_path)
-    result = run_closing(run_cli(cli, workspace=ws, queries=["Do the task."], system=None,
+    result = run_closing(run_cli(cli, workspace=ws, queries=list(queries), system=None,
                                  model_name=MODEL, client=client, submit=None,
                                  options=AgentOptions(max_seconds=seconds), log_path=tmp_path / "raw.jsonl"))
     return ws, result, requests
@@ -256,6 +258,24 @@ def test_filling_the_disk_is_the_agents_failure_not_an_error(agents, stub_env, t
         assert result.harness_error is None, result.harness_error
         assert result.agent_fault is not None and "disk limit" in result.agent_fault, result.agent_fault
         assert result.stop_reason == "agent_fault"
+    finally:
+        ws.close()
+
+
+def test_breaking_the_cli_for_a_later_turn_is_the_agents_failure_not_an_error(agents, stub_env, tmp_path):
+    """Turn 1's command points Claude Code's own settings at a dead address; turn 2's CLI then reaches no
+    model. The same CLI, set up the same way, reached it in turn 1: the agent broke it, so the instance
+    fails with the reason (it was a harness error, which ISR and CSR leave out)."""
+    settings = {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "CLAUDE_CODE_MAX_RETRIES": "0"}}
+    command = f"mkdir -p ~/.claude && echo '{json.dumps(settings)}' > ~/.claude/settings.json"
+    ws, result, requests = attack(command, stub_env, tmp_path, queries=("Do the task.", "Now the next one."))
+    try:
+        assert result.harness_error is None, result.harness_error
+        assert result.agent_fault is not None and result.agent_fault.startswith(
+            "claude_code made no model call in user turn 2 (exit "), result.agent_fault
+        assert result.agent_fault.endswith("after the agent's own commands had run in its sandbox in the turns before")
+        assert result.stop_reason == "agent_fault"
+        assert not any("Now the next one." in json.dumps(body) for body in requests)
     finally:
         ws.close()
 
