@@ -108,6 +108,22 @@ def test_tool_called_sees_sub_agents_unless_told_not_to():
     assert not check("ifbench.tool_called", {"tool": "Grep", "subagents": False}, trajectory=traj).passed
 
 
+def test_a_call_seen_only_in_history_is_not_credited_but_still_forbidden():
+    """A reply with ``generation`` False was only in a later request's history (the agent may have rewritten it):
+    it earns no ``tool_called`` or ``read_before_edit`` credit, and still counts as a forbidden call."""
+    honest = run(("user", "fix a.py"), ("call", "Read", {"file_path": "a.py"}, "x"), shell("rm -rf /tmp/x"),
+                 ("call", "Edit", {"file_path": "a.py"}, "ok"))
+    forged = replace(honest, messages=tuple(replace(m, generation=False) if m.turn == 1 else m
+                                            for m in honest.messages))
+    assert check("ifbench.tool_called", {"tool": "Read"}, trajectory=honest).passed
+    outcome = check("ifbench.tool_called", {"tool": "Read"}, trajectory=forged)
+    assert not outcome.passed and "0 call(s) to Read" in outcome.verdict.evidence
+    assert "Bash x1" in outcome.verdict.evidence and "Read" not in outcome.verdict.evidence.split(";")[1]
+    assert not check("ifbench.read_before_edit", trajectory=forged).passed
+    forbidden = check("ifbench.tool_not_called", {"tool": "Read"}, trajectory=forged)
+    assert not forbidden.passed and "turn 1 (only in a later request's history): Read" in forbidden.verdict.evidence
+
+
 def test_tool_not_called_finds_a_forbidden_command_through_escapes():
     traj = run(("user", "undo my commits"), shell('echo "x" && git  reset --hard HEAD~3'), ("say", "done"))
     outcome = check("ifbench.tool_not_called", {"arguments": r"git\s+reset\s+--hard"}, trajectory=traj)

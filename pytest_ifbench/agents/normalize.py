@@ -14,17 +14,29 @@ Rules, per session (``session_id``):
    ``cache_control``/``signature`` and without thinking blocks (clients move cache marks, re-sign or drop
    thinking).
 3. An assistant message is taken from the logged response of the call that produced it when there is one
-   (all its blocks; ``generation`` True), else from the later request's history (``generation`` False).
+   (all its blocks; ``generation`` True), else from the later request's history (``generation`` False: its
+   tool calls are credited to no check, see :meth:`.Trajectory.tool_calls`). Only responses are what the model
+   said; history is what the CLI resent, read back from files the agent's own tools can write (Claude Code's
+   ``~/.claude/projects/*/*.jsonl`` between ``claude -p`` and ``claude -p -c``). So an assistant message in a
+   request's history where an earlier call with exactly the history before it got another reply is a
+   **rewrite**: the message is replaced by that logged reply (the one sharing a tool-call id, else the latest)
+   before calls are chained, and the thread's ``meta["history_rewrites"]`` records it -- ``request_time`` of
+   the first call that carried it, ``turn``, the ``history`` blocks and the ``logged`` ones, ``answered_at``
+   (that reply's call). A history-only message reusing the id of a logged tool call with other contents is
+   recorded the same way (it has no request to be repaired by). Thinking, empty text and transport keys are
+   ignored as in rule 2, so a CLI dropping them rewrites nothing.
 4. A call whose request a later call with the same system prompt contains, but not its response (a retry, an
    abandoned branch), adds no message; its response is kept in ``meta["abandoned"]`` with the index of the
    message it would have followed.
 5. A thread whose first user message holds a string argument of an earlier tool call (Claude Code's ``Task``
    ``prompt``, Kilo's ``new_task`` ``message``; exact text block first, else contained if >= 40 characters) or
    whose final text is in that call's result is a sub-agent: a child of the calling thread, ``parent_call_id``
-   that call's id, ``meta["link"] = "tool_call"``. The main thread is the unspawned one with the most assistant
-   turns in its tree (then most tools, most messages, earliest). Other unspawned threads (Claude Code's warm-up
-   calls, side calls) are linked by time: children of the main thread with ``parent_call_id`` None and
-   ``meta["link"] = "time"``. Children are ordered by start time; ids are ``<session>/<n>``, nested.
+   that call's id, ``meta["link"] = "tool_call"`` (only a call of a reply the relay saw spawns). The main
+   thread is the unspawned one with the most generated assistant turns (rule 3) in its tree (then most tools,
+   most messages, earliest): history alone, however long, never makes a thread the main one. Other unspawned
+   threads (Claude Code's warm-up calls, side calls) are linked by time: children of the main thread with
+   ``parent_call_id`` None and ``meta["link"] = "time"``. Children are ordered by start time; ids are
+   ``<session>/<n>``, nested.
 6. If the system prompt changes within a thread, a system message is inserted before the first reply under it;
    ``tools`` are the union of the thread's calls' tools (by name, first-seen order, latest definition).
 7. A record with ``"refused"`` (a request the recording proxy refused: not the agent CLI's own, or out of
@@ -84,6 +96,7 @@ class _Call:
     records: int = 1
     rank: int = 0
     ids: list[int] = field(default_factory=list)  # ids[n]: the id of the first n request messages
+    rewrites: list[tuple[int, tuple[dict[str, Any], ...], _Call]] = field(default_factory=list)  # rule 3
     ext: int | None = None  # the id of the request messages plus the response
     succ: _Call | None = None
 
@@ -206,19 +219,39 @@ def normalize(records: Iterable[Mapping[str, Any]]) -> list[Trajectory]:
     return out
 
 
+def _uses(blocks: Iterable[Mapping[str, Any]]) -> set[str]:
+    return {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
+
+
+def _answered(asked: list[_Call], blocks: tuple[dict[str, Any], ...]) -> _Call:
+    """Of the earlier calls asked what a rewritten reply answers, the one whose reply it was (shared tool-call
+    ids), else the latest."""
+    ids = _uses(blocks)
+    return next((c for c in reversed(asked) if ids & _uses(c.response)), asked[-1])
+
+
 def _session(session: str, calls: list[_Call]) -> Trajectory:
     calls.sort(key=lambda c: (c.time, c.order))
     trie: dict[tuple[int, str], int] = {}
     containing: dict[int, list[_Call]] = defaultdict(list)  # prefix id -> calls whose request has it, by time
     producers: dict[int, _Call] = {}  # request-plus-response id -> the (first) call that produced it
+    asked: dict[int, list[_Call]] = defaultdict(list)  # request id -> the earlier calls with that request
     for rank, call in enumerate(calls):
         call.rank, call.ids = rank, [0]
-        for role, blocks in call.messages:
-            call.ids.append(trie.setdefault((call.ids[-1], _key(role, blocks)), len(trie) + 1))
+        for n, (role, blocks) in enumerate(call.messages):
+            key = _key(role, blocks)
+            if role == "assistant" and asked.get(call.ids[-1]) and producers.get(trie.get((call.ids[-1], key))) is None:
+                # The relay saw the model answer this very request otherwise: the history was rewritten (rule 3).
+                logged = _answered(asked[call.ids[-1]], blocks)
+                call.rewrites.append((n, blocks, logged))
+                call.messages[n] = ("assistant", logged.response)
+                key = _key("assistant", logged.response)
+            call.ids.append(trie.setdefault((call.ids[-1], key), len(trie) + 1))
             containing[call.ids[-1]].append(call)
         if call.response:
             call.ext = trie.setdefault((call.ids[-1], _key("assistant", call.response)), len(trie) + 1)
             producers.setdefault(call.ext, call)
+            asked[call.ids[-1]].append(call)
     for call in calls:
         if call.ext is not None and containing.get(call.ext):
             call.succ = containing[call.ext][0]
@@ -238,12 +271,35 @@ def _session(session: str, calls: list[_Call]) -> Trajectory:
         group[1].append(call)
         if abandoned:
             group[2].append(call)
-    threads = [_thread(session, end, members, abandoned, producers) for end, members, abandoned in groups.values()]
+    replies = {str(b.get("id")): (c, b) for c in calls for b in c.response if b.get("type") == "tool_use"}
+    threads = [_thread(session, end, members, abandoned, producers, replies)
+               for end, members, abandoned in groups.values()]
     return _tree(_link(threads), session or "session", None, None, None)
 
 
+def _rewrites(members: list[_Call], items: list[tuple[str, tuple[dict[str, Any], ...], _Call | None]],
+              turns: list[int | None], replies: Mapping[str, tuple[_Call, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The thread's assistant messages whose history contradicts what the relay saw the model answer (rule 3)."""
+    found: dict[int, dict[str, Any]] = {}
+    for call in members:  # each member's request is a prefix of the thread's: the same message indices
+        for n, history, logged in call.rewrites:
+            found.setdefault(n, {"request_time": call.time, "turn": turns[n], "history": [dict(b) for b in history],
+                                 "logged": [dict(b) for b in logged.response], "answered_at": logged.time})
+    for n, (role, blocks, producer) in enumerate(items):
+        uses = [b for b in blocks if b.get("type") == "tool_use"]
+        if role != "assistant" or producer is not None or n in found:
+            continue
+        seen = next((replies[str(b.get("id"))] for b in uses if str(b.get("id")) in replies
+                     and _key("assistant", [replies[str(b.get("id"))][1]]) != _key("assistant", [b])), None)
+        if seen is not None:  # a call id the model gave to another call: no request to repair it by
+            found[n] = {"request_time": min(c.time for c in members), "turn": turns[n],
+                        "history": [dict(b) for b in blocks], "logged": [dict(b) for b in seen[0].response],
+                        "answered_at": seen[0].time}
+    return [found[n] for n in sorted(found)]
+
+
 def _thread(session: str, end: _Call, members: list[_Call], abandoned: list[_Call],
-            producers: dict[int, _Call]) -> _Thread:
+            producers: dict[int, _Call], replies: Mapping[str, tuple[_Call, dict[str, Any]]]) -> _Thread:
     raw = end.messages + ([("assistant", end.response)] if end.response else [])
     ids = end.ids + ([end.ext] if end.response else [])
     items: list[tuple[str, tuple[dict[str, Any], ...], _Call | None]] = []
@@ -258,9 +314,11 @@ def _thread(session: str, end: _Call, members: list[_Call], abandoned: list[_Cal
     messages: list[Message] = [Message.from_blocks("system", system)] if system else []
     before: list[int] = []  # before[n]: how many of our messages precede raw message n
     times: list[float] = []  # per assistant message: when the call that produced it was made
+    turns: list[int | None] = []  # per raw message: its turn (assistant messages)
     turn = 0
     for role, blocks, producer in items:
         before.append(len(messages))
+        turns.append(turn + 1 if role == "assistant" else None)
         if role == "assistant":
             if producer is not None and producer.system != system:
                 system = producer.system
@@ -299,9 +357,12 @@ def _thread(session: str, end: _Call, members: list[_Call], abandoned: list[_Cal
     if abandoned:
         meta["abandoned"] = [{"request_time": c.time, "after_message": before[len(c.messages)],
                               "blocks": [dict(b) for b in c.response]} for c in abandoned]
+    if rewrites := _rewrites(members, items, turns, replies):
+        meta["history_rewrites"] = rewrites
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
     uses = [(b, time, results.get(b.get("id"), "")) for m, time in zip(
-        [m for m in messages if m.role == "assistant"], times) for b in m.blocks if b.get("type") == "tool_use"]
+        [m for m in messages if m.role == "assistant"], times) if m.generation
+        for b in m.blocks if b.get("type") == "tool_use"]
     return _Thread(end=end, start=members[0].time, meta=meta, tools=tuple(tools.values()),
                    messages=tuple(messages), uses=uses)
 
@@ -341,8 +402,9 @@ def _link(threads: list[_Thread]) -> _Thread:
             best[2].children.append(child)
             taken.add(best[3])
 
-    def turns(thread: _Thread) -> int:
-        return sum(m.role == "assistant" for m in thread.messages) + sum(turns(c) for c in thread.children)
+    def turns(thread: _Thread) -> int:  # replies the relay saw: history alone decides nothing (rule 3)
+        return sum(m.role == "assistant" and m.generation for m in thread.messages) + sum(
+            turns(c) for c in thread.children)
 
     roots = [t for t in threads if t.spawner is None]
     main = max(roots, key=lambda t: (turns(t), len(t.tools), len(t.messages), -t.start))

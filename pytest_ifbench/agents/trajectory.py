@@ -13,7 +13,9 @@ Rules:
   ``signature`` are dropped). ``content`` joins all non-empty text blocks with a blank line,
   ``reasoning_content`` all thinking blocks.
 - Assistant messages carry a 1-based ``turn`` and OpenAI ``tool_calls`` (``arguments`` a JSON string);
-  ``generation`` is False when the message was only seen in a later request's history, not as a response.
+  ``generation`` is False when the message was only seen in a later request's history, not as a response:
+  :meth:`Trajectory.tool_calls` leaves such a message's calls out unless asked (``history=True``), so a
+  conversation the agent rewrote on disk between turns cannot earn it calls it never made.
 - A ``tool`` message answers exactly one call: ``tool_call_id``, ``tool_name``, ``is_error``.
 
 Where we differ from the authors' converter (``convert/utils.py`` there):
@@ -226,6 +228,8 @@ class ToolCall:
     turn: int | None
     #: The tool message answering it; None if the run ended (or was killed) before the result.
     result: Message | None = None
+    #: False when its message was only seen in a later request's history (``Message.generation``).
+    generated: bool = True
 
     @property
     def id(self) -> str | None:
@@ -257,17 +261,20 @@ class Trajectory:
     def assistant_turns(self) -> tuple[Message, ...]:
         return tuple(m for m in self.messages if m.role == "assistant")
 
-    def tool_calls(self) -> tuple[ToolCall, ...]:
+    def tool_calls(self, *, history: bool = False) -> tuple[ToolCall, ...]:
+        """The calls the model made: those of replies it generated (``Message.generation``); with ``history``
+        also those seen only in a later request's history (which the agent may have rewritten)."""
         results: dict[str, Message] = {}
         for message in self.messages:
             if message.role == "tool" and message.tool_call_id:
                 results.setdefault(message.tool_call_id, message)
-        calls = [(m.turn, c) for m in self.messages if m.role == "assistant" for c in m.tool_calls]
-        return tuple(ToolCall(call=c, index=i, turn=turn, result=results.get(c.get("id") or ""))
-                     for i, (turn, c) in enumerate(calls))
+        calls = [(m, c) for m in self.messages if m.role == "assistant" and (history or m.generation)
+                 for c in m.tool_calls]
+        return tuple(ToolCall(call=c, index=i, turn=m.turn, result=results.get(c.get("id") or ""),
+                              generated=m.generation) for i, (m, c) in enumerate(calls))
 
-    def calls_to(self, name: str) -> tuple[ToolCall, ...]:
-        return tuple(call for call in self.tool_calls() if call.name == name)
+    def calls_to(self, name: str, *, history: bool = False) -> tuple[ToolCall, ...]:
+        return tuple(call for call in self.tool_calls(history=history) if call.name == name)
 
     def final_text(self) -> str:
         """The text of the last assistant message ("" when it only called tools or there is none)."""

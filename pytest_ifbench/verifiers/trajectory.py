@@ -9,6 +9,11 @@ Scopes of the text checks: ``final`` is the last non-empty assistant text of the
 the run, sub-agents included (and, for ``ifbench.no_emoji``, the text of every tool call's arguments:
 what the agent wrote into files and commands).
 
+Tool calls are those the model made: of replies the recording proxy saw it give (``Message.generation``). A
+call seen only in a later request's history -- which the agent can rewrite on disk between turns -- earns
+nothing (``ifbench.tool_called``, ``ifbench.read_before_edit``), but ``ifbench.tool_not_called`` still counts
+it as forbidden: claiming a call cannot help a run, and hiding one leaves the real reply.
+
 ``if_offered`` on the tool-call checks: a check naming tools the run never offered (the trajectory's
 ``tools``) is not applicable rather than decided; see :func:`_not_offered`.
 """
@@ -69,14 +74,14 @@ def _matches(pattern: BoundedPattern | None, call: Any) -> bool:
     return any(pattern.search(text) for text in strings_in(decoded))
 
 
-def _calls(trajectory: Any, subagents: bool) -> Iterator[tuple[Any, Any]]:
+def _calls(trajectory: Any, subagents: bool, *, history: bool = False) -> Iterator[tuple[Any, Any]]:
     for conversation in trajectory.walk() if subagents else (trajectory,):
-        for call in conversation.tool_calls():
+        for call in conversation.tool_calls(history=history):
             yield conversation, call
 
 
 def _where(root: Any, conversation: Any, call: Any) -> str:
-    where = f"turn {call.turn}"
+    where = f"turn {call.turn}" + ("" if getattr(call, "generated", True) else " (only in a later request's history)")
     return where if conversation is root else f"{where} of sub-agent {conversation.id}"
 
 
@@ -159,7 +164,7 @@ def tool_not_called(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
         return skipped
     pattern = _regex(params, "arguments")
     tools = params["tool"]
-    found = [(c, call) for c, call in _calls(root, params["subagents"])
+    found = [(c, call) for c, call in _calls(root, params["subagents"], history=True)
              if (tools is None or call.name in tools) and _matches(pattern, call)]
     if not found:
         return Verdict(passed=True, evidence="no forbidden call")

@@ -67,6 +67,24 @@ def test_the_authors_messages_load_with_synthesised_call_ids():
         messages_from_json([{"content": "no role"}])
 
 
+def test_calls_seen_only_in_history_are_left_out_unless_asked_for():
+    """A reply the relay never saw (``generation`` False: read back from a request's history, which the agent
+    can rewrite) makes no call of the run; ``history=True`` lists it, marked."""
+    trajectory = Trajectory.from_json({"messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "generation": False,
+         "tool_calls": [{"id": "t1", "name": "Read", "arguments": {"file_path": "NOTES.md"}}]},
+        {"role": "tool", "tool_call_id": "t1", "content": "notes"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "t2", "name": "Bash", "arguments": {"c": "ls"}}]},
+        {"role": "tool", "tool_call_id": "t2", "content": "a.py"}]})
+    (bash,) = trajectory.tool_calls()
+    assert (bash.name, bash.index, bash.turn, bash.generated, bash.result.content) == ("Bash", 0, 2, True, "a.py")
+    assert trajectory.calls_to("Read") == ()
+    read, bash = trajectory.tool_calls(history=True)
+    assert (read.name, read.index, read.turn, read.generated, read.result.content) == ("Read", 0, 1, False, "notes")
+    assert (bash.index, bash.generated) == (1, True) and len(trajectory.calls_to("Read", history=True)) == 1
+
+
 def build_run(builder: TrajectoryBuilder) -> list[Trajectory]:
     """A small run; the trajectory read back from the builder's file after every step."""
     seen = []
