@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 
 import pytest
 
 from pytest_ifbench.sandbox import sandbox_problem
 from tests._support import stub_args, write_agent_suite
-from tests.agents.test_agent_suite import SUITE, scripted
+from tests.agents.test_agent_suite import STEPS, SUITE, call, scripted
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
 
@@ -58,3 +59,62 @@ def test_a_damaged_archive_errors_the_instance_with_its_reason(pytester, stub_en
     (record,) = json.loads((pytester.path / "rescored.json").read_text())["instances"]
     assert record["status"] == "error" and "not a workspace archive" in record["error"], record.get("error")
     shutil.rmtree(pytester.path / "traj")
+
+
+ODD = """
+ifbench: 1
+benchmark: agentdemo
+defaults:
+  protocol: agent
+  protocol_options: {max_steps: 4, command_timeout: 60}
+instances:
+  - id: odd
+    environment: env
+    prompt: Leave an odd workspace.
+    checks:
+      - {id: file, verifier: ifbench.file_contains, params: {path: hello.txt, text: hello}}
+      - {id: unreadable, verifier: ifbench.file_contains, params: {path: secret.txt, text: hello}}
+      - {id: links, verifier: ifbench.workspace_command, params: {command: 'test "$(readlink py)" = /usr/bin/python3 && test "$(readlink pw)" = ../../../etc/passwd && test -L .venv/bin/python'}}
+      - {id: read-only-dir, verifier: ifbench.workspace_command, params: {command: 'test -d d && test ! -w d'}}
+      - {id: sparse, verifier: ifbench.workspace_command, params: {command: 'test "$(stat -c %s junk.bin)" = 157286400'}}
+"""  # noqa: E501
+ODD_COMMAND = ("echo hello > hello.txt; echo hello > secret.txt; chmod 000 secret.txt; ln -s /usr/bin/python3 py; "
+               "ln -s ../../../etc/passwd pw; python3 -m venv --without-pip .venv; mkdir d; chmod 500 d; "
+               "truncate -s 150M junk.bin")
+
+
+def test_a_rescore_gives_the_live_verdicts_whatever_the_agent_left(pytester, stub_env):
+    """Links leading out of the workspace (a venv's among them), a file no one may read, a read-only directory
+    and a 150M sparse file: live, every check but the unreadable file's passed; the re-score errored (links),
+    passed the unreadable file, failed the read-only directory, or lost the archive (the sparse file)."""
+    write_agent_suite(pytester.path, "suites/agents.yaml", ODD)
+    scripted(stub_env, [[call("bash", {"command": ODD_COMMAND}, 1)], [call("finish", {"answer": "done"}, 2)]])
+    pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-trajectories=traj")
+    (live_record,) = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    live = _verdicts(pytester.path / "ifbench-results.json")
+    assert {check: verdict[0] for check, verdict in live.items()} == {
+        "file": True, "unreadable": False, "links": True, "read-only-dir": True, "sparse": True}, live
+    assert live_record["agent"]["workspace_archive"].endswith(".workspace.tar.gz"), live_record["agent"]
+
+    rescored = pytester.run("ifbench", "score", "--suite", "suites", "--trajectories", "traj",
+                            "--results", "rescored.json", "--", *stub_args(stub_env))
+    (record,) = json.loads((pytester.path / "rescored.json").read_text())["instances"]
+    assert (record["status"], _verdicts(pytester.path / "rescored.json")) == (live_record["status"], live), \
+        rescored.stdout.str()[-3000:]
+    subprocess.run(["chmod", "-R", "u+rwx", "--", str(pytester.path)], check=False)
+
+
+DEEP = SUITE.replace("Create hello.txt", "Create hello.txt and a deep tree")
+
+
+def test_a_deep_tree_the_agent_left_is_not_kept_and_not_an_error(pytester, stub_env):
+    """``for i in $(seq 1100); do mkdir d && cd d; done``: packing it raised ``RecursionError`` and the
+    instance errored (excluded from the scores), with trajectories kept only; now the run is scored as it
+    would be without them, and the record says why its workspace was not kept."""
+    write_agent_suite(pytester.path, "suites/agents.yaml", DEEP)
+    deep = "mkdir -p e && cd e && for i in $(seq 1100); do mkdir d && cd d || break; done"
+    scripted(stub_env, [STEPS[0], [call("bash", {"command": f"cat hello.txt; ({deep})"}, 2)], STEPS[2]])
+    pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-trajectories=traj")
+    (record,) = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    assert record["status"] == "passed", record.get("error")
+    assert record["agent"]["workspace_archive"].startswith("not kept: it holds a name over 256 directories deep")
