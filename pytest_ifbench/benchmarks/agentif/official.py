@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -54,9 +55,11 @@ def _first_row(path: Path) -> dict[str, Any] | None:
         return None
     try:
         row = json.loads(head.split(b"\n", 1)[0])
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except ValueError:  # not JSON, not UTF-8, a number of 4,300 digits
         return None
-    return row if isinstance(row, dict) and "question_id" in row and "score_criteria" in row else None
+    if not isinstance(row, dict) or ("question_id" not in row and "score_criteria" not in row):
+        return None
+    return row  # a first row without one of the two is still ours: its error names the missing field
 
 
 def cache_root() -> Path:
@@ -93,42 +96,77 @@ def environment_for(question_id: str, files: list[Path]) -> Path:
     return target
 
 
+def _check_fields(path: Path, row: dict[str, Any], qid: str) -> None:
+    """The fields of a row other than its criteria, of their types: a description or title of another type
+    was collected as its repr, and a list of file names given as a number crashed the import (as a
+    string, its letters were the file names)."""
+    description = row.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise SuiteError(path, f"expected the task text (a non-empty string), got {description!r:.60}",
+                         instance=qid, field="description")
+    for field in ("title", "reference_answer_description"):
+        if row.get(field) is not None and not isinstance(row[field], str):
+            raise SuiteError(path, f"expected a string, got {row[field]!r:.60}", instance=qid, field=field)
+    for field in ("attachment_filenames", "reference_answer_attachment_filenames"):
+        names = row.get(field)
+        if names is not None and not isinstance(names, list):
+            raise SuiteError(path, f"expected a list of file names, got {names!r:.60}", instance=qid, field=field)
+        for index, name in enumerate(names or []):
+            # a name leading out of the release's Attachments folder would copy that file into the agent's workspace
+            if not isinstance(name, str) or not name.strip() or os.path.isabs(name) or ".." in Path(name).parts:
+                raise SuiteError(path, f"expected a file name in the release's Attachments folder, got {name!r:.60}",
+                                 instance=qid, field=f"{field}[{index}]")
+
+
+def _criterion(path: Path, item: Any, qid: str, field: str) -> tuple[str, int | float]:
+    """An item's ``(content, score)``: a content of another type (``null`` included) became a criterion
+    such as "None", and a score of NaN a penalty of NaN points."""
+    if not isinstance(item, dict):
+        raise SuiteError(path, f"expected {{content, score}}, got {item!r:.60}", instance=qid, field=field)
+    content, score = item.get("content"), item.get("score")
+    if not isinstance(content, str) or not content.strip():
+        raise SuiteError(path, f"expected the criterion text (a non-empty string), got {content!r:.60}",
+                         instance=qid, field=f"{field}.content")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise SuiteError(path, f"expected a number, got {score!r:.60}", instance=qid, field=f"{field}.score")
+    return content, score
+
+
 def _row_instance(path: Path, number: int, row: Any) -> dict[str, Any]:
     where = f"line {number}"
     if not isinstance(row, dict):
-        raise SuiteError(path, f"{where}: expected a JSON object")
-    qid = str(row.get("question_id") or "")
-    if not qid:
-        raise SuiteError(path, f"{where}: no question_id")
+        raise SuiteError(path, f"{where}: expected a JSON object, got {row!r:.60}")
+    qid = row.get("question_id")
+    if not isinstance(qid, str) or not qid.strip():
+        raise SuiteError(path, f"{where}: question_id: expected a task id (a non-empty string), got {qid!r:.60}")
+    _check_fields(path, row, qid)
     criteria = row.get("score_criteria")
     if not isinstance(criteria, list) or not criteria:
-        raise SuiteError(path, "expected a non-empty list of {content, score}", instance=qid, field="score_criteria")
+        raise SuiteError(path, f"expected a non-empty list of {{content, score}}, got {criteria!r:.60}", instance=qid,
+                         field="score_criteria")
     checks, dropped = [], []
     for index, item in enumerate(criteria, start=1):
-        score = item.get("score") if isinstance(item, dict) else None
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not str(item.get("content", "")).strip():
-            raise SuiteError(path, f"expected {{content, score}}, got {item!r}", instance=qid,
-                             field=f"score_criteria[{index - 1}]")
+        content, score = _criterion(path, item, qid, f"score_criteria[{index - 1}]")
         if score == 0:
-            dropped.append(item["content"])
+            dropped.append(content)
             continue
-        checks.append({"id": f"c{index}", "verifier": RUBRIC, "params": {"criterion": str(item["content"])},
+        checks.append({"id": f"c{index}", "verifier": RUBRIC, "params": {"criterion": content},
                        "kind": "bonus" if score > 0 else "penalty", "points": abs(float(score)),
                        "metadata": {"score": score}})
     if not any(c["kind"] == "bonus" for c in checks):
         raise SuiteError(path, "no positive item: S_max would be 0", instance=qid, field="score_criteria")
-    names = [str(n) for n in row.get("attachment_filenames") or []]
+    names = list(row.get("attachment_filenames") or [])
     folder = path.parent / "Attachments" / "Questions"
     missing = [n for n in names if not (folder / n).is_file()]
     if missing:
         raise SuiteError(path, f"missing under {folder}: {', '.join(missing)}", instance=qid,
                          field="attachment_filenames")
-    reference = [str(n) for n in row.get("reference_answer_attachment_filenames") or []]
+    reference = row.get("reference_answer_attachment_filenames") or []
     instance: dict[str, Any] = {
-        "id": qid, "prompt": str(row.get("description") or ""), "checks": checks,
+        "id": qid, "prompt": row["description"], "checks": checks,
         "markers": ["with_attachments"] if names else [],
         "metadata": {"title": row.get("title", ""), "question_id": qid, "attachments": names,
-                     "reference_answer": str(row.get("reference_answer_description") or ""),
+                     "reference_answer": row.get("reference_answer_description") or "",
                      "reference_attachments": [f"Attachments/Reference_answer/{n}" for n in reference]}
                     | ({"dropped_zero_score_criteria": dropped} if dropped else {}),
     }
@@ -146,8 +184,8 @@ def _official(path: Path) -> Any:
             if line.strip():
                 try:
                     row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise SuiteError(path, f"line {number}: not JSON ({exc})") from None
+                except ValueError as exc:  # not JSON, or a number too long for Python's int conversion
+                    raise SuiteError(path, f"line {number}: not JSON ({str(exc)[:200]})") from None
                 instances.append(_row_instance(path, number, row))
     return {"ifbench": 1, "benchmark": BENCHMARK, "description": f"AgentIF-OneDay official file {path.name}",
             "defaults": {"protocol": "agentif"}, "instances": instances}

@@ -56,34 +56,80 @@ def sniff(head: bytes) -> bool:
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of an official file: JSONL (one object a line) or a JSON list."""
+    """The rows of an official file: JSONL (one object a line), a JSON list, or one object (``{instances: [...]}``
+    or a single row)."""
     text = path.read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        rows = json.loads(stripped)
-    elif stripped.startswith("{") and "\n{" not in stripped.strip() and isinstance(json.loads(stripped), dict):
-        data = json.loads(stripped)
-        rows = data.get("instances", [data]) if isinstance(data, dict) else data
+    if text.lstrip().startswith("["):
+        rows = json.loads(text)
     else:
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise OfficialFormatError("expected JSON objects, one per instance")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":  # the first object is not JSON: the error names its line
+                raise
+            data = None
+        rows = data.get("instances", [data]) if isinstance(data, dict) else _jsonl_rows(text)
+    if not isinstance(rows, list):
+        raise OfficialFormatError(f"instances: expected a list of rows, got {rows!r:.60}")
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise OfficialFormatError(f"row {number}: expected a JSON object, got {row!r:.60}")
     return rows
+
+
+def _jsonl_rows(text: str) -> list[Any]:
+    """One row a line; a line that is not JSON is named by its number (the decoder's own is 1)."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:  # not JSON, or a number too long for Python's int conversion
+                detail = f"{exc.msg}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)[:100]
+                raise OfficialFormatError(f"line {number}: not JSON ({detail})") from None
+    return rows
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], expected: str, where: str) -> None:
+    """``value`` is absent (None) or of ``kind`` (never a bool); else the error names ``where``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+        raise OfficialFormatError(f"{where}: expected {expected}, got {value!r:.60}")
+
+
+def _check_fields(row: Mapping[str, Any], where: str) -> None:
+    """The optional fields of a row, of their types: a category or system prompt of another type was
+    collected silently (as its repr, or dropped), a scaffold name that is not text crashed the import,
+    and a conflict that is not a mapping was ignored."""
+    for field in ("system_prompt", "category", "expected_skill", "image", "workspace_abs_path"):
+        _expect(row.get(field), str, "a string", f"{where}: {field}")
+    _expect(row.get("scaffold"), (str, dict), "{name, version} or a scaffold name", f"{where}: scaffold")
+    if isinstance(row.get("scaffold"), dict):
+        for key in ("name", "version"):
+            _expect(row["scaffold"].get(key), str, "a string", f"{where}: scaffold.{key}")
+    _expect(row.get("conflict"), dict, "{pair, scenario, sources: {A, B}}", f"{where}: conflict")
 
 
 def _checks(row: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
     checklist = row.get("checklist")
     if not isinstance(checklist, dict) or not checklist:
-        raise OfficialFormatError(f"{where}: checklist: expected {{Category: {{description, checks}}}}")
+        raise OfficialFormatError(f"{where}: checklist: expected {{Category: {{description, checks}}}}, "
+                                  f"got {checklist!r:.60}")
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for label, block in checklist.items():
         slug = source(str(label)) or re.sub(r"\W+", "_", str(label).lower()).strip("_")
         if not isinstance(block, dict) or not isinstance(block.get("checks"), list):
-            raise OfficialFormatError(f"{where}: checklist.{label}: expected {{description, checks: [...]}}")
+            raise OfficialFormatError(f"{where}: checklist.{label}: expected {{description, checks: [...]}}, "
+                                      f"got {block!r:.60}")
+        _expect(block.get("description"), str, "a string", f"{where}: checklist.{label}.description")
         for index, item in enumerate(block["checks"]):
-            if not isinstance(item, dict) or not isinstance(item.get("description"), str):
-                raise OfficialFormatError(f"{where}: checklist.{label}.checks[{index}]: expected a description")
+            at = f"{where}: checklist.{label}.checks[{index}]"
+            if not isinstance(item, dict):
+                raise OfficialFormatError(f"{at}: expected {{check_id, description, check_type}}, got {item!r:.60}")
+            if not isinstance(item.get("description"), str):
+                raise OfficialFormatError(f"{at}.description: expected a string, got {item.get('description')!r:.60}")
+            _expect(item.get("check_id"), (str, int), "a string or an integer", f"{at}.check_id")
+            _expect(item.get("check_type"), str, "a string", f"{at}.check_type")
             ident = str(item.get("check_id") or f"{slug}_{index + 1}")
             if ident in seen:  # the same check_id under two categories: keep both, told apart
                 ident = f"{slug}.{ident}"
@@ -107,8 +153,12 @@ def conflict_checks(conflict: Mapping[str, Any], where: str) -> tuple[dict[str, 
     if scenario not in CONFLICT_SCENARIOS:
         raise OfficialFormatError(f"{where}: conflict.scenario: expected one of {', '.join(CONFLICT_SCENARIOS)}, "
                                   f"got {conflict.get('scenario')!r}")
-    if not isinstance(sides, dict) or not all(isinstance(sides.get(k), str) and sides[k] for k in "AB"):
-        raise OfficialFormatError(f"{where}: conflict.sources: expected {{A: text, B: text}}")
+    if not isinstance(sides, dict):
+        raise OfficialFormatError(f"{where}: conflict.sources: expected {{A: text, B: text}}, got {sides!r:.60}")
+    for side in "AB":
+        if not isinstance(sides.get(side), str) or not sides[side]:
+            raise OfficialFormatError(f"{where}: conflict.sources.{side}: expected a non-empty string, "
+                                      f"got {sides.get(side)!r:.60}")
     meta = {"pair": pair, "scenario": scenario, "sources": {"A": sides["A"], "B": sides["B"]}}
     checks = [{"id": f"conflict_follows_{side}", "verifier": "octobench.conflict_attribution",
                "params": {"side": side, "pair": pair, "a": sides["A"], "b": sides["B"]},
@@ -122,11 +172,12 @@ def instance(row: Mapping[str, Any], index: int, settings: Settings) -> dict[str
     ident = row.get("instance_id")
     where = f"row {index + 1}" + (f" ({ident})" if ident else "")
     if not isinstance(ident, str) or not ident:
-        raise OfficialFormatError(f"{where}: instance_id: expected a string")
+        raise OfficialFormatError(f"{where}: instance_id: expected a non-empty string, got {ident!r:.60}")
     queries = row.get("user_query")
     queries = [queries] if isinstance(queries, str) else queries
     if not isinstance(queries, list) or not queries or not all(isinstance(q, str) for q in queries):
-        raise OfficialFormatError(f"{where}: user_query: expected a list of strings")
+        raise OfficialFormatError(f"{where}: user_query: expected a list of strings, got {row.get('user_query')!r:.60}")
+    _check_fields(row, where)
     spec = row.get("scaffold") if isinstance(row.get("scaffold"), dict) else {"name": row.get("scaffold")}
     slug = scaffold(spec.get("name"))
     if slug is None:
@@ -222,8 +273,8 @@ def suite_data(path: Path, settings: Settings) -> Any:
         try:
             data = official_suite(load_rows(path), settings, name=path.name)
             apply_settings(data, settings)
-        except (OfficialFormatError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SuiteError(path, f"cannot read the official OctoBench file: {exc}") from None
+        except (OfficialFormatError, ValueError) as exc:  # not JSON or UTF-8, a number of 4,300 digits
+            raise SuiteError(path, f"cannot read the official OctoBench file: {str(exc)[:300]}") from None
         return data
     if path.suffix not in (".yaml", ".yml") or b"octobench" not in head:
         return None

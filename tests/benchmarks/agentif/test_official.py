@@ -142,3 +142,86 @@ def test_yaml_form_errors(tmp_path, old, new, message):
 def test_other_yaml_suites_are_left_to_the_core(tmp_path):
     path = write_suite(tmp_path, "x.yaml", "ifbench: 1\nbenchmark: demo\ninstances: []\n")
     assert official.suite_data(path) is None
+
+
+def _set(row: dict, path: tuple, value) -> None:
+    """Set (or, for ``...``, remove) the field of ``row`` at ``path`` (keys and list indexes)."""
+    *parents, last = path
+    for key in parents:
+        row = row[key]
+    if value is ...:
+        del row[last]
+    else:
+        row[last] = value
+
+
+MALFORMED_ROWS = [
+    (("question_id",), 7, "data.jsonl: line 1: question_id: expected a task id (a non-empty string), got 7"),
+    (("question_id",), ..., "data.jsonl: line 1: question_id: expected a task id (a non-empty string), got None"),
+    (("score_criteria",), ...,
+     "data.jsonl: instance 'taskif_1': score_criteria: expected a non-empty list of {content, score}, got None"),
+    (("description",), ["Find it."],
+     "data.jsonl: instance 'taskif_1': description: expected the task text (a non-empty string), got ['Find it.']"),
+    (("description",), ...,
+     "data.jsonl: instance 'taskif_1': description: expected the task text (a non-empty string), got None"),
+    (("title",), 5, "data.jsonl: instance 'taskif_1': title: expected a string, got 5"),
+    (("reference_answer_description",), ["Plan B"],
+     "data.jsonl: instance 'taskif_1': reference_answer_description: expected a string, got ['Plan B']"),
+    (("attachment_filenames",), 3,
+     "data.jsonl: instance 'taskif_1': attachment_filenames: expected a list of file names, got 3"),
+    (("attachment_filenames",), "plans.csv",
+     "data.jsonl: instance 'taskif_1': attachment_filenames: expected a list of file names, got 'plans.csv'"),
+    (("attachment_filenames", 0), None,
+     "data.jsonl: instance 'taskif_1': attachment_filenames[0]: expected a file name in the release's Attachments "
+     "folder, got None"),
+    # a name leading out of the release would copy that file into the agent's workspace
+    (("attachment_filenames", 0), "../../../etc/passwd", "data.jsonl: instance 'taskif_1': attachment_filenames[0]: "
+     "expected a file name in the release's Attachments folder, got '../../../etc/passwd'"),
+    (("attachment_filenames", 0), "/etc/passwd", "data.jsonl: instance 'taskif_1': attachment_filenames[0]: "
+     "expected a file name in the release's Attachments folder, got '/etc/passwd'"),
+    (("reference_answer_attachment_filenames",), True,
+     "data.jsonl: instance 'taskif_1': reference_answer_attachment_filenames: expected a list of file names, got True"),
+    (("reference_answer_attachment_filenames",), "report_ref.md", "data.jsonl: instance 'taskif_1': "
+     "reference_answer_attachment_filenames: expected a list of file names, got 'report_ref.md'"),
+    (("reference_answer_attachment_filenames", 0), 5,
+     "data.jsonl: instance 'taskif_1': reference_answer_attachment_filenames[0]: expected a file name in the "
+     "release's Attachments folder, got 5"),
+    (("score_criteria", 0, "content"), None, "data.jsonl: instance 'taskif_1': score_criteria[0].content: "
+     "expected the criterion text (a non-empty string), got None"),
+    (("score_criteria", 0, "content"), ["Names Plan B."], "data.jsonl: instance 'taskif_1': score_criteria[0].content: "
+     "expected the criterion text (a non-empty string), got ['Names Plan B.']"),
+    (("score_criteria", 0, "score"), "2",
+     "data.jsonl: instance 'taskif_1': score_criteria[0].score: expected a number, got '2'"),
+    (("score_criteria", 2, "score"), float("nan"),
+     "data.jsonl: instance 'taskif_1': score_criteria[2].score: expected a number, got nan"),
+]
+
+
+@pytest.mark.parametrize("path, value, said", MALFORMED_ROWS,
+                         ids=[".".join(map(str, path)) + ("-removed" if value is ... else f"={value!r}")
+                              for path, value, _ in MALFORMED_ROWS])
+def test_a_malformed_official_row_is_a_collection_error_naming_file_task_and_field(pytester, path, value, said):
+    """A first row without question_id or score_criteria was not recognised ("not found"); a list of file names
+    given as a number crashed the importer (a warning, the file left alone, then "not found"), given as a string
+    its letters were the file names; a question id, description, title or criterion of another type was collected
+    as its repr (a criterion ``null`` as "None"), and a NaN score as a penalty of NaN points."""
+    rows = json.loads(json.dumps(ROWS))
+    _set(rows[0], path, value)
+    data = official_layout(pytester.path / "release", rows)
+    result = pytester.runpytest(str(data), "--collect-only", "-q")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text[-1500:]
+    assert said in text and "SuiteImportWarning" not in text, text[-1500:]
+
+
+def test_a_number_too_long_to_read_is_a_collection_error_naming_the_line(pytester):
+    """Python refuses to read a number of over 4,300 digits (a ValueError, not a JSONDecodeError): the importer
+    crashed (a warning, the file left alone, then "not found")."""
+    data = official_layout(pytester.path / "release")
+    with data.open("a") as handle:
+        handle.write('{"question_id": "taskif_9", "score": ' + "9" * 5000 + "}\n")
+    result = pytester.runpytest(str(data), "--collect-only", "-q")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text[-1500:]
+    assert "data.jsonl: line 3: not JSON (Exceeds the limit (4300 digits)" in text, text[-1500:]
+    assert "SuiteImportWarning" not in text

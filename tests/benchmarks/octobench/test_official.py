@@ -141,3 +141,84 @@ def test_suite_yaml_compat_option(tmp_path):
     other = tmp_path / "other.yaml"
     other.write_text(text.replace("octobench", "demo") % "reference", encoding="utf-8")
     assert official.suite_data(other, official.Settings()) is None
+
+
+def _set(row: dict, path: tuple, value) -> None:
+    """Set (or, for ``...``, remove) the field of ``row`` at ``path`` (keys and list indexes)."""
+    *parents, last = path
+    for key in parents:
+        row = row[key]
+    if value is ...:
+        del row[last]
+    else:
+        row[last] = value
+
+
+SKILL, CHECK = ("checklist", "Skill.md"), ("checklist", "Skill.md", "checks", 0)
+MALFORMED_ROWS = [
+    (1, ("scaffold",), 5, "row 2 (skill-pdf-merge-001): scaffold: expected {name, version} or a scaffold name, got 5"),
+    (1, ("scaffold", "name"), ["kilo"], "row 2 (skill-pdf-merge-001): scaffold.name: expected a string, got ['kilo']"),
+    (1, ("scaffold", "version"), 0.9, "row 2 (skill-pdf-merge-001): scaffold.version: expected a string, got 0.9"),
+    (1, ("system_prompt",), ["Reply in English."],
+     "row 2 (skill-pdf-merge-001): system_prompt: expected a string, got ['Reply in English.']"),
+    (1, ("category",), ["Skill"], "row 2 (skill-pdf-merge-001): category: expected a string, got ['Skill']"),
+    (1, ("expected_skill",), {"name": "pdf"},
+     "row 2 (skill-pdf-merge-001): expected_skill: expected a string, got {'name': 'pdf'}"),
+    (1, ("image",), True, "row 2 (skill-pdf-merge-001): image: expected a string, got True"),
+    (1, ("workspace_abs_path",), 5, "row 2 (skill-pdf-merge-001): workspace_abs_path: expected a string, got 5"),
+    (1, (*SKILL, "description"), 5,
+     "row 2 (skill-pdf-merge-001): checklist.Skill.md.description: expected a string, got 5"),
+    (1, (*CHECK, "check_id"), True,
+     "row 2 (skill-pdf-merge-001): checklist.Skill.md.checks[0].check_id: expected a string or an integer, got True"),
+    (1, (*CHECK, "check_id"), ["x"],
+     "row 2 (skill-pdf-merge-001): checklist.Skill.md.checks[0].check_id: expected a string or an integer, got ['x']"),
+    (1, (*CHECK, "check_type"), ["compliance"],
+     "row 2 (skill-pdf-merge-001): checklist.Skill.md.checks[0].check_type: expected a string, got ['compliance']"),
+    (1, (*CHECK, "description"), ...,
+     "row 2 (skill-pdf-merge-001): checklist.Skill.md.checks[0].description: expected a string, got None"),
+    (1, ("instance_id",), 5, "row 2 (5): instance_id: expected a non-empty string, got 5"),
+    (1, ("user_query",), ["Merge them.", 2],
+     "row 2 (skill-pdf-merge-001): user_query: expected a list of strings, got ['Merge them.', 2]"),
+    (2, ("conflict",), "safety",
+     "row 3 (conflict-uq-sp-safety-001): conflict: expected {pair, scenario, sources: {A, B}}, got 'safety'"),
+    (2, ("conflict", "sources", "B"), 5,
+     "row 3 (conflict-uq-sp-safety-001): conflict.sources.B: expected a non-empty string, got 5"),
+]
+
+
+@pytest.mark.parametrize("row, path, value, said", MALFORMED_ROWS,
+                         ids=[".".join(map(str, path)) + ("-removed" if value is ... else f"={value!r}")
+                              for _, path, value, _ in MALFORMED_ROWS])
+def test_a_malformed_official_row_is_a_collection_error_naming_file_row_and_field(pytester, row, path, value, said):
+    """A scaffold (or its name) that is not text crashed the importer (a warning, the file left alone, then
+    "not found"); a category, system prompt, version, check id or check type of another type was collected
+    silently (as its repr, or dropped), and a conflict that is not a mapping was ignored."""
+    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
+    _set(rows[row], path, value)
+    (pytester.path / "octobench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for name in ("benchmark-md-emoji-test-001", "skill-pdf-merge-001", "conflict-uq-sp-safety-001", "5"):
+        (pytester.path / "ws" / name).mkdir(parents=True)
+    result = pytester.runpytest("octobench.jsonl", "--collect-only", "-q", "--octobench-workspaces=ws")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text[-1500:]
+    assert f"octobench.jsonl: cannot read the official OctoBench file: {said}" in text, text[-1500:]
+    assert "SuiteImportWarning" not in text
+
+
+@pytest.mark.parametrize("name, second, said", [
+    ("octobench.jsonl", "[1]", "row 2: expected a JSON object, got [1]"),
+    ("octobench.jsonl", '{"instance_id": oops}', "line 2: not JSON (Expecting value, column 17)"),
+    ("octobench.json", None, "row 2: expected a JSON object, got 'x'"),
+    # Python refuses a number of over 4,300 digits with a ValueError: the importer crashed ("not found")
+    ("octobench.jsonl", '{"instance_id": ' + "9" * 5000 + "}", "line 2: not JSON (Exceeds the limit (4300 digits)"),
+], ids=["jsonl-row-not-an-object", "jsonl-line-not-json", "json-list-item-not-an-object", "jsonl-number-too-long"])
+def test_a_row_that_is_not_an_object_is_named(pytester, name, second, said):
+    """Before, the first was "Extra data: line 2 column 1", the second "line 1 column 17" (the decoder's own line
+    of the row), the third named no row."""
+    first = DATA.read_text(encoding="utf-8").splitlines()[0]
+    text = f"[{first}, \"x\"]" if second is None else f"{first}\n{second}\n"
+    (pytester.path / name).write_text(text, encoding="utf-8")
+    result = pytester.runpytest(name, "--collect-only", "-q", "--octobench-workspaces=ws")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert f"{name}: cannot read the official OctoBench file: {said}" in out, out[-1500:]
