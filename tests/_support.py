@@ -71,6 +71,18 @@ IN_PROCESS_WARNING = ("ignore:Module already imported so cannot be rewritten; py
                       ":pytest.PytestAssertRewriteWarning")
 
 
+def set_field(row: dict, path: tuple, value: Any) -> None:
+    """Set (or, for ``...``, remove) the field of ``row`` at ``path`` (keys and list indexes): one mutation of
+    an official data file's row, for the importers' malformed-input tests."""
+    *parents, last = path
+    for key in parents:
+        row = row[key]
+    if value is ...:
+        del row[last]
+    else:
+        row[last] = value
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (nothing listens there: a closed port too)."""
     with socket.socket() as sock:

@@ -11,7 +11,7 @@ import pytest
 from pytest_ifbench._composition import default_registry
 from pytest_ifbench.benchmarks.agentif import official
 from pytest_ifbench.suite.format import SuiteError, parse_suite
-from tests._support import write_suite
+from tests._support import set_field, write_suite
 
 ROWS = [
     {"question_id": "taskif_1", "title": "Cheapest iPhone upgrade",
@@ -144,17 +144,6 @@ def test_other_yaml_suites_are_left_to_the_core(tmp_path):
     assert official.suite_data(path) is None
 
 
-def _set(row: dict, path: tuple, value) -> None:
-    """Set (or, for ``...``, remove) the field of ``row`` at ``path`` (keys and list indexes)."""
-    *parents, last = path
-    for key in parents:
-        row = row[key]
-    if value is ...:
-        del row[last]
-    else:
-        row[last] = value
-
-
 MALFORMED_ROWS = [
     (("question_id",), 7, "data.jsonl: line 1: question_id: expected a task id (a non-empty string), got 7"),
     (("question_id",), ..., "data.jsonl: line 1: question_id: expected a task id (a non-empty string), got None"),
@@ -206,7 +195,7 @@ def test_a_malformed_official_row_is_a_collection_error_naming_file_task_and_fie
     its letters were the file names; a question id, description, title or criterion of another type was collected
     as its repr (a criterion ``null`` as "None"), and a NaN score as a penalty of NaN points."""
     rows = json.loads(json.dumps(ROWS))
-    _set(rows[0], path, value)
+    set_field(rows[0], path, value)
     data = official_layout(pytester.path / "release", rows)
     result = pytester.runpytest(str(data), "--collect-only", "-q")
     text = result.stdout.str()

@@ -13,6 +13,7 @@ from pytest_ifbench._composition import build_registry, command_plugin_manager
 from pytest_ifbench.benchmarks.octobench import official, taxonomy
 from pytest_ifbench.benchmarks.octobench.generate import main as generate
 from pytest_ifbench.suite.format import parse_suite
+from tests._support import set_field
 
 DATA = Path(__file__).parent / "data" / "official-sample.jsonl"
 
@@ -143,17 +144,6 @@ def test_suite_yaml_compat_option(tmp_path):
     assert official.suite_data(other, official.Settings()) is None
 
 
-def _set(row: dict, path: tuple, value) -> None:
-    """Set (or, for ``...``, remove) the field of ``row`` at ``path`` (keys and list indexes)."""
-    *parents, last = path
-    for key in parents:
-        row = row[key]
-    if value is ...:
-        del row[last]
-    else:
-        row[last] = value
-
-
 SKILL, CHECK = ("checklist", "Skill.md"), ("checklist", "Skill.md", "checks", 0)
 MALFORMED_ROWS = [
     (1, ("scaffold",), 5, "row 2 (skill-pdf-merge-001): scaffold: expected {name, version} or a scaffold name, got 5"),
@@ -194,7 +184,7 @@ def test_a_malformed_official_row_is_a_collection_error_naming_file_row_and_fiel
     "not found"); a category, system prompt, version, check id or check type of another type was collected
     silently (as its repr, or dropped), and a conflict that is not a mapping was ignored."""
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
-    _set(rows[row], path, value)
+    set_field(rows[row], path, value)
     (pytester.path / "octobench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     for name in ("benchmark-md-emoji-test-001", "skill-pdf-merge-001", "conflict-uq-sp-safety-001", "5"):
         (pytester.path / "ws" / name).mkdir(parents=True)
