@@ -11,9 +11,9 @@ must answer, constrained by a JSON schema (:func:`response_format`)::
 message) has four sections, ``=== TASK ===``, ``=== TRANSCRIPT ===``, ``=== CHECKLIST ===`` and
 ``=== ANSWER ===``; the transcript sits between ``<<<TRANSCRIPT n>>>`` and ``<<<END TRANSCRIPT n>>>``,
 where ``n`` is a digest of the prompt's content. Before quoting, every run of three or more ``<`` or ``>``
-and everything shaped like a section marker (``=== word ===``) in the task, transcript and checklist is
-neutralised (to ``‹‹‹``, ``›››`` and ``═══``), so a trajectory can neither close the quote nor open a
-section of its own.
+and everything shaped like a section marker (``=== word ===``, and any line opening with two ``=`` or more:
+``== ANSWER ==``, ``=== 2. ANSWER ===``) in the task, transcript and checklist is neutralised (to ``‹‹‹``,
+``›››`` and ``═══``), so a trajectory can neither close the quote nor open a section of its own.
 
 Failures: a reply that is not the JSON asked for (no JSON, truncated JSON, a ``finish_reason`` of
 ``length``, no ``checks`` list, a result outside the three) gets ONE repair turn, then raises
@@ -48,6 +48,9 @@ _ALIASES = {"pass": "success", "passed": "success", "failed": "fail", "failure":
             "n/a": "not_applicable", "na": "not_applicable", "not applicable": "not_applicable"}
 _BRACKETS = re.compile(r"<{3,}|>{3,}")
 _SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")
+#: A line (a transcript's quoted ``  | `` prefix aside) that opens with two ``=`` or more, invisible characters
+#: between them allowed: ``== ANSWER ==``, ``=== 2. ANSWER ===``, ``=\u200b== ANSWER ===`` pass for a section.
+_SECTION_LINE = re.compile(r"^[ \t|]*=[=\u200b-\u200f\u2060\ufeff]*=.*$", re.MULTILINE)
 
 _SYSTEM = (
     "You are a strict evaluator of an AI coding agent's run. For each checklist item, decide from the "
@@ -80,6 +83,7 @@ def response_format(ids: Sequence[str]) -> dict[str, Any]:
 def neutralise(text: str) -> str:
     """``text`` unable to close the transcript's quote or to open a prompt section (see the module doc)."""
     text = _BRACKETS.sub(lambda m: m.group().replace("<", "‹").replace(">", "›"), text)
+    text = _SECTION_LINE.sub(lambda m: m.group().replace("=", "═"), text)
     return _SECTION.sub(lambda m: m.group().replace("=", "═"), text)
 
 
