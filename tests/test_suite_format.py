@@ -760,13 +760,28 @@ def test_every_malformed_instance_is_reported_not_only_the_first(registry):
 
 def test_a_long_list_of_malformed_instances_is_cut(registry):
     raw = data()
-    raw["instances"] = [{"id": f"i{n}", "prompt": n, "checks": [{"id": "c", "verifier": "x" * 900}]}
-                        for n in range(25)]
+    raw["instances"] = [{"id": f"i{n}", "prompt": n, "checks": [dict(CASE)]} for n in range(25)]
     err = parse_error(registry, raw)
     lines = str(err).splitlines()
     assert len(err.errors) == 25 and len(str(err)) <= 2000
     assert lines[0] == "s.yaml: 25 malformed instances:" and len(lines) == 12
-    assert lines[-2].startswith("  instance 'i9': ") and lines[-1] == "  … and 15 more"
+    assert lines[-2] == "  instance 'i9': prompt: expected str, got 9" and lines[-1] == "  … and 15 more"
+
+
+def test_one_mistake_in_many_instances_is_one_line_naming_them(registry):
+    """A verifier no plugin registers, used by every instance, was the same line per instance, each cut short of
+    the message's hint (is its package installed, or switched off with -p no:...?)."""
+    raw = data()
+    raw["instances"] = [{"id": f"i{n}", "prompt": "hi", "checks": [{"id": "c", "verifier": "wordcount.max_words"}]}
+                        for n in range(4)] + [{"id": "odd", "prompt": 3, "checks": [dict(CASE)]}]
+    err = parse_error(registry, raw)
+    lines = str(err).splitlines()
+    assert lines[0] == "s.yaml: 5 malformed instances:" and len(lines) == 3
+    assert lines[1].startswith("  instances 'i0', 'i1', 'i2' and 1 more: checks[0].verifier: unknown verifier "
+                               "'wordcount.max_words' (no verifier of 'wordcount' is registered: ")
+    assert lines[1].endswith("-p no:wordcount?)")
+    assert lines[2] == "  instance 'odd': prompt: expected str, got 3"
+    assert [e.instance for e in err.errors] == ["i0", "i1", "i2", "i3", "odd"]
 
 
 def test_a_top_level_error_stops_the_reading(registry):

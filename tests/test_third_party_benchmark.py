@@ -131,8 +131,9 @@ def test_blocked_benchmark_leaves_its_verifier_unknown(pytester, with_package):
     result = _score(pytester, "-p", "no:wordcount")
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
     result.stdout.fnmatch_lines([
-        "wordcount.yaml: instance 'haiku-sea': checks[[]0[]].verifier: unknown verifier 'wordcount.max_words' "
-        "(no verifier of 'wordcount' is registered: *-p no:wordcount?)",
+        "wordcount.yaml: 4 malformed instances:",  # one mistake in every instance: one line, with its whole hint
+        "  instances 'haiku-sea', 'describe-coffee', 'one-line-summary' and 1 more: checks[[]0[]].verifier: unknown "
+        "verifier 'wordcount.max_words' (no verifier of 'wordcount' is registered: *-p no:wordcount?)",
     ])
     assert not (pytester.path / "ifbench-results.json").exists()
 

@@ -9,9 +9,10 @@ from .._text import short_repr
 
 #: Longest message a :class:`SuiteError` keeps (values in messages are cut far shorter).
 _MAX_MESSAGE = 2000
-#: Most instance errors a :class:`SuiteErrors` message lists, each cut to fit the message's length.
+#: Most lines a :class:`SuiteErrors` message lists (one per distinct mistake), cut to share the message's length.
 _MAX_LISTED = 10
-_MAX_LISTED_LINE = _MAX_MESSAGE // _MAX_LISTED - 20
+#: Instance ids a line names before "and N more".
+_MAX_NAMED = 3
 
 
 class SuiteError(Exception):
@@ -33,17 +34,35 @@ class SuiteError(Exception):
 class SuiteErrors(SuiteError):
     """Several instances of one suite file are malformed: each is reported, not only the first.
 
-    ``errors`` holds them all; the message lists the first :data:`_MAX_LISTED`, each naming
-    instance and field as a lone :class:`SuiteError` would.
+    ``errors`` holds them all. The message has one line per distinct mistake (field and message), naming
+    the instances that make it, so a verifier no plugin registers, used by 400 instances, is one line with
+    its whole hint; at most :data:`_MAX_LISTED` lines, then how many more.
     """
 
     def __init__(self, path: Path | str, errors: list[SuiteError]):
-        lines = [f"  {_cut(str(error).removeprefix(f'{path}: '), _MAX_LISTED_LINE)}" for error in errors[:_MAX_LISTED]]
-        if len(errors) > _MAX_LISTED:
-            lines.append(f"  … and {len(errors) - _MAX_LISTED} more")
         self.errors = errors
+        mistakes: dict[tuple[str | None, str], list[SuiteError]] = {}
+        for error in errors:
+            key = (error.field, error.message) if error.instance is not None else (None, str(error))
+            mistakes.setdefault(key, []).append(error)
+        lines = [_line(path, same) for same in list(mistakes.values())[:_MAX_LISTED]]
+        budget = (_MAX_MESSAGE - 100) // max(len(lines), 1)
+        lines = [f"  {_cut(line, budget)}" for line in lines]
+        if len(mistakes) > _MAX_LISTED:
+            lines.append(f"  … and {len(mistakes) - _MAX_LISTED} more")
         super().__init__(path, f"{len(errors)} malformed instances:\n" + "\n".join(lines))
         self.instance, self.field = errors[0].instance, errors[0].field
+
+
+def _line(path: Path | str, same: list[SuiteError]) -> str:
+    """One mistake of a :class:`SuiteErrors`, as a lone :class:`SuiteError` says it, naming every instance."""
+    first = same[0]
+    if len(same) == 1 or first.instance is None:
+        return str(first).removeprefix(f"{path}: ")
+    names = ", ".join(short_repr(error.instance, 80) for error in same[:_MAX_NAMED])
+    more = f" and {len(same) - _MAX_NAMED} more" if len(same) > _MAX_NAMED else ""
+    field = f": {_cut(str(first.field), 200)}" if first.field else ""
+    return f"instances {names}{more}{field}: {first.message}"
 
 
 class NotASuite(SuiteError):
