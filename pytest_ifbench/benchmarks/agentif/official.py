@@ -162,6 +162,11 @@ def _row_instance(path: Path, number: int, row: Any) -> dict[str, Any]:
         raise SuiteError(path, f"missing under {folder}: {', '.join(missing)}", instance=qid,
                          field="attachment_filenames")
     reference = row.get("reference_answer_attachment_filenames") or []
+    answers = path.parent / "Attachments" / "Reference_answer"
+    missing = [n for n in reference if not (answers / n).is_file()]
+    if missing:  # the judge would be told "cannot read" and decide without the reference, after the run was paid
+        raise SuiteError(path, f"missing under {answers}: {', '.join(missing)}", instance=qid,
+                         field="reference_answer_attachment_filenames")
     instance: dict[str, Any] = {
         "id": qid, "prompt": row["description"], "checks": checks,
         "markers": ["with_attachments"] if names else [],
@@ -208,6 +213,21 @@ def _yaml(path: Path) -> Any:
     return data
 
 
+def _check_references(path: Path, names: Any, iid: str) -> None:
+    """``metadata.reference_attachments``: files relative to the suite file. A missing one reached the judge as
+    "cannot read", after the run was paid for."""
+    if names is None:
+        return
+    if not isinstance(names, list):
+        raise SuiteError(path, f"expected a list of paths relative to the suite file, got {names!r:.60}",
+                         instance=iid, field="metadata.reference_attachments")
+    for index, name in enumerate(names):
+        if not isinstance(name, str) or not name.strip() or not (path.parent / name).is_file():
+            raise SuiteError(path, f"expected a file relative to the suite file, got {name!r:.80}"
+                                   + (" (not found)" if isinstance(name, str) and name.strip() else ""),
+                             instance=iid, field=f"metadata.reference_attachments[{index}]")
+
+
 def _annotate(path: Path, instance: dict[str, Any], defaults: dict[str, Any], index: int) -> None:
     """Validate one YAML instance against the AgentIF conventions and add its markers."""
     iid = str(instance.get("id", f"#{index}"))
@@ -220,6 +240,7 @@ def _annotate(path: Path, instance: dict[str, Any], defaults: dict[str, Any], in
     if not isinstance(metadata, dict):
         raise SuiteError(path, "expected a mapping", instance=iid, field="metadata")
     domain = _one_of(path, metadata.get("domain"), DOMAINS, iid, "metadata.domain")
+    _check_references(path, metadata.get("reference_attachments"), iid)
     markers = list(instance.get("markers") or [])
     extra = [f"domain_{domain}"]
     environment = merged.get("environment")

@@ -131,6 +131,12 @@ def test_yaml_form_markers_and_metadata(tmp_path):
     ("aspect: form", "aspect: looks", r"checks\[1\].metadata.aspect"),
     ("kind: bonus, points: 2", "kind: check", r"checks\[0\].kind: expected bonus or penalty"),
     ("defaults: {protocol: agentif}", "defaults: {protocol: agent}", "protocol: AgentIF tasks run with protocol"),
+    # a reference file the judge would have been told "cannot be read", after the run was paid for
+    ('needs_web: true}', 'needs_web: true, reference_attachments: [reference/plan/answer.md]}',
+     r"metadata.reference_attachments\[0\]: expected a file relative to the suite file, got "
+     r"'reference/plan/answer.md' \(not found\)"),
+    ('needs_web: true}', 'needs_web: true, reference_attachments: reference/plan/answer.md}',
+     "metadata.reference_attachments: expected a list of paths relative to the suite file"),
 ])
 def test_yaml_form_errors(tmp_path, old, new, message):
     (tmp_path / "environments" / "plan").mkdir(parents=True)
@@ -214,3 +220,14 @@ def test_a_number_too_long_to_read_is_a_collection_error_naming_the_line(pyteste
     assert result.ret == pytest.ExitCode.INTERRUPTED, text[-1500:]
     assert "data.jsonl: line 3: not JSON (Exceeds the limit (4300 digits)" in text, text[-1500:]
     assert "SuiteImportWarning" not in text
+
+
+def test_a_missing_reference_attachment_is_a_collection_error(pytester):
+    """The judge was told the file "cannot be read" and decided without it, after the agent's run was paid."""
+    data = official_layout(pytester.path / "release")
+    (data.parent / "Attachments" / "Reference_answer" / "report_ref.md").unlink()
+    result = pytester.runpytest(str(data), "--collect-only", "-q")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text[-1500:]
+    assert "data.jsonl: instance 'taskif_1': reference_answer_attachment_filenames: missing under " in text, text
+    assert "Reference_answer: report_ref.md" in text
