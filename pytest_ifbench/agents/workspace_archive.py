@@ -342,9 +342,10 @@ def _unpack_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
     if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
         raise _Refused(f"{member.name!r} is a special file (FIFO, socket or device)")
     target = _below(dest, member.name)
-    if not _parts(member.name) and not member.isdir():
+    itself = not _parts(member.name)  # the root member, ".": the workspace's own mode
+    if itself and not member.isdir():
         raise _Refused(f"the workspace itself is not a directory: {member.name!r}")
-    if _parts(member.name) and os.path.lexists(target) and not (member.isdir() and _is_directory(target)):
+    if not itself and os.path.lexists(target) and not (member.isdir() and _is_directory(target)):
         raise _Refused(f"{member.name!r} is written twice")
     if member.islnk():
         linked = _below(dest, member.linkname)
