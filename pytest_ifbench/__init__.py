@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # what the names below are; each is imported on first use (``
     from .suite.jsonl import JsonlError, iter_jsonl
 
 __all__ = [
-    "Benchmark", "CheckOutcome", "CheckSpec", "Compat", "Completion", "Episode", "Estimate", "GenerationParams",
+    "AgentHarnessError", "Benchmark", "CheckOutcome", "CheckSpec", "Compat", "Completion", "Episode", "Estimate",
+    "GenerationParams",
     "Instance", "JUDGE_PARAMS", "JsonlError", "JudgeError", "JudgeOmission", "MetricTable", "ModelClient", "PROTOCOLS",
     "Param", "ParamError", "ProtocolRegistry", "Provider", "ReadOptions", "Registry", "ResponseCache", "RuffSetting",
     "RuffSpec", "Runtime", "SuiteError", "ToolRegistry", "TurnRecord", "Verdict", "Verifier", "VerifyContext",
@@ -78,6 +79,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(("Completion", "ModelClient"), ".models.client"),
     "ResponseCache": ".models.cache",
     "ToolRegistry": ".agents.profiles",
+    "AgentHarnessError": ".agents.session",
 }
 #: Public names that are modules themselves.
 _MODULES = {"stats": ".reports.stats"}

@@ -250,12 +250,13 @@ async def agent(instance: Instance, runtime: Runtime) -> Episode:
     """An agent works in a sandboxed copy of the instance's environment over many steps
     (``agents.session``); each user turn's final answer is a turn, the whole trajectory and
     the final workspace are what trajectory checks see, and judged checks read the transcript."""
-    from .agents.session import AgentSettings, run_agent
+    from .agents.session import AgentSettings, require_workspace, run_agent
 
     start, waited = time.perf_counter(), start_wait_clock()
     settings = runtime.agent if runtime.agent is not None else AgentSettings()
     run = await run_agent(instance, client=runtime.model, settings=settings, sample=SAMPLE.get())
     try:
+        require_workspace(run, runtime.registry, instance.all_checks())
         turns = []
         history = opening_messages(instance) if not instance.turns else []
         for index, text in enumerate(run.turn_texts, start=1):

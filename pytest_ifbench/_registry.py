@@ -91,6 +91,9 @@ class Verifier:
     #: Turns other accepted shapes into the params mapping before validation (e.g. an
     #: official format's bare keyword list into ``{"keywords": [...]}``).
     coerce_params: Callable[[Any], Any] | None = None
+    #: Reads the agent's final workspace (``ctx.workspace``): a re-score of a run whose workspace was not
+    #: kept cannot decide it again, and errors the instance instead of failing the check.
+    reads_workspace: bool = False
 
     def validate(self, params: Any) -> dict[str, Any]:
         if self.coerce_params is not None:
@@ -186,6 +189,7 @@ class Registry:
         target: Target = "response",
         allow_extra_params: bool = False,
         check_params: Callable[[Mapping[str, Any]], None] | None = None,
+        reads_workspace: bool = False,
     ) -> Callable[[VerifyFunc], VerifyFunc]:
         """Decorator registering ``func(text, params, context) -> Verdict``."""
 
@@ -194,6 +198,7 @@ class Registry:
                 id=id, func=func, params=dict(params or {}), version=version,
                 description=description or (func.__doc__ or "").strip().split("\n")[0],
                 kind=kind, target=target, allow_extra_params=allow_extra_params, check_params=check_params,
+                reads_workspace=reads_workspace,
             ))
             return func
 

@@ -33,11 +33,15 @@ from ..models.background import add_wait
 from .options import BUILT_IN_RUNNER, AgentOptions, agent_options, choose_runner
 
 if TYPE_CHECKING:
-    from .._types import Instance
+    from .._types import CheckSpec, Instance
     from ..models.client import Completion, ModelClient
     from .loop import LoopResult
     from .trajectory import Trajectory
     from .workspace import Workspace
+
+
+#: A trajectory's meta key: why the run's final workspace was not kept beside it.
+NOT_KEPT = "workspace_not_kept"
 
 
 class AgentHarnessError(RuntimeError):
@@ -95,6 +99,10 @@ class AgentRun:
     fault: str | None = None
     #: The final workspace kept beside the trajectory (``agents/workspace_archive.py``), or why it was not.
     workspace_archive: str | None = None
+    #: A re-scored run whose live workspace was not kept: why, and that checks reading the workspace cannot
+    #: be decided again (:func:`require_workspace`; a protocol reading the workspace itself raises
+    #: :class:`AgentHarnessError` with it).
+    workspace_lost: str | None = None
 
     def close(self, *, keep: bool = False) -> None:
         """End the run's workspace: its backend's side (a container, a disk quota's tmpfs mount) always
@@ -194,7 +202,18 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
         path.parent.mkdir(parents=True, exist_ok=True)
         problem = await asyncio.to_thread(pack, workspace.path, archive_path(path), environment=instance.environment)
         run.workspace_archive = problem or str(archive_path(path))
+        if problem is not None:  # said in the trajectory too: a re-score from it must not guess the workspace
+            await asyncio.to_thread(_note_not_kept, path, run, problem)
     return run
+
+
+def _note_not_kept(path: Path, run: AgentRun, problem: str) -> None:
+    import json
+
+    from .trajectory import write_atomic
+
+    run.trajectory.meta[NOT_KEPT] = problem
+    write_atomic(path, json.dumps(run.trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
 
 
 #: (backend name, image) -> (the backend it was made from, the backend): see :func:`instance_backend`.
@@ -396,10 +415,22 @@ def _recorded(instance: Instance, options: AgentOptions, settings: AgentSettings
     trajectory = recorded.get(instance.id) or recorded.get(session_key(instance))
     if trajectory is None:
         raise LookupError(f"no recorded trajectory for instance {instance.id!r}")
-    return AgentRun(trajectory=trajectory, workspace=_reopened(instance, trajectory, options, settings),
+    workspace = _reopened(instance, trajectory, options, settings)
+    lost = trajectory.meta.get(NOT_KEPT) if workspace is None else None
+    return AgentRun(trajectory=trajectory, workspace=workspace,
                     runner=str(trajectory.meta.get("runner", "recorded")),
                     options=options, stop_reason=str(trajectory.meta.get("stop_reason", "recorded")),
-                    steps=len(trajectory.assistant_turns()), turn_texts=recorded_answers(trajectory))
+                    steps=len(trajectory.assistant_turns()), turn_texts=recorded_answers(trajectory),
+                    workspace_lost=(f"the run's final workspace was {lost}: its workspace checks cannot be decided "
+                                    "again" if isinstance(lost, str) else None))
+
+
+def require_workspace(run: AgentRun, registry: Any, checks: Sequence[CheckSpec]) -> None:
+    """Raise :class:`AgentHarnessError` when ``checks`` read the final workspace of a re-scored run whose
+    workspace was not kept: the live run decided them on it, and a re-score without it would fail them
+    instead (an error, not a verdict)."""
+    if run.workspace_lost and any(registry.get(check.verifier).reads_workspace for check in checks):
+        raise AgentHarnessError(run.workspace_lost)
 
 
 def _reopened(instance: Instance, trajectory: Trajectory, options: AgentOptions,

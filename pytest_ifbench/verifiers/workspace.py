@@ -126,17 +126,17 @@ def register(registry) -> None:
     path = Param(str, description="relative to the workspace")
     negate = Param(bool, default=False, description="require the opposite")
     registry.add(Verifier(
-        id="ifbench.file_exists", func=file_exists, params={"path": path, "negate": negate},
+        id="ifbench.file_exists", reads_workspace=True, func=file_exists, params={"path": path, "negate": negate},
         description="The path exists in the agent's final workspace (negate: it does not).",
     ))
     registry.add(Verifier(
-        id="ifbench.file_contains", func=file_contains, check_params=_check_contains,
+        id="ifbench.file_contains", reads_workspace=True, func=file_contains, check_params=_check_contains,
         params={"path": path, "text": Param(str, default=None), "pattern": Param(str, default=None),
                 "negate": negate, "max_bytes": Param(int, default=100_000, min=1, max=10_000_000)},
         description="A file of the final workspace contains the text or pattern (negate: it does not).",
     ))
     registry.add(Verifier(
-        id="ifbench.workspace_command", func=workspace_command, check_params=_check_command,
+        id="ifbench.workspace_command", reads_workspace=True, func=workspace_command, check_params=_check_command,
         params={"command": Param(str, description="a shell command, e.g. the project's tests"),
                 "exit_code": Param(int, default=0), "stdout_pattern": Param(str, default=None),
                 "timeout": Param(float, default=60.0, min=1, max=3600)},

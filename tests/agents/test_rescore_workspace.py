@@ -118,3 +118,33 @@ def test_a_deep_tree_the_agent_left_is_not_kept_and_not_an_error(pytester, stub_
     (record,) = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
     assert record["status"] == "passed", record.get("error")
     assert record["agent"]["workspace_archive"].startswith("not kept: it holds a name over 256 directories deep")
+
+
+def test_a_rescore_without_the_workspace_the_live_run_left_errors_what_reads_it(pytester, stub_env):
+    """The deep tree was not kept: re-scored, the workspace checks cannot be decided again. They failed
+    ("needs an agent run"), so the re-score disagreed with the live run; the instance is now an error saying
+    why, while a suite whose checks read only the trajectory is re-scored as before."""
+    write_agent_suite(pytester.path, "suites/agents.yaml", DEEP)
+    write_agent_suite(pytester.path, "suites/steps.yaml", DEEP.replace("id: greet", "id: steps").replace(
+        "      - {id: file, verifier: ifbench.file_contains, params: {path: hello.txt, text: hello}}\n", "").replace(
+        "      - {id: tests, verifier: ifbench.workspace_command, params: {command: 'grep -q hello hello.txt'}}\n", ""))
+    deep = "mkdir -p e && cd e && for i in $(seq 1100); do mkdir d && cd d || break; done"
+    steps = [STEPS[0], [call("bash", {"command": f"cat hello.txt; ({deep})"}, 2)], STEPS[2]]
+    scripted(stub_env, steps)
+    pytester.runpytest("suites/agents.yaml", *stub_args(stub_env), "--ifbench-trajectories=traj")
+    scripted(stub_env, steps)
+    pytester.runpytest("suites/steps.yaml", *stub_args(stub_env), "--ifbench-trajectories=traj",
+                       "--ifbench-results=steps.json")
+    kept = json.loads((pytester.path / "traj" / "suites_agents.yaml--greet.json").read_text())
+    assert kept["meta"]["workspace_not_kept"].startswith("not kept: it holds a name over 256 directories deep")
+
+    pytester.run("ifbench", "score", "--suite", "suites/agents.yaml", "--trajectories", "traj",
+                 "--results", "rescored.json", "--", *stub_args(stub_env))
+    (record,) = json.loads((pytester.path / "rescored.json").read_text())["instances"]
+    assert record["status"] == "error", record
+    assert record["error"].startswith("the run's final workspace was not kept: it holds a name over 256"), record
+    assert record["error"].endswith("its workspace checks cannot be decided again"), record["error"]
+
+    pytester.run("ifbench", "score", "--suite", "suites/steps.yaml", "--trajectories", "traj",
+                 "--results", "steps-rescored.json", "--", *stub_args(stub_env))
+    assert _verdicts(pytester.path / "steps-rescored.json") == _verdicts(pytester.path / "steps.json")

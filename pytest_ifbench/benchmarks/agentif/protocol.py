@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from pytest_ifbench import PROTOCOLS, Episode, Instance, JudgeError, Runtime
+from pytest_ifbench import PROTOCOLS, AgentHarnessError, Episode, Instance, JudgeError, Runtime
 
 from . import materials, screenshot
 from .judge import JudgeInput, judge_task
@@ -48,6 +48,8 @@ async def agentif(instance: Instance, runtime: Runtime) -> Episode:
     episode = await PROTOCOLS["agent"](working, runtime)
     episode.instance = instance
     try:
+        if rubric and episode.agent is not None and episode.agent.workspace_lost:  # the judge reads its files
+            raise AgentHarnessError(episode.agent.workspace_lost)
         if rubric and episode.turns:
             data = await asyncio.to_thread(_materials, instance, episode)
             verdicts, completions = await judge_task(runtime.judges, data, rubric)

@@ -178,3 +178,30 @@ def test_an_item_the_judge_leaves_out_is_an_error_and_the_task_is_not_scored(pyt
     assert metrics.errored(record)
     rows = dict(metrics.tables([record])[0].rows)
     assert rows["errors (excluded)"] == 1 and rows["scored"] == 0 and rows["overall score (eq. 2)"] == "-"
+
+
+def test_a_rescore_without_the_files_the_agent_made_is_an_error_not_a_judged_task(pytester, stub_env):
+    """The rubric judge reads the files the agent produced. When the run's workspace could not be kept beside
+    its trajectory, a re-score judged the task without them ("no files shown"), paying for a verdict the
+    live run would not give; it is an error saying why, and no judge call is made."""
+    (pytester.path / "suites" / "environments" / "cheapest").mkdir(parents=True)
+    (pytester.path / "suites" / "environments" / "cheapest" / "plans.csv").write_text("plan,monthly\nA,30\nB,20\n")
+    write_suite(pytester.path, "suites/agentif.yaml", SUITE)
+    (pytester.path / "suites" / "conftest.py").write_text('collect_ignore = ["environments"]\n')
+    scripted(stub_env, {"c1": True, "c2": False})
+    args = stub_args(stub_env, "--judge-model=openai/stub")
+    pytester.runpytest("suites", *args, "-k", "cheapest", "--ifbench-trajectories=traj")
+    trajectory = pytester.path / "traj" / "suites_agentif.yaml--cheapest.json"
+    data = json.loads(trajectory.read_text())  # as the run leaves it when its workspace cannot be packed
+    data["meta"]["workspace_not_kept"] = "not kept: it holds a name over 256 directories deep"
+    trajectory.write_text(json.dumps(data))
+    trajectory.with_name("suites_agentif.yaml--cheapest.workspace.tar.gz").unlink()
+
+    calls = stub_env.calls
+    pytester.run("ifbench", "score", "--suite", "suites/agentif.yaml", "--trajectories", "traj",
+                 "--results", "rescored.json", "--", *args, "-k", "cheapest", "--ifbench-no-cache")
+    (record,) = json.loads((pytester.path / "rescored.json").read_text())["instances"]
+    assert record["status"] == "error", record
+    assert record["error"] == ("the run's final workspace was not kept: it holds a name over 256 directories deep: "
+                               "its workspace checks cannot be decided again"), record["error"]
+    assert stub_env.calls == calls
