@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # what the names below are; each is imported on first use (``
 __all__ = [
     "AgentHarnessError", "Benchmark", "CheckOutcome", "CheckSpec", "Compat", "Completion", "Episode", "Estimate",
     "GenerationParams",
+    "errored",
     "Instance", "JUDGE_PARAMS", "JsonlError", "JudgeError", "JudgeOmission", "MetricTable", "ModelClient", "PROTOCOLS",
     "Param", "ParamError", "ProtocolRegistry", "Provider", "ReadOptions", "Registry", "ResponseCache", "RuffSetting",
     "RuffSpec", "Runtime", "SuiteError", "ToolRegistry", "TurnRecord", "Verdict", "Verifier", "VerifyContext",
@@ -67,7 +68,7 @@ _HOMES: dict[str, str] = {
     "Provider": ".models.provider_api",
     **dict.fromkeys(("chat_reply", "make_client"), ".models.providers"),
     "close_sessions": ".models.openai_compat",
-    "MetricTable": ".reports.metrics",
+    **dict.fromkeys(("MetricTable", "errored"), ".reports.metrics"),
     "Estimate": ".reports.stats",
     "ruff_setting": ".ruff.check",
     "suite_yaml_or_none": ".suite.detect",

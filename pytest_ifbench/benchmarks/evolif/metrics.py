@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ifbench import stats
+from pytest_ifbench import errored, stats
 
 BENCHMARK = "evolif"
 #: Turns at which the survival table samples the curve.
@@ -91,7 +91,7 @@ def dialogue_from_record(record: Mapping[str, Any]) -> Dialogue:
 
 def dialogues(records: Sequence[Mapping[str, Any]]) -> list[Dialogue]:
     """Dialogues of the records that ran (errored records have no outcomes and are left out)."""
-    return [dialogue_from_record(r) for r in records if r.get("status") != "error" and r.get("turns")]
+    return [dialogue_from_record(r) for r in records if not errored(r) and r.get("turns")]
 
 
 # --------------------------------------------------------------------------- formulas
@@ -305,7 +305,7 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
     from .catalog import GROUPS
 
     items = dialogues(records)
-    errored = sum(1 for r in records if r.get("status") == "error")
+    errors = sum(1 for r in records if errored(r))
     if not items:
         return []
     scores = [score_dialogue(d.fractions, d.successes) for d in items]
@@ -319,8 +319,8 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Any]:
         notes.append(f"REC averages {overall.rec_dialogues} of {overall.dialogues} dialogue(s); "
                      f"{overall.dialogues - overall.rec_dialogues} had no failed turn followed by another turn "
                      "(0/0) and are left out")
-    if errored:
-        notes.append(f"{errored} dialogue(s) errored and are left out")
+    if errors:
+        notes.append(f"{errors} dialogue(s) errored and are left out")
     out = [MetricTable(
         title=f"{BENCHMARK}: process metrics per turn ({label}; turn CSR/ISR pool every turn, not dialogues)",
         columns=("", "dialogues", "EDR_len", "EDR_acc", "EDR_succ", "EDR_lss", "turn CSR", "turn ISR", "REC", "STA"),

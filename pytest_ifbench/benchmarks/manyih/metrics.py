@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ifbench import MetricTable, stats
+from pytest_ifbench import MetricTable, errored, stats
 
 BENCHMARK = "manyih"
 
@@ -42,7 +42,7 @@ def _role(check: Mapping[str, Any]) -> str | None:
 
 def outcome(record: Mapping[str, Any]) -> dict[str, Any] | None:
     """Acc / Acc_test / Acc_style of one record (None for an errored instance)."""
-    if record.get("status") == "error":
+    if errored(record):
         return None
     checks = record.get("checks") or []
     scored = [c for c in checks if c.get("scored", True)]
@@ -197,7 +197,7 @@ def _style_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
     winning: dict[str, tuple[list[bool], list[str]]] = defaultdict(lambda: ([], []))
     losing: dict[str, tuple[list[bool], list[str]]] = defaultdict(lambda: ([], []))
     for record in records:
-        if record.get("status") == "error":
+        if errored(record):
             continue
         for check in record.get("checks") or []:
             meta = check.get("metadata") or {}

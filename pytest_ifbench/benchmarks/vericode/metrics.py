@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_ifbench import MetricTable, stats
+from pytest_ifbench import MetricTable, errored, stats
 
 BENCHMARK = "vericode"
 PROTOCOLS = ("single_turn", "multi_turn")
@@ -73,7 +73,7 @@ def position_of(check: Mapping[str, Any], index: int) -> int:
 
 
 def _ok(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in records if r.get("status") != "error"]
+    return [r for r in records if not errored(r)]
 
 
 # --------------------------------------------------------------------------- the metrics

@@ -190,3 +190,13 @@ def test_an_exhausted_dialogue_shows_its_real_patience_even_with_stale_metadata(
     assert M.tables(recs)[0].title.startswith("evolif: process metrics per turn (P=2;")
     from_options = record("Y", B, patience=None) | {"protocol_options": {"patience": 4, "subtests": "turn"}}
     assert M.dialogue_from_record(from_options).patience == 4
+
+
+def test_a_dialogue_with_an_undecided_check_is_left_out_as_an_error_as_in_the_core():
+    """A check whose verifier raised (or a judge left out) has no decision: the core's metrics leave its
+    instance out and count it as an error; EvolIF scored the dialogue with the check as failed."""
+    undecided = record("Z", [(1, 1), (0, 1)])
+    undecided["checks"][-1]["error"] = "verifier evolif.length raised RuntimeError: boom"
+    tables = plugin.BENCHMARK.pytest_ifbench_metrics("evolif", records() + [undecided])
+    assert tables[0].rows[0] == ("all", 4, "4.50", "2.88", "2.50", "2.00", "63.89%", "55.56%", "62.50%", "61.31%")
+    assert any("1 dialogue(s) errored" in n for n in tables[0].notes)

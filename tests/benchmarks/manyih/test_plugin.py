@@ -224,3 +224,15 @@ def test_plot_by_tier(tmp_path):
     (path,) = plugin.BENCHMARK.pytest_ifbench_plots("manyih", records, tmp_path)
     assert path.name == "manyih_accuracy_by_tier.png" and path.read_bytes()[:4] == b"\x89PNG"
     assert plugin.BENCHMARK.pytest_ifbench_plots("other", records, tmp_path) is None
+
+
+def test_an_instance_with_an_undecided_check_is_an_error_as_in_the_core():
+    """A check whose verifier raised has no decision: the core's metrics leave the instance out and count it
+    as an error; ManyIH scored it with the check as failed."""
+    undecided = _record("b", "ordinal", 12, True, [True, False])
+    undecided["checks"][-1]["error"] = "verifier manyih.style raised RuntimeError: boom"
+    undecided["status"] = "failed"
+    records = [_record("a", "ordinal", 12, True, [True, True]), undecided]
+    table_1a = plugin.BENCHMARK.pytest_ifbench_metrics("manyih", records)[0]
+    all_row = next(row for row in table_1a.rows if row[0] == "all")
+    assert all_row[1:3] == (2, 1) and all_row[3].startswith("100.0%"), all_row

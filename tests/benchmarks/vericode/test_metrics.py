@@ -120,3 +120,14 @@ def test_plot_if_by_position(tmp_path):
     paths = plugin.BENCHMARK.pytest_ifbench_plots("vericode", group, tmp_path / "plots")
     assert [p.name for p in paths] == ["vericode_if_by_position_bigvibe.png"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_instance_with_an_undecided_check_is_an_error_as_in_the_core():
+    """A check whose verifier raised has no decision: the core's metrics leave the instance out and count it
+    as an error; VeriCode counted it as a failure (pass@1 50%, FR_1 50% instead of 100% and 0%)."""
+    undecided = record("a", 1, instructions=(True,), functional=False)
+    undecided["checks"][-1]["error"] = "verifier audit.boom raised RuntimeError: sandbox exploded"
+    group = [record("a", 0), record("b", 0), undecided, record("b", 1, instructions=(True,))]
+    got = rows(m.main_table(group, "x"))["single_turn k=1"]
+    assert got["items"] == 2 and got["errors"] == 1
+    assert got["pass@1"] == "100.0% ±0.0 [20.7, 100.0]" and got["FR_k"].startswith("0.0%"), got
