@@ -170,3 +170,43 @@ def test_reflection_skips_instances_that_failed_everything(pytester, stub_env, o
     meta = record["agent"]["trajectory"]["meta"]["octobench_reflection"]
     assert meta["rerun"] is False and meta["reason"] == "no check passed"
     assert metrics.reflection_table([record]) is None
+
+
+def _judged(check: str, votes: dict[str, bool] | None, error: str | None = None) -> dict[str, Any]:
+    entry = {"id": check, "check": check, "verifier": "ifbench.judge", "kind": "check", "scored": True,
+             "passed": bool(votes) and sum(votes.values()) * 2 >= len(votes), "error": error, "category": "SP"}
+    if votes is not None:
+        entry["verdict"] = {"passed": entry["passed"],
+                            "details": {"judges": [{"judge": j, "passed": p} for j, p in votes.items()]}}
+    return entry
+
+
+def _panel_records(judges: tuple[str, ...]) -> list[dict[str, Any]]:
+    def votes(j1: bool, j2: bool) -> dict[str, bool]:
+        return {j: v for j, v in (("J1", j1), ("J2", j2)) if j in judges}
+
+    return [
+        {"nodeid": "o::1", "benchmark": "octobench", "instance": "1", "status": "passed",
+         "checks": [_judged("a", votes(True, True)), _judged("b", votes(True, False))]},
+        {"nodeid": "o::2", "benchmark": "octobench", "instance": "2", "status": "failed",
+         "checks": [_judged("a", votes(False, False)), _judged("b", votes(True, True)),
+                    _judged("c", votes(True, True))]},
+        {"nodeid": "o::3", "benchmark": "octobench", "instance": "3", "status": "failed",
+         "checks": [_judged("a", votes(True, True)), _judged("b", None, error="the judge left it out")]},
+    ]
+
+
+def test_with_a_panel_the_headline_isr_is_the_papers_mean_over_the_judges():
+    """The paper: "Final ISR/CSR scores are computed as the mean across the three judges". The table's
+    `mean ± std` row said so, but the results file's headline `ISR` was the panel's verdict (33.3% here,
+    where J1 = 1/3 and J2 = 0/3 give 16.7%); the verdict's estimate keeps a name of its own."""
+    estimates = metrics.overall(_panel_records(("J1", "J2"))).estimates
+    assert estimates["ISR"].value == pytest.approx(1 / 6) and estimates["ISR"].method == "panel"
+    assert estimates["CSR"].value == pytest.approx(((2 / 2 + 2 / 3 + 1 / 2) + (1 / 2 + 2 / 3 + 1 / 2)) / 6)
+    assert estimates["ISR (panel verdict)"].value == pytest.approx(1 / 3)
+    assert estimates["ISR (panel verdict)"].method == "wilson"
+    assert sorted(estimates) == ["CSR", "CSR (panel verdict)", "CSR (reference)", "CSR (reference, panel verdict)",
+                                 "ISR", "ISR (panel verdict)", "ISR (reference)", "ISR (reference, panel verdict)"]
+    alone = metrics.overall(_panel_records(("J1",))).estimates  # one judge: its verdict is the figure
+    assert sorted(alone) == ["CSR", "CSR (reference)", "ISR", "ISR (reference)"]
+    assert alone["ISR"].value == pytest.approx(1 / 3) and alone["ISR"].method == "wilson"
