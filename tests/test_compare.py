@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -160,6 +161,16 @@ def test_paired_bootstrap_is_reproducible_and_zero_for_no_change():
     a = stats.paired_bootstrap([1.0] * 10, [0.0] * 6 + [1.0] * 4)
     assert a == stats.paired_bootstrap([1.0] * 10, [0.0] * 6 + [1.0] * 4)
     assert a[0].value == pytest.approx(-0.6) and a[1] < 0.01 and a[0].high < 0
+
+
+def test_one_pair_has_no_spread_to_estimate_for_a_mean_as_for_a_share():
+    """A category with one instance that went from failed to passed: the ISR change was `±inf [-100, +100]`
+    and the CSR change `±0.0 [+20.7, +100]` (the no-spread rule of many units that all moved alike)."""
+    change, p = stats.paired_bootstrap([0.5], [1.0])
+    assert (change.value, change.se, change.low, change.high, change.n, p) == (0.5, math.inf, -1.0, 1.0, 1, 1.0)
+    isr = stats.mean([1.0], bounds=(-1.0, 1.0), method="paired-t")
+    assert (isr.se, isr.low, isr.high) == (change.se, change.low, change.high)
+    assert stats.paired_bootstrap([2.0], [3.0], bounds=None)[0].low == -math.inf
 
 
 def _run_against(pytester, stub_server, base: str, *extra: str):

@@ -285,6 +285,9 @@ def paired_bootstrap(base: Sequence[float], new: Sequence[float], *, resamples: 
     if n == 0:
         raise ValueError("no pairs")
     observed = statistics.fmean(diffs)
+    if n == 1:  # one pair: no spread to estimate, as a t cell over one unit (SE inf, the whole range)
+        low, high = bounds if bounds is not None else (-math.inf, math.inf)
+        return Estimate(value=observed, se=math.inf, low=low, high=high, n=1, method="paired-bootstrap"), 1.0
     if bounds == (-1.0, 1.0) and all(d == diffs[0] for d in diffs):  # no spread: see _no_spread_change
         low, high = _no_spread_change(observed, n)
         return Estimate(value=observed, se=0.0, low=low, high=high, n=n, method="paired-bootstrap"), (
