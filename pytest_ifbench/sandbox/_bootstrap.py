@@ -8,10 +8,14 @@ PAYLOAD and REPORT are inherited descriptors (bubblewrap started directly) or, o
 a sandbox backend that passes no descriptors (:mod:`._code_runs`), paths: the job
 file, opened and unlinked here before any candidate code exists, and the
 host-made write-only report file, opened for appending.  A backend's run may
-outlive one job (pooled containers), so in that mode the job first removes what
-an earlier job of the run left in the places the host does not empty: files in
-``/dev/shm`` and ``/dev/mqueue`` and System V shared memory, message queues and
-semaphores (:func:`_clear_shared_state`; under bubblewrap each run has its own).
+outlive one job (pooled containers), so in that mode the job first looks at the
+places the host does not empty: files in ``/dev/shm`` and ``/dev/mqueue`` and
+System V shared memory, message queues and semaphores (:func:`_left_behind`;
+under bubblewrap each run has its own).  Should an earlier job have left anything
+there, it exits with :data:`LEFT_BEHIND` before reading its job, and the host runs
+the job again in a new run (:mod:`._code_runs`).  Removing the leftovers here did
+not do: a directory made read-only kept its files, and a job that left 200,000
+empty files made every later job spend seconds of its own time limit on them.
 
 It is started by file path -- not ``-m`` (that would import ``pytest_ifbench``
 and put the package on ``sys.path`` inside the sandbox) and not from a string
@@ -55,48 +59,35 @@ def _descriptor(arg, flags, unlink):
     return fd
 
 
-def _clear_shared_state():
-    """Remove this uid's leftovers of an earlier job in the same run (see the module doc)."""
-    for top in ("/dev/shm", "/dev/mqueue"):
+#: Exit status of a pooled job that found what an earlier job of its run left (see the module doc).
+LEFT_BEHIND = 121
+#: The places a pooled run keeps between jobs that the host cannot empty itself.
+SHARED_DIRS = ("/dev/shm", "/dev/mqueue")
+
+
+def _left_behind():
+    """Whether an earlier job of this run left files in :data:`SHARED_DIRS` or System V shared memory,
+    message queues or semaphores."""
+    for top in SHARED_DIRS:
         try:
-            entries = os.listdir(top)
+            if os.listdir(top):
+                return True
         except OSError:
             continue
-        for name in entries:
-            path = os.path.join(top, name)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    import shutil
-
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-    except (ImportError, OSError):
-        return
-    remove = {"shm": lambda i: libc.shmctl(i, 0, None), "msg": lambda i: libc.msgctl(i, 0, None),
-              "sem": lambda i: libc.semctl(i, 0, 0)}  # IPC_RMID = 0
-    for kind, rmid in remove.items():
+    for kind in ("shm", "msg", "sem"):
         try:
             with open(f"/proc/sysvipc/{kind}") as fh:
-                rows = fh.read().splitlines()[1:]
+                if len(fh.read().splitlines()) > 1:
+                    return True
         except OSError:
             continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) > 1 and fields[1].isdigit():
-                rmid(int(fields[1]))
+    return False
 
 
 def main(argv):
     """``argv`` = [this file, payload fd or path, report fd or path]."""
-    if not argv[1].isdigit():
-        _clear_shared_state()
+    if not argv[1].isdigit() and _left_behind():  # before the job is even opened: it runs again elsewhere
+        os._exit(LEFT_BEHIND)
     payload = _descriptor(argv[1], os.O_RDONLY, True)
     report = _descriptor(argv[2], os.O_WRONLY | os.O_APPEND, False)
     here = os.path.dirname(os.path.abspath(__file__))

@@ -10,9 +10,11 @@ cheap (an exec), and a code benchmark verifies hundreds of programs.  So each ba
 open runs (:class:`CodeRuns`), one job per run at a time, as many runs as jobs ever ran at once in this
 process (the stdio front end runs up to four).  Between two jobs the run's three directories are
 emptied in place: the next job finds nothing of the last one, and the backend has already
-ended every process of it (its contract).  Each run has a uid of its own, so ``RLIMIT_NPROC`` is never
-shared.  The pools are closed at interpreter exit; the docker backend's start-up reaper removes the
-containers of a process killed with ``-9``.
+ended every process of it (its contract).  What the host cannot empty (``/dev/shm``, ``/dev/mqueue``,
+System V IPC) the next job looks at first: anything there and the run is closed and the job runs again
+in a new one, its time limit counted from then (:data:`._bootstrap.LEFT_BEHIND`).  Each run has a uid
+of its own, so ``RLIMIT_NPROC`` is never shared.  The pools are closed at interpreter exit; the docker
+backend's start-up reaper removes the containers of a process killed with ``-9``.
 
 The channels.  A backend passes no descriptors, so the job and the report travel as files in the run's
 ``HOME`` (never the working directory, which must look exactly like bubblewrap's empty tmpfs):
@@ -45,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._bootstrap import LEFT_BEHIND
 from ._process import minimal_env
 from ._types import SandboxLimits, SandboxResult
 from ._workspace import remove_tree
@@ -88,11 +91,12 @@ class CodeRuns:
         self._closed = False
         self._parent: str | None = None
 
-    def acquire(self) -> _Slot:
+    def acquire(self, *, fresh: bool = False) -> _Slot:
+        """A free run, else a new one (always a new one when ``fresh``)."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("the code runs of this backend are closed")
-            if self._free:
+            if self._free and not fresh:
                 return self._free.pop()
             if self._parent is None:
                 self._parent = tempfile.mkdtemp(prefix="ifbench-code-")
@@ -251,15 +255,22 @@ def run_job(backend: SandboxBackend, job: bytes, *, stdin: str | None, limits: S
     result (``returncode`` ``128 + N`` for a signal, as bubblewrap reports it) and the report's bytes.
     The wall clock counts from ``started``.  Raises :class:`SandboxUnavailable` when the backend cannot run."""
     pool = pool_for(backend)
-    slot = pool.acquire()
-    broken = True
-    try:
-        result, channel = _run_in(slot, job, stdin=stdin, limits=limits, started=started, report_cap=report_cap,
-                                  flags=flags)
-        broken = False
-        return result, channel
-    finally:
-        pool.release(slot, broken=broken)
+    for attempt in (1, 2):
+        slot = pool.acquire(fresh=attempt == 2)  # a new run has nothing of any earlier job
+        broken = True
+        opened = time.monotonic()
+        try:
+            result, channel = _run_in(slot, job, stdin=stdin, limits=limits, started=started,
+                                      report_cap=report_cap, flags=flags)
+            # An earlier job left something the host cannot empty (``_bootstrap.LEFT_BEHIND``): the run is
+            # replaced, and this job runs in a new one on its full time, never paying for another's leftovers.
+            broken = result.returncode == LEFT_BEHIND and not channel
+        finally:
+            pool.release(slot, broken=broken)
+        if not broken or attempt == 2:
+            return result, channel
+        started += time.monotonic() - opened
+    raise AssertionError("unreachable")
 
 
 def _run_in(slot: _Slot, job: bytes, *, stdin: str | None, limits: SandboxLimits, started: float, report_cap: int,

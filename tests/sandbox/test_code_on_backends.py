@@ -156,8 +156,26 @@ def test_a_pooled_run_leaves_nothing_to_the_next_job(docker):
     uid = first.stdout.split()[-1]
     # /tmp holds nothing but the mount points of an interpreter or package installed below /tmp
     mounts = sorted({parts[0] for parts in _code_runs._mount_points_below_tmp()})
-    assert second.stdout == f"['main.py'] {mounts} [] [1, 1, 1] {uid}\n"  # the same run: its uid
-    assert len(pool_for(docker)) == 1  # one container served both jobs
+    assert second.stdout.startswith(f"['main.py'] {mounts} [] [1, 1, 1] "), second.stdout
+    assert second.stdout.split()[-1] != uid  # what the first job left took its run away: a new one, a new uid
+    assert len(pool_for(docker)) == 1
+    third = run_python(look, limits=shared)
+    assert third.stdout == second.stdout  # a job that left nothing leaves its run to the next one
+
+
+def test_a_job_cannot_leave_the_next_one_a_full_or_read_only_dev_shm(docker):
+    """The audit's attack: fill /dev/shm, or leave 100,000 empty files there (no bytes: no size cap), in
+    directories made read-only. Removing them from the next job failed (read-only) and would have spent
+    its time; now the next job runs in a new run, on its whole time limit, and sees an empty /dev/shm."""
+    limits = SandboxLimits(timeout=20.0, cpu_seconds=15)
+    attack = ("import os\nos.mkdir('/dev/shm/keep')\nopen('/dev/shm/keep/note', 'w').write('LEFT')\n"
+              "for i in range(100_000):\n    open(f'/dev/shm/keep/{i}', 'w').close()\n"
+              "os.chmod('/dev/shm/keep', 0o555)\nprint(len(os.listdir('/dev/shm/keep')))\n")
+    assert run_python(attack, limits=limits).stdout == "100001\n"
+    victim = run_python("import os, shutil\nprint(os.listdir('/dev/shm'), shutil.disk_usage('/dev/shm').used)",
+                        limits=SandboxLimits(timeout=2.0))
+    assert victim.ok and victim.stdout == "[] 0\n", victim
+    assert victim.duration < 2.0
 
 
 @pytest.mark.parametrize("how", ["killed", "removed"])
