@@ -128,7 +128,9 @@ def failure_message(outcome: CheckOutcome) -> str:
 
 def combine_samples(per_sample: list[list[tuple[int, CheckOutcome]]]) -> list[tuple[int, CheckOutcome]]:
     """One outcome per check across samples: passes when it passed in at least half of the
-    samples that reached it; the pass rate and per-sample verdicts go into the details."""
+    samples that reached it; the pass rate and per-sample verdicts go into the details. A sample
+    that left the check undecided (its verifier raised, a judge left it out) counts for neither:
+    when its verdict could have changed the outcome, the check is undecided too."""
     by_id: dict[str, list[CheckOutcome]] = {}
     for outcomes in per_sample:
         for _, outcome in outcomes:
@@ -142,12 +144,20 @@ def combine_samples(per_sample: list[list[tuple[int, CheckOutcome]]]) -> list[tu
             continue
         passed = sum(o.passed for o in judged)
         rate = passed / len(judged)
+        undecided = [o for o in runs if o.error is not None]
         failing = next((o for o in judged if not o.passed), None)
         evidence = f"passed in {passed}/{len(judged)} samples"
+        if undecided:
+            evidence += f" ({len(undecided)} more left it undecided: {undecided[0].error.splitlines()[0]})"
+            if 2 * passed < len(runs) <= 2 * (passed + len(undecided)):  # they could have tipped it either way
+                combined.append((turn, CheckOutcome(check=first.check, verdict=None, error=f"undecided: {evidence}",
+                                                    duration=sum(o.duration for o in runs))))
+                continue
         if failing is not None and failing.verdict is not None and failing.verdict.evidence:
             evidence += f"; a failing sample: {failing.verdict.evidence}"
-        verdict = Verdict(passed=rate >= 0.5, evidence=evidence,
-                          details={"pass_rate": rate, "samples": [o.passed for o in judged]})
+        verdict = Verdict(passed=2 * passed >= len(runs), evidence=evidence,
+                          details={"pass_rate": rate, "samples": [o.passed for o in judged],
+                                   **({"undecided": len(undecided)} if undecided else {})})
         combined.append((turn, CheckOutcome(check=first.check, verdict=verdict,
                                             duration=sum(o.duration for o in runs))))
     return combined
