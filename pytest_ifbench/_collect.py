@@ -388,6 +388,11 @@ def agent_summary(run: Any, kept: bool) -> str:
     """The report section of an agent run: how it ended, where the time went, where to look."""
     lines = [f"runner: {run.runner}    stopped: {run.stop_reason}    steps: {run.steps}",
              f"time: {run.duration:.1f} s (model {run.model_seconds:.1f} s, tools {run.tool_seconds:.1f} s)"]
+    rewrites = sum(len(t.meta.get("history_rewrites") or ()) for t in run.trajectory.walk())
+    if rewrites:  # the agent edited the CLI's saved conversation (agents/normalize.py put the replies back)
+        lines.append(f"history: {rewrites} earlier repl{'y' if rewrites == 1 else 'ies'} of the model rewritten in "
+                     "the CLI's saved conversation; the trajectory keeps what the model answered "
+                     "(meta.history_rewrites)")
     if kept and run.workspace is not None:
         lines.append(f"workspace (kept): {run.workspace.path}")
     if run.trajectory_path is not None:

@@ -193,3 +193,17 @@ def test_claude_code_history_rewritten_between_turns_earns_no_read(agents, stub_
     assert not not_called(trajectory, "Bash").passed
     written = Path(tmp_path / "raw.jsonl").read_text()
     assert '"name": "Read"' in written  # the forged request stays in the raw log as evidence
+
+
+def test_the_agent_run_section_says_the_history_was_rewritten():
+    """The rewrite was recorded in the trajectory's meta only: nothing a reader of the report saw said it."""
+    from pytest_ifbench._collect import agent_summary
+    from pytest_ifbench.agents.trajectory import Trajectory
+
+    child = Trajectory(id="sub", meta={"history_rewrites": [{"turn": 1}, {"turn": 2}]})
+    trajectory = Trajectory(id="main", meta={"history_rewrites": [{"turn": 1}]}, children=(child,))
+    run = SimpleNamespace(runner="claude_code", stop_reason="finished", steps=4, duration=1.0, model_seconds=0.5,
+                          tool_seconds=0.2, workspace=None, trajectory_path=None, trajectory=trajectory)
+    assert ("history: 3 earlier replies of the model rewritten in the CLI's saved conversation; the trajectory "
+            "keeps what the model answered (meta.history_rewrites)") in agent_summary(run, kept=False)
+    assert "history" not in agent_summary(SimpleNamespace(**{**vars(run), "trajectory": Trajectory(id="x")}), False)
