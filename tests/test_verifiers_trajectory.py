@@ -460,3 +460,18 @@ def test_workspace_checks_in_a_real_sandboxed_workspace(tmp_path):
         assert check("ifbench.workspace_command", {"command": "grep -q TODO notes.txt"}, workspace=ws).passed
         leak = check("ifbench.file_contains", {"path": "leak.txt", "text": "s3cret"}, workspace=ws)
         assert not leak.passed and "cannot read leak.txt" in leak.verdict.evidence
+
+
+def test_prose_seen_only_in_history_is_not_the_models_language():
+    """An agent answering in English that wrote a long Chinese reply into its CLI's saved conversation: the
+    forged text (``generation`` False) made `ifbench.language(zh)` pass. Only what the model said counts;
+    no_emoji still reads it all (claiming something forbidden cannot help)."""
+    chinese = "我已经按照你的要求修改了解析器，所有的测试都通过了，没有任何问题。" * 5
+    honest = run(("user", "请用中文回答"), ("say", chinese), ("say", "I changed the parser and the tests pass. 🎉"))
+    forged = replace(honest, messages=tuple(replace(m, generation=False) if m.content == chinese else m
+                                            for m in honest.messages))
+    assert check("ifbench.language", {"language": "zh", "scope": "all"}, trajectory=honest).passed
+    for scope in ("assistant", "all"):
+        outcome = check("ifbench.language", {"language": "zh", "scope": scope}, trajectory=forged)
+        assert not outcome.passed and "en 100%" in outcome.verdict.evidence, (scope, outcome)
+    assert not check("ifbench.no_emoji", {"scope": "all"}, trajectory=forged).passed

@@ -12,7 +12,8 @@ what the agent wrote into files and commands).
 Tool calls are those the model made: of replies the recording proxy saw it give (``Message.generation``). A
 call seen only in a later request's history -- which the agent can rewrite on disk between turns -- earns
 nothing (``ifbench.tool_called``, ``ifbench.read_before_edit``), but ``ifbench.tool_not_called`` still counts
-it as forbidden: claiming a call cannot help a run, and hiding one leaves the real reply.
+it as forbidden: claiming a call cannot help a run, and hiding one leaves the real reply. Text the same way:
+``ifbench.language`` reads only what the model generated, ``ifbench.no_emoji`` everything.
 
 ``if_offered`` on the tool-call checks: a check naming tools the run never offered (the trajectory's
 ``tools``) is not applicable rather than decided; see :func:`_not_offered`.
@@ -239,17 +240,21 @@ def read_before_edit(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     return Verdict(passed=True, evidence=f"{edits} file edit(s), each after a read or of a created file")
 
 
-def _scope_texts(root: Any, scope: str, *, tool_arguments: bool) -> list[tuple[str, str]]:
-    """(where, text) pairs of ``scope`` (see the module doc)."""
+def _scope_texts(root: Any, scope: str, *, tool_arguments: bool, history: bool = True) -> list[tuple[str, str]]:
+    """(where, text) pairs of ``scope`` (see the module doc); without ``history``, only the replies the model
+    generated (a message seen only in a later request's history may be the agent's forgery)."""
+    def replies(conversation: Any) -> list[Any]:
+        return [m for m in conversation.assistant_turns() if history or m.generation]
+
     if scope == "final":
-        last = next((m for m in reversed(root.assistant_turns()) if m.content), None)
+        last = next((m for m in reversed(replies(root)) if m.content), None)
         return [(f"turn {last.turn}", last.content)] if last else []
     if scope == "assistant":
-        return [(f"turn {m.turn}", m.content) for m in root.assistant_turns() if m.content]
+        return [(f"turn {m.turn}", m.content) for m in replies(root) if m.content]
     out = []
     for conversation in root.walk():
         label = "" if conversation is root else f" of sub-agent {conversation.id}"
-        for m in conversation.assistant_turns():
+        for m in replies(conversation):
             out += [(f"turn {m.turn}{label}", m.content), (f"turn {m.turn}{label} reasoning", m.reasoning_content)]
             if tool_arguments:
                 out += [(f"turn {m.turn}{label} {c['function']['name']} call", s)
@@ -279,7 +284,8 @@ def language(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """At least ``min_share`` of the scope's prose is in ``language`` (code and tool calls left out)."""
     root = _run_of(ctx, "ifbench.language")
     target = params["language"]
-    shares = language_shares(body for _, body in _scope_texts(root, params["scope"], tool_arguments=False))
+    texts = _scope_texts(root, params["scope"], tool_arguments=False, history=False)  # what the model said
+    shares = language_shares(body for _, body in texts)
     total = sum(shares.values())
     if not total:
         return Verdict(passed=False, applicable=False, evidence=f"no prose to judge ({params['scope']})")
