@@ -73,6 +73,15 @@ def _sandbox_unavailable(exc: Exception) -> bool:
     return sandbox is not None and isinstance(exc, sandbox.SandboxUnavailable)
 
 
+def _pattern_timeout(exc: Exception) -> bool:
+    """Whether ``exc`` is a suite pattern's ``PatternTimeout`` (checked as :func:`_sandbox_unavailable` is).
+
+    The text it ran on is the reply's (or what the agent left): were it an error, the instance would be
+    left out of the scores, and a reply could trade a check it does not meet for an excluded instance."""
+    patterns = sys.modules.get(f"{__package__}.verifiers._patterns")
+    return patterns is not None and isinstance(exc, patterns.PatternTimeout)
+
+
 def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext, *,
              ruff: RuffBatcher | None = None) -> list[CheckOutcome]:
     """Outcomes for ``checks`` on ``response`` in the checks' order.
@@ -108,6 +117,10 @@ def evaluate(checks: Sequence[CheckSpec], response: str, ctx: VerifyContext, *,
             verdict = verifier.func(_text_for(verifier, response), check.params, ctx)
             outcomes[check.id] = CheckOutcome(check=check, verdict=verdict, duration=time.perf_counter() - start)
         except Exception as exc:  # a broken verifier must not take the other checks down
+            if _pattern_timeout(exc):  # the reply made the suite's pattern run past its bound: not met
+                outcomes[check.id] = CheckOutcome(check=check, duration=time.perf_counter() - start, verdict=Verdict(
+                    passed=False, evidence=f"not met: {exc} (a reply cannot turn a check into an error)"))
+                continue
             if _sandbox_unavailable(exc):  # no OS sandbox here: its one-line reason, nothing ran unconfined
                 outcomes[check.id] = CheckOutcome(check=check, verdict=None, duration=time.perf_counter() - start,
                                                   error=str(exc))

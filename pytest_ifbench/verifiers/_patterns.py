@@ -4,8 +4,9 @@ A pattern such as ``(a+)+$`` backtracks exponentially on a reply of 40 ``a``
 and a ``!``: Python's ``re`` has no way to stop it, so one check could hang the
 whole run. These patterns are compiled by the ``regex`` package (its default
 VERSION0 syntax is ``re``'s) and every match is given :data:`PATTERN_TIMEOUT`
-seconds of matching; past it the check is an *error* naming the pattern -- the
-suite's pattern is at fault, so the reply neither passes nor fails on it.
+seconds of matching; past it the check is *not met*, naming the pattern
+(``_verify.evaluate``): the text is the reply's, and an error would leave its
+instance out of the scores, a trade a reply could make for a check it fails.
 
 Matching keeps the GIL (``concurrent=False``). By default ``regex`` lets it go around every match
 on a ``str``, and taking it back waits for a busy thread that has it, up to the interpreter's switch
