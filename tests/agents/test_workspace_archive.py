@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ifbench.agents import workspace_archive
 from pytest_ifbench.agents.workspace_archive import archive_path, pack, rebuild
 
 
@@ -200,6 +201,31 @@ def test_a_walk_that_fails_is_not_kept(tmp_path, monkeypatch):
     reason = pack(workspace, tmp_path / "t.workspace.tar.gz")
     assert reason is not None and reason.startswith("not kept: "), reason
     assert not (tmp_path / "t.workspace.tar.gz").exists()
+
+
+def test_a_workspace_of_too_many_entries_is_not_kept_and_its_walk_stops_there(tmp_path, monkeypatch):
+    """An agent's one command made 642,570 empty files (over the run's 200,000-entry cap before the disk
+    watchdog looked again): packing them took 180 s, outside every limit of the run. Past ``MAX_ENTRIES``
+    entries the workspace is not kept, and its walk stops there; an archive over it is refused."""
+    workspace = tmp_path / "ws"
+    (workspace / "d").mkdir(parents=True)
+    for i in range(300):
+        (workspace / "d" / f"f{i}").touch()
+    monkeypatch.setattr(workspace_archive, "MAX_ENTRIES", 301)  # 300 files and d: kept
+    target = tmp_path / "t.workspace.tar.gz"
+    assert pack(workspace, target) is None
+    rebuild(target, tmp_path / "out", environment=None)
+    walked = []
+    walk = workspace_archive._walk
+    monkeypatch.setattr(workspace_archive, "_walk", lambda *args: (walked.append(entry) or entry
+                                                                    for entry in walk(*args)))
+    monkeypatch.setattr(workspace_archive, "MAX_ENTRIES", 50)
+    with pytest.raises(ValueError, match="it holds 302 entries, over the 50 a workspace may"):
+        rebuild(target, tmp_path / "out2", environment=None)
+    target.unlink()
+    assert pack(workspace, target) == "not kept: it holds more than 50 entries"
+    assert len(walked) == 51 and not target.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_links_are_rebuilt_as_they_were_wherever_they_point(tmp_path, environment):
