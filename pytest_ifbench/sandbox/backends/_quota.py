@@ -5,10 +5,16 @@ walks eight parallel ``fallocate -l 500M`` put 4 GB in a 1 GiB workspace.  A tmp
 budget at the run's root makes the kernel refuse the overshoot (``ENOSPC``) instead.  Mounting
 needs root on the host, so a backend mounts one when it can (``available()``) and keeps the
 watchdog either way (it still reports ``limit="disk"`` and stops a command that stays over).
+Files likewise: one command making empty files made 642,570 of them between two walks, past the
+200,000-entry cap (``Limits.max_workspace_entries``), so the tmpfs has a quarter more inodes than the cap
+(:func:`quota_inodes`) and the kernel refuses the rest (``ENOSPC``, "No space left on device": the disk limit).
 
 A process killed with ``-9`` (an interrupted run, to be resumed from the cache) cannot unmount its
 quotas, so each mount records its owner at the root (:data:`OWNER`: host, pid and the pid's start
-time) and a process's first quota in a directory releases the ones there whose owner is gone.
+time) and a process's first quota in a directory releases the ones there whose owner is gone.  Code
+runs live in a directory of their process's own (:data:`CODE_RUNS`, ``_code_runs.CodeRuns``), which no
+other process looks in: so a process's first quota in one releases those of the other such directories
+beside it too (:func:`reap_stale_code_runs`).
 """
 
 from __future__ import annotations
@@ -21,11 +27,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..backend import SandboxUnavailable
+from ..backend import Limits, SandboxUnavailable
 from ._process_identity import ended, identity
 
 #: The quota's margin over the budget, so the watchdog still sees (and reports) the overshoot.
 SLACK = 16 << 20
+#: The entry cap the quota's inodes are sized from.  Only the default: a command's own
+#: ``Limits.max_workspace_entries`` does not reach the quota (``resize`` is given bytes only).
+MAX_ENTRIES = Limits().max_workspace_entries
+#: Inodes on top of the entry cap and its quarter: the quota's root, :data:`OWNER`, the run's directories...
+INODE_SLACK = 1024
+#: The prefix of the directory a process's code runs live in (``_code_runs.CodeRuns``, in the temp dir).
+CODE_RUNS = "ifbench-code-"
 #: At a quota's root, beside the run's directories (never shown inside): who mounted it.
 OWNER = ".ifbench-quota-owner"
 #: The tmpfs source name every quota is mounted with (what ``reap_stale`` looks for).
@@ -43,6 +56,12 @@ def quota_bytes(budget: int) -> int:
     return budget + budget // 4 + SLACK
 
 
+def quota_inodes(entries: int) -> int:
+    """The tmpfs inode count for an entry cap of ``entries``: a quarter more, plus :data:`INODE_SLACK`, so
+    the watchdog still sees (and reports) the overshoot.  On a tmpfs a hard link takes an inode too."""
+    return entries + entries // 4 + INODE_SLACK
+
+
 class TmpfsQuota:
     """A size-capped tmpfs at ``root`` (empty when mounted); grows or shrinks with the budget."""
 
@@ -51,9 +70,14 @@ class TmpfsQuota:
     def __init__(self, root: Path, budget: int) -> None:
         self.root = root
         self.size = 0
-        if str(root.parent) not in _swept:
-            _swept.add(str(root.parent))
-            reap_stale(root.parent)
+        parent = root.parent
+        if str(parent) not in _swept:
+            _swept.add(str(parent))
+            reap_stale(parent)
+            beside = os.path.join(parent.parent, f"{CODE_RUNS}*")
+            if parent.name.startswith(CODE_RUNS) and beside not in _swept:
+                _swept.add(beside)
+                reap_stale_code_runs(parent.parent)
         self.resize(budget)
 
     def resize(self, budget: int) -> None:
@@ -62,7 +86,8 @@ class TmpfsQuota:
         want = quota_bytes(budget)
         if want == self.size:
             return
-        option = f"size={want}" if not self.size else f"remount,size={want}"
+        # A remount keeps the inode count (the kernel refuses one below the inodes in use anyway).
+        option = f"size={want},nr_inodes={quota_inodes(MAX_ENTRIES)}" if not self.size else f"remount,size={want}"
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{option},mode=0755", SOURCE, str(self.root)],
                               capture_output=True, text=True, check=False)
         if done.returncode == 0:
@@ -109,22 +134,43 @@ def reap_stale(parent: Path) -> list[str]:
     return released
 
 
+def reap_stale_code_runs(directory: Path) -> list[str]:
+    """:func:`reap_stale` in each :data:`CODE_RUNS` directory of ``directory`` holding a quota; such a directory
+    it empties goes too (a dead process's).  The released roots."""
+    here = os.path.realpath(directory)
+    released = []
+    for parent in sorted({os.path.dirname(point) for point in _mount_points()}):
+        if os.path.dirname(parent) != here or not os.path.basename(parent).startswith(CODE_RUNS):
+            continue
+        gone = reap_stale(Path(parent))
+        released += gone
+        if gone:
+            try:
+                os.rmdir(parent)  # only when empty: a live process's quota there keeps it
+            except OSError:
+                pass
+    return released
+
+
 def _quota_mounts(parent: Path) -> list[str]:
     """Mount points of our tmpfs quotas directly in ``parent`` (from ``/proc/self/mountinfo``)."""
-    found = []
+    directory = os.path.realpath(parent)  # as the kernel writes it
+    return [point for point in _mount_points() if os.path.dirname(point) == directory]
+
+
+def _mount_points() -> list[str]:
+    """Mount points of our tmpfs quotas (from ``/proc/self/mountinfo``)."""
+    found: list[str] = []
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
             lines = fh.read().splitlines()
     except OSError:
         return found
-    directory = os.path.realpath(parent)  # as the kernel writes it
     for line in lines:
         mine, _, theirs = line.partition(" - ")
         fields, rest = mine.split(), theirs.split()
         if len(fields) < 5 or len(rest) < 2 or rest[:2] != ["tmpfs", SOURCE]:
             continue
-        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])  # octal escapes (space...)
-        if os.path.dirname(point) == directory:
-            found.append(point)
+        found.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4]))  # octal escapes (space...)
     return found
 
