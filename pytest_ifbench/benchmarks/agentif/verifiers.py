@@ -14,7 +14,6 @@ def register(registry: Any) -> None:
         id=RUBRIC,
         func=None,
         kind="judge",
-        reads_workspace=True,
         params={"criterion": Param(str, description="the rubric item: for a penalty, the mistake")},
         description="An AgentIF-OneDay rubric item, decided with every other item of the task in one judge call "
                     "that sees the answer, the produced files, the attachments and the reference answer.",
