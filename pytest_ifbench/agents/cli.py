@@ -23,8 +23,12 @@ Who is to blame when a run ends badly (``docs/agents.md``, "Failures of the agen
 harness"). The agent, when the run ended while a tool call the model asked for was running -- the
 last recorded reply asked for tools and no model call was in flight: its own commands hit a sandbox
 limit (disk, memory, processes, output, time), killed the CLI (``kill -9 -1``) or otherwise took the run
-down. That sets :attr:`CliResult.agent_fault`: the instance **fails**, with the reason recorded. The
-harness, otherwise: a failed model call (the proxy's failures), the sandbox being unavailable, the CLI
+down; or the CLI was killed by a signal only another process sends while its model call ran, once the
+agent's commands had run (:func:`_killed`: in the sandbox only the CLI's own user can send it; the call
+is waited for and counted, paid as it is). That sets :attr:`CliResult.agent_fault`: the instance
+**fails**, with the reason recorded. The
+harness, otherwise: a failed model call (the proxy's failures; a request it could not translate when the
+CLI then gave no answer), the sandbox being unavailable, the CLI
 crashing or exiting non-zero without a final answer (or making no model call at all) while no tool of
 the agent ran, the run's time running out during a model call. That sets
 :attr:`CliResult.harness_error`: the caller reports the instance as an error, never as failed checks.
@@ -40,6 +44,8 @@ each connection, so nothing a tool command can read (environment, config files, 
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -173,6 +179,9 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 starts.append(_records_in(log_path))
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
+                in_flight = proxy.pending_calls > 0
+                if in_flight:  # the CLI ended during a model call: paid for all the same, so counted when done
+                    await asyncio.to_thread(proxy.settle, meter.seconds_left())
                 if done.limit == "timeout" and proxy.calls:  # the deadline, once the agent is at work
                     meter.stop("max_seconds")
                 if meter.stop_reason is not None and not proxy.failures:  # a limit: the run ends, scored as it is
@@ -181,7 +190,11 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 # even when a limit was reached too: the refused call took the last step, and the run was
                 # scored as a max_steps stop, passed, with the limit reached)
                 error = _classify(name, done, proxy, before, options)
-                if error is not None and _tool_was_running(proxy):
+                if error is not None and proxy.untranslatable and not proxy.failures:  # no answer after it
+                    error = f"model call through the proxy failed: {proxy.untranslatable[-1]}"
+                elif error is not None and in_flight and _killed(done) and meter.tool_replies and not proxy.failures:
+                    error, fault = None, _killed_in_call(name, done)
+                elif error is not None and _tool_was_running(proxy):
                     error, fault = None, _fault(name, done, error)
                 elif error is not None and acted and proxy.calls == before and not proxy.failures:
                     error, fault = None, _unreachable(name, turn, done)
@@ -232,6 +245,24 @@ def _fault(name: str, done: CommandResult, error: str) -> str:
     status = done.returncode
     how = f"killed by signal {status - 128}" if status is not None and status > 128 else f"exit {status}"
     return f"{name} ended ({how}) while the agent's tool call was running, without a final answer"
+
+
+#: Signals a process gets from another (``kill``), never from its own crash (SIGSEGV, SIGABRT...).
+_SENT = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT})
+
+
+def _killed(done: CommandResult) -> bool:
+    """Whether the command was killed by a signal that only another process sends, no sandbox limit
+    involved: inside its sandbox only the CLI's own user -- the agent's tool commands -- can send it."""
+    status = done.returncode
+    return done.limit is None and status is not None and status > 128 and status - 128 in _SENT
+
+
+def _killed_in_call(name: str, done: CommandResult) -> str:
+    """The agent-fault reason for a CLI killed while its model call ran, after the agent's commands ran."""
+    status = done.returncode or 0
+    return (f"{name} was killed (signal {status - 128}) while its model call ran, after the agent's own commands "
+            "had run in its sandbox")
 
 
 def _unreachable(name: str, turn: int, done: CommandResult) -> str:

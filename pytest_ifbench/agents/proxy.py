@@ -24,10 +24,14 @@ not recorded); ``HEAD /`` and ``GET /`` answer 200; anything else is a 404, reme
 :attr:`RecordingProxy.notes`.
 
 Failures are the harness's, not the agent's. When the model call fails (after the client's own
-retries) or a request cannot be translated, the CLI gets an error carrying the provider's message
-(redacted): HTTP 413 when the provider said 413, else 400, with ``x-should-retry: false`` (the CLIs
-retry any 5xx, repeating what the client already retried). The call is recorded with the error as its
-``response_body`` and listed in :attr:`RecordingProxy.failures`, which the runner reports as a harness error.
+retries), the CLI gets an error carrying the provider's message (redacted): HTTP 413 when the provider
+said 413, else 400, with ``x-should-retry: false`` (the CLIs retry any 5xx, repeating what the client
+already retried). The call is recorded with the error as its ``response_body`` and listed in
+:attr:`RecordingProxy.failures`, which the runner reports as a harness error. A request that cannot be
+translated gets the same 400 and is a refused request, listed in :attr:`RecordingProxy.untranslatable`:
+the runner reports it only when the CLI then ends without an answer (a gap of the translation). The
+CLI's own process sends whatever its configuration says, and the agent can edit that (an MCP server at
+the relay's address): a request it made the CLI send in passing must not turn its run into an error.
 
 Model calls are coroutines run by ``submit(coro) -> concurrent.futures.Future`` (the plugin's background
 loop, else the proxy's own :class:`LoopThread`); each connection has its own thread.
@@ -57,23 +61,21 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import socket
 import socketserver
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Self
 
 from .._redact import redact
 from .._types import GenerationParams
 from ..models.client import Completion, ModelClient
-from ..sandbox._forward import PREAMBLE_CLI, PREAMBLE_REFUSED
 from . import proxy_bounds as _bounds
 from .accounting import CONTEXT_WINDOW, Meter, tool_names
 from .progress import BOARD
-from .proxy_bounds import LIMIT_KIND, MAX_BODY_BYTES, NOT_CLI, Rejected, SandboxEnder, read_body, redact_bytes
+from .proxy_bounds import LIMIT_KIND, MAX_BODY_BYTES, NOT_CLI, SandboxEnder, redact_bytes
+from .proxy_handler import ProxyHandler
 from .proxy_loop import LoopThread
 from .wire import ANTHROPIC_MESSAGES, RequestError, WireFormat, message_from_completion
 from .wire.anthropic_messages import error_body
@@ -140,6 +142,10 @@ class RecordingProxy:
         self._answered: dict[int, tuple[Completion, dict[str, Any]]] = {}
         self._slots = threading.BoundedSemaphore(_bounds.MAX_CONNECTIONS)
         self.failures: list[str] = []
+        #: Requests that could not be translated (refused, not calls): see the module doc.
+        self.untranslatable: list[str] = []
+        self._answering = 0  # answer() calls under way, each until its call is recorded and counted
+        self._settled = threading.Condition(self._lock)
         #: Refused requests, as recorded (the first :data:`MAX_RECORDED_REFUSALS`).
         self.refusals: list[dict[str, Any]] = []
         #: Refused requests in all, recorded or not.
@@ -162,9 +168,9 @@ class RecordingProxy:
         try:
             if self.socket_path is not None:
                 address, self._dir_fd = _bounds.bind_path(self.socket_path)
-                self._serve(_bounds.UnixServer(address, _Handler))
+                self._serve(_bounds.UnixServer(address, ProxyHandler))
             if self._tcp:
-                self._serve(_bounds.TCPServer(("127.0.0.1", 0), _Handler))
+                self._serve(_bounds.TCPServer(("127.0.0.1", 0), ProxyHandler))
         except BaseException:
             self.stop()
             raise
@@ -228,6 +234,12 @@ class RecordingProxy:
                 return f"http://127.0.0.1:{server.server_address[1]}"
         raise RuntimeError("the proxy is not listening on TCP (start it with tcp=True)")
 
+    def settle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the requests under way to be answered, recorded and counted
+        (a CLI killed while its model call ran: the call is paid for all the same); whether they were."""
+        with self._settled:
+            return self._settled.wait_for(lambda: self._answering == 0, timeout=max(timeout, 0.0))
+
     @property
     def pending_calls(self) -> int:
         """Model calls in flight now."""
@@ -251,6 +263,16 @@ class RecordingProxy:
 
     def answer(self, wire: WireFormat, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body answering one model request in ``wire`` (the handler's one job)."""
+        with self._lock:
+            self._answering += 1
+        try:
+            return self._answer(wire, body)
+        finally:
+            with self._settled:
+                self._answering -= 1
+                self._settled.notify_all()
+
+    def _answer(self, wire: WireFormat, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         request_time = int(time.time() * 1000)
         meter, cap = self.meter, self.max_tokens_cap
         if meter is not None:  # one call's max_tokens is capped by what is left of the run's budget
@@ -260,7 +282,7 @@ class RecordingProxy:
         except RequestError as exc:  # recorded as an event, not a call: its body is no conversation
             message = redact(f"the proxy cannot translate this request: {exc}")
             with self._lock:
-                self.failures.append(message)
+                self.untranslatable.append(message)
             self.refuse("untranslatable", message, status=400, method="POST", path=wire.paths[0])
             return _no_retry(wire, 400, message)
         translated = fit(translated, self.accepts)
@@ -361,127 +383,3 @@ def _no_retry(wire: WireFormat, status: int, message: str) -> tuple[int, dict[st
     """An error answer in ``wire`` that the CLI should not retry."""
     return status, {"Content-Type": "application/json", "x-should-retry": "false"}, json.dumps(
         wire.error(status, message)).encode()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "pytest-ifbench-proxy/1"
-    sys_version = ""
-    timeout = 900  # an idle keep-alive connection is dropped after this
-
-    def setup(self) -> None:
-        super().setup()
-        if self.connection.family != socket.AF_UNIX:  # one write per answer; no Nagle delay
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-        #: Why this connection is refused (None: it is the CLI's), and whether to answer it.
-        self.refusal: str | None = None
-        self.answer_refusal = True
-        self._check_origin()
-
-    def _check_origin(self) -> None:
-        """Set :attr:`refusal` for a connection that is not the CLI's (see the module doc). A Unix
-        connection's first line from the relay is consumed here whether or not ``relay_only``."""
-        unix = self.connection.family == socket.AF_UNIX
-        if self.proxy.relay_only:
-            self.refusal = (_bounds.not_the_relay(self.connection) if unix else
-                            "a direct TCP connection to the proxy, not through the relay")
-            if self.refusal is not None:
-                return
-            self.proxy._ender.adopt(self.connection)
-        line = _bounds.relay_preamble(self.connection, self.rfile, self.timeout) if unix else None
-        if line == PREAMBLE_CLI or (line is None and not self.proxy.relay_only):
-            return
-        self.answer_refusal = line is None  # else the relay has answered its client itself
-        if line is not None and line.startswith(PREAMBLE_REFUSED):
-            self.refusal = line[len(PREAMBLE_REFUSED):].decode("utf-8", "replace").strip() or "a refused connection"
-        else:
-            self.refusal = "a relay connection without its first line"
-
-    def handle(self) -> None:
-        if self.refusal is None:
-            super().handle()
-            return
-        if not self.answer_refusal:
-            self.proxy.refuse(NOT_CLI, self.refusal, status=403)
-            return
-        method, path, size = self._drain()
-        self.proxy.refuse(NOT_CLI, self.refusal, status=403, method=method, path=path, size=size)
-        self.command, self.request_version, self.requestline, self.close_connection = "", "HTTP/1.1", "", True
-        self._send(403, {"Content-Type": "application/json"}, json.dumps(self.proxy.wire_formats[0].error(
-            403, "refused by the ifbench proxy: only the agent CLI itself may call the model")).encode())
-
-    def _drain(self) -> tuple[str, str, int]:
-        """Read (and drop) a refused request, within bounds and 2 s, so its sender gets the answer."""
-        try:
-            self.connection.settimeout(2)
-            self.raw_requestline = self.rfile.readline(65537)
-            words = self.raw_requestline.split()
-            if len(words) != 3 or not words[2].startswith(b"HTTP/1.") or not self.parse_request():
-                return "", "", 0  # no HTTP request line (parse_request would answer it itself)
-            size = int(self.headers.get("Content-Length") or 0)
-            if 0 < size <= MAX_BODY_BYTES:
-                self.rfile.read(size)
-            return self.command or "", self._path(), size
-        except (OSError, ValueError):
-            return "", "", 0
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    @property
-    def proxy(self) -> RecordingProxy:
-        return self.server.proxy  # type: ignore[attr-defined]
-
-    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        try:
-            self.send_response(status)
-            for key, value in {**headers, "Content-Length": str(len(body))}.items():
-                self.send_header(key, value)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-            self.wfile.flush()
-        except OSError:  # the CLI hung up (it was killed, or timed out)
-            self.close_connection = True
-
-    def _error(self, status: int, message: str, wire: WireFormat | None = None) -> None:
-        wire = wire or self.proxy.wire_formats[0]
-        self._send(status, {"Content-Type": "application/json"}, json.dumps(wire.error(status, message)).encode())
-
-    def _path(self) -> str:
-        path = self.path.split("?", 1)[0]
-        return path.rstrip("/") or "/"
-
-    def do_HEAD(self) -> None:
-        self.do_GET()
-
-    def do_GET(self) -> None:
-        if self._path() == "/":
-            self._send(200, {"Content-Type": "text/plain"}, b"ok\n")
-            return
-        self.proxy._note(f"unknown endpoint asked for: {self.command} {self._path()}")
-        self._error(404, f"not found: {self.command} {self._path()}")
-
-    def do_POST(self) -> None:
-        path = self._path()
-        wire = self.proxy.route(path)
-        try:
-            body = read_body(self.rfile, self.headers, MAX_BODY_BYTES)
-        except Rejected as exc:
-            self.close_connection = True
-            self.proxy.refuse(exc.kind, exc.message, status=exc.status, method="POST", path=path, size=exc.size)
-            self._error(exc.status, exc.message, wire)
-            return
-        except ValueError:  # a malformed Content-Length or chunk size
-            self.close_connection = True
-            self.proxy.refuse("not_json", "the request's framing is malformed", status=400, method="POST", path=path)
-            self._error(400, "the request's framing is malformed", wire)
-            return
-        if wire is None:
-            self.proxy._note(f"unknown endpoint asked for: POST {path}")
-            self._error(404, f"not found: POST {path}")
-        elif path in wire.helpers:
-            self._send(200, {"Content-Type": "application/json"}, json.dumps(wire.helpers[path](body)).encode())
-        else:
-            self._send(*self.proxy.answer(wire, body))
-

@@ -195,12 +195,14 @@ def test_count_tokens_head_and_unknown_paths(proxy, stub_env):
     assert stub_env.calls == 0 and proxy.calls == 0 and not proxy.log_path.read_text()
 
 
-def test_bad_requests_are_harness_failures(proxy, stub_env):
+def test_bad_requests_are_refused_and_listed_as_untranslatable(proxy, stub_env):
+    """Not failures of a model call: the runner reports them only if the CLI then ends without an answer
+    (the agent can make its CLI send anything on the way, an MCP server at the relay's address)."""
     status, _, raw = call(proxy, b"not json")
     assert status == 400 and json.loads(raw)["type"] == "error"
     status, _, raw = call(proxy, body({"role": "tool", "content": "x"}))
     assert status == 400 and "role" in json.loads(raw)["error"]["message"]
-    assert len(proxy.failures) == 1 and stub_env.calls == 0
+    assert len(proxy.untranslatable) == 1 and proxy.failures == [] and stub_env.calls == 0
 
 
 def test_a_failed_model_call_is_a_clear_error_and_a_recorded_failure(proxy, stub_env, monkeypatch):

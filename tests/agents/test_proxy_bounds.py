@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from pytest_ifbench.agents import proxy as proxy_module
+from pytest_ifbench.agents import proxy_handler
 from pytest_ifbench.agents.normalize import load_raw, normalize
 from pytest_ifbench.agents.proxy import RecordingProxy
 from pytest_ifbench.agents.proxy_bounds import MAX_CONNECTIONS, MAX_RECORDED_REFUSALS
@@ -70,7 +70,7 @@ def test_a_body_over_the_cap_is_refused_unread_with_413(proxy, stub_env):
 
 
 def test_a_chunked_body_over_the_cap_is_refused(proxy, monkeypatch):
-    monkeypatch.setattr(proxy_module, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(proxy_handler, "MAX_BODY_BYTES", 1000)
     chunk = b"x" * 600
     head = b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
     answer = raw_exchange(proxy.url, head, (b"258\r\n" + chunk + b"\r\n") * 2 + b"0\r\n\r\n")

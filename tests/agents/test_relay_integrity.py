@@ -280,6 +280,62 @@ def test_breaking_the_cli_for_a_later_turn_is_the_agents_failure_not_an_error(ag
         ws.close()
 
 
+@pytest.mark.parametrize("then", ["answer", "tool"])
+def test_killing_the_cli_during_its_model_call_is_no_error_and_the_call_counts(then, agents, stub_env, tmp_path):
+    """Turn 1's command leaves a process that kills Claude Code (``$CLAUDE_PID``) two seconds later, while
+    its next model call waits for a slow model. It was a harness error (excluded from ISR and CSR), and the
+    call the provider answered was cancelled uncounted: 2 calls made, 1 in the results. Now the call is
+    waited for and counted; the model's answer is the turn's (``answer``), and a reply asking for more tools
+    that the killed CLI never ran makes the instance fail, the agent's fault (``tool``)."""
+    requests: list[dict[str, Any]] = []
+    command = "setsid bash -c 'sleep 2; kill -9 $CLAUDE_PID' </dev/null >/dev/null 2>&1 & echo started"
+    answer = bash_then_answer(command, requests)
+
+    def slow(body: dict[str, Any]) -> Reply:
+        reply = answer(body)
+        if not (reply.content and body.get("tools")):
+            return reply
+        if then == "tool":
+            return Reply(tool_calls=[{"function": {"name": "Bash", "arguments": {"command": "ls"}}}], latency=6.0)
+        return Reply(content=reply.content, latency=6.0)
+
+    stub_env.default = slow
+    (tmp_path / "env").mkdir()
+    client = ModelClient(model="openai/stub", api_base=stub_env.url, retry=RetryPolicy(max_attempts=1, timeout=30))
+    with Workspace.create(tmp_path / "env", parent=tmp_path) as ws:
+        result = run_closing(run_cli("claude_code", workspace=ws, queries=["Do the task."], system=None,
+                                     model_name=MODEL, client=client, submit=None,
+                                     options=AgentOptions(max_seconds=90), log_path=tmp_path / "raw.jsonl"))
+    assert result.harness_error is None, result.harness_error
+    if then == "answer":
+        assert result.agent_fault is None and result.turn_texts == (REAL_ANSWER,)
+    else:
+        assert result.agent_fault == ("claude_code was killed (signal 9) while its model call ran, after the "
+                                      "agent's own commands had run in its sandbox"), result.agent_fault
+    model_calls = [body for body in requests if body.get("tools")]
+    assert len(model_calls) == 2 and result.usage.steps == 2 == len(result.usage.completions), result.usage
+    assert all(c.completion_tokens > 0 for c in result.usage.completions)
+    calls = [json.loads(line) for line in (tmp_path / "raw.jsonl").read_text().splitlines()]
+    assert sum("refused" not in c and c["request_body"].get("tools") is not None for c in calls) == 2
+
+
+def test_an_mcp_server_at_the_relay_does_not_turn_a_later_turn_into_an_error(agents, stub_env, tmp_path):
+    """Turn 1 registers an HTTP MCP server at the relay's own address in ``~/.claude.json``; in turn 2 the CLI
+    itself sends it a JSON-RPC ``initialize``, which the proxy cannot translate. That made the instance a
+    harness error though the CLI then answered; the request is refused and recorded, and the run scored."""
+    config = ("node -e 'const fs=require(\"fs\"),p=process.env.HOME+\"/.claude.json\";let j={};"
+              "try{j=JSON.parse(fs.readFileSync(p))}catch(e){};"
+              f"j.mcpServers={{x:{{type:\"http\",url:\"{RELAY}\"}}}};fs.writeFileSync(p,JSON.stringify(j))'")
+    ws, result, requests = attack(config, stub_env, tmp_path, queries=("Do the task.", "Now the next one."))
+    try:
+        assert result.harness_error is None and result.agent_fault is None, (result.harness_error, result.stderr)
+        assert result.turn_texts == (REAL_ANSWER, REAL_ANSWER)
+        kinds = [e["kind"] for e in refused(result)]
+        assert "untranslatable" in kinds, refused(result)
+    finally:
+        ws.close()
+
+
 SUITE = """
 ifbench: 1
 benchmark: relayattacks

@@ -136,7 +136,7 @@ def test_errors_and_routing_speak_the_dialect(chat, stub_env):
     status, headers, raw = post(chat, chat_body({"role": "robot", "content": "x"}))
     error = json.loads(raw)["error"]
     assert status == 400 and error["type"] == "invalid_request_error" and "role" in error["message"]
-    assert headers["x-should-retry"] == "false" and len(chat.failures) == 1 and stub_env.calls == 0
+    assert headers["x-should-retry"] == "false" and len(chat.untranslatable) == 1 and stub_env.calls == 0
     recorded = json.loads(chat.log_path.read_text().splitlines()[-1])
     # an untranslatable request is a refused request: an event in the log, never a call (agents/proxy.py)
     assert recorded["request_body"] is None and recorded["response_body"] is None
