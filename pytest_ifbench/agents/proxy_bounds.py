@@ -178,9 +178,10 @@ def sandbox_init(connection: socket.socket) -> int | None:
 
 
 class SandboxEnder:
-    """Ends the CLI's sandbox (every process in it) once a run is stopped: :meth:`adopt` the first relay
-    connection's sandbox (:func:`sandbox_init`), :meth:`end` kills it after :attr:`grace` seconds -- time for
-    the CLI to read the refusal it was just sent and print it -- and :meth:`close` lets go."""
+    """Ends the CLI's sandbox (every process in it) once a run is stopped: :meth:`adopt` the sandbox of the
+    relay connections (:func:`sandbox_init`) -- each user turn's command is a sandbox of its own, so a later
+    turn's replaces one that has ended --, :meth:`end` kills it after :attr:`grace` seconds -- time for the
+    CLI to read the refusal it was just sent and print it -- and :meth:`close` lets go."""
 
     def __init__(self, grace: float = 1.0) -> None:
         self.grace = grace
@@ -191,12 +192,14 @@ class SandboxEnder:
 
     def adopt(self, connection: socket.socket) -> None:
         with self._lock:
-            if self._pidfd is not None:
+            if self._pidfd is not None and _alive(self._pidfd):
                 return
         pidfd = sandbox_init(connection)
+        if pidfd is None:
+            return
         with self._lock:
-            if self._pidfd is None:
-                self._pidfd, pidfd = pidfd, None
+            if self._pidfd is None or not _alive(self._pidfd):  # none yet, or an earlier turn's, ended
+                self._pidfd, pidfd = pidfd, self._pidfd
         if pidfd is not None:
             os.close(pidfd)
 
@@ -226,6 +229,14 @@ class SandboxEnder:
             timer.cancel()
         if pidfd is not None:
             os.close(pidfd)
+
+
+def _alive(pidfd: int) -> bool:
+    try:
+        signal.pidfd_send_signal(pidfd, 0)
+    except OSError:  # ProcessLookupError: it has ended
+        return False
+    return True
 
 
 _OVER_CAPACITY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"

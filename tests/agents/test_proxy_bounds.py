@@ -156,3 +156,31 @@ def test_relay_only_serves_nothing_that_is_not_the_relay(stub_env, tmp_path):
     assert main.messages == () and len(main.meta["refused_requests"]) == 2
     verdict = no_relay_abuse("", {"kinds": ["not_cli"]}, type("Ctx", (), {"trajectory": main})())
     assert not verdict.passed and verdict.details["refused"] == 2
+
+
+def test_the_ender_kills_the_sandbox_of_the_current_turn_not_the_first(monkeypatch):
+    """Each user turn's CLI command is a sandbox of its own. The ender kept turn 1's (ended by then), so a
+    limit reached in turn 2 signalled nothing: a CLI ignoring the refusal ran on to the command's timeout."""
+    import os
+    import subprocess
+
+    from pytest_ifbench.agents import proxy_bounds
+
+    turns = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    monkeypatch.setattr(proxy_bounds, "sandbox_init", lambda connection: os.pidfd_open(current[0].pid))
+    ender = proxy_bounds.SandboxEnder(grace=0.0)
+    try:
+        current = [turns[0]]
+        ender.adopt(None)
+        turns[0].kill()
+        turns[0].wait()
+        current[0] = turns[1]
+        ender.adopt(None)  # turn 2's first connection
+        ender.adopt(None)  # and its second: the same sandbox, kept
+        ender.end()
+        assert turns[1].wait(timeout=5) == -9 and ender.ended
+    finally:
+        ender.close()
+        for process in turns:
+            process.kill()
+            process.wait()
