@@ -112,3 +112,15 @@ def test_a_container_that_is_gone_is_replaced_and_the_workspace_stays(ws, podman
         assert len(now) == 1 and now[0].id != gone.id
     finally:
         client.close()
+
+
+def test_var_tmp_is_inside_the_disk_budget_and_run_is_not_writable(ws):
+    """Podman gives a read-only root memory-backed /var/tmp and /run of half the host's memory each, outside
+    the run's disk budget: 2.5 GB written to /var/tmp against a 1 GiB budget passed unnoticed. /var/tmp is
+    the run's /tmp now, and /run a 1 MiB tmpfs that is root's."""
+    res = ws.run("echo x > /var/tmp/f && ls /tmp; touch /run/f 2>&1; df -k /run | tail -1", limits=QUICK)
+    assert res.stdout.splitlines()[0] == "f", res
+    assert "Permission denied" in res.stdout and res.stdout.split()[-5] == "1024", res
+    res = ws.run("for i in 1 2 3 4 5 6; do head -c 250M /dev/zero > /var/tmp/big$i; done; sleep 20",
+                 limits=Limits(timeout=60))
+    assert res.limit == "disk", res

@@ -11,7 +11,10 @@ The container (created at the run's first command, removed at :meth:`DockerRun.c
   come from the container's user), with a read-only root file system built from a local image
   (:mod:`._docker_image`: no registry) and the host's ``/usr``, ``/etc``, ``/opt``, ``/bin``,
   ``/sbin``, ``/lib*`` bound read-only -- the same toolchain bubblewrap shows;
-* binds the run's directories read-write at ``/workspace``, ``/home/agent`` and ``/tmp``;
+* binds the run's directories read-write at ``/workspace``, ``/home/agent`` and ``/tmp`` (``/var/tmp`` too:
+  the run's ``/tmp`` again, inside its disk budget), and mounts a 1 MiB tmpfs at ``/run``: Podman gives a
+  read-only root writable memory-backed ``/var/tmp`` and ``/run`` of half the host's memory each, outside
+  the budget (2.5 GB written against a 1 GiB budget);
 * has no network (``--network none``: only ``lo``), no capabilities for the command, no-new-privileges;
 * is capped by its cgroup: memory (``Limits.run_memory_mb``, shared memory and page cache included,
   no swap), pids (``Limits.max_processes``), CPU (``Limits.cpus``);
@@ -77,6 +80,8 @@ __all__ = ["DockerBackend", "DockerRun"]
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_docker_exec.py")
 _SUPERVISOR_MOUNT = "/run/ifbench/exec.py"
 _CONTROL_MOUNT = "/run/ifbench/ctl"
+#: The size of the container's ``/run`` (root's: the command's uid cannot write there).
+_RUN_BYTES = 1 << 20
 #: The container's rlimits: each command gets its own, never above these, from its supervisor.
 _ULIMITS = (("nofile", 8192), ("nproc", 32768))
 #: The idle pid 1 of a named image's long-lived container (it may have no ``tail``; it has python3).
@@ -220,7 +225,8 @@ class DockerRun:
             Mount(f"/{name}", f"/{name}", type="bind", read_only=True) for name in SYSTEM_DIRS
             if os.path.isdir(f"/{name}") and not os.path.islink(f"/{name}")]
         mounts += [Mount(MOUNT, str(dirs.workspace), type="bind"), Mount(HOME, str(dirs.home), type="bind"),
-                   Mount("/tmp", str(dirs.tmp), type="bind"),
+                   Mount("/tmp", str(dirs.tmp), type="bind"), Mount("/var/tmp", str(dirs.tmp), type="bind"),
+                   Mount("/run", "", type="tmpfs", tmpfs_size=_RUN_BYTES, tmpfs_mode=0o755),
                    Mount(_CONTROL_MOUNT, str(self.control), type="bind", read_only=True),
                    Mount(_SUPERVISOR_MOUNT, SUPERVISOR, type="bind", read_only=True), *more]
         for path in extra:
