@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from pytest_ifbench.reports.metrics import COLUMNS, core_tables
 from pytest_ifbench.reports.summary_writer import scored_what
-from pytest_ifbench.testing import Reply
+from pytest_ifbench.testing import Fault, Reply
 from tests._support import demo_suite, stub_args, write_suite
 from tests.test_judge_trajectory import REGISTRY, answering, judge
 
@@ -61,6 +61,27 @@ def test_a_judge_error_after_the_run_keeps_the_turns_decided_checks_and_tokens(p
     assert record["tokens"]["prompt"] > 0 and record["durations"]["generation"] >= 0
     assert len(record["judge_calls"]) == 2, "the malformed answer and its repair were paid for"
 
+
+
+def test_a_judge_call_that_fails_keeps_the_paid_reply_as_a_judge_error(pytester, stub_env):
+    """The judge's provider answering HTTP 500 (after its retries): the instance was a `model` error with no
+    turns, no tokens and no cost, though the model's reply had been paid for; its deterministic check was
+    lost too. It is a judge error keeping all of them, as a judge answering garbage already was."""
+    instance = {"id": "j", "prompt": "hi", "checks": [
+        {"id": "words", "verifier": "ifbench.word_count", "params": {"min": 1}},
+        {"id": "polite", "verifier": "ifbench.judge", "params": {"criterion": "is polite"}}]}
+    write_suite(pytester.path, "suites/j.yaml", demo_suite(instance))
+    stub_env.inject_faults(Fault(kind="status", status=500, message="judge backend down"), match="REQUIREMENTS")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub",
+                                "--ifbench-max-attempts=1")
+    result.assert_outcomes(errors=1)
+    record = results_of(pytester)["j"]
+    assert (record["status"], record["error_kind"]) == ("error", "judge"), record["error"]
+    assert record["error"].startswith("judge 'openai/stub' failed: ") and "judge backend down" in record["error"]
+    assert record["turns"][0]["response"]["text"] == "stub reply to: hi" and record["tokens"]["prompt"] > 0
+    checks = {c["check"]: c for c in record["checks"]}
+    assert checks["words"]["passed"] is True and checks["polite"]["error"].startswith("undecided: judge")
+    assert stub_env.calls == 2
 
 
 def test_a_dialogue_whose_model_fails_at_turn_two_keeps_turn_one_paid_for(pytester, stub_env):

@@ -21,7 +21,7 @@ from pytest_ifbench.cli.main import main as ifbench
 from pytest_ifbench.models.client import SpendingLimitReached
 from pytest_ifbench.models.providers import make_client
 from pytest_ifbench.models.spending import WAIT, Ledger, SpendingLimit, usd
-from pytest_ifbench.testing import Fault, StubServer
+from pytest_ifbench.testing import Fault, Reply, StubServer
 from tests._support import closing_sessions
 from tests.scale import _suite
 
@@ -461,3 +461,41 @@ def test_a_record_s_cost_is_what_the_run_paid_and_cached_replies_cost_apart(pyte
     header, *rows = [line for line in (pytester.path / "again.md").read_text().splitlines()
                      if line.startswith("| ") and "instances" in line or line.startswith("| scaled")][:2]
     assert "| cost | cached cost |" in header and f"| $0.0000 | ${paid:.4f} |" in rows[0]
+
+
+JUDGED = """
+ifbench: 1
+benchmark: demo
+instances:
+""" + "".join(f"""  - id: q{i}
+    prompt: Question number {i}, answer in lowercase.
+    checks:
+      - {{id: lower, verifier: ifbench.case, params: {{mode: lower}}}}
+      - {{id: polite, verifier: ifbench.judge, params: {{criterion: The answer is polite.}}}}
+""" for i in range(8))
+
+
+def test_a_judge_call_refused_at_the_limit_keeps_the_paid_reply_in_the_record(pytester, stub_env):
+    """The limit refusing an instance's judge call made the instance a `model` error ("not called") with no
+    turns and no cost, though its model call had been paid: the records added up to half what the ledger
+    paid. It is a judge error keeping the reply, and the records add up to the ledger's figure."""
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "judged.yaml").write_text(JUDGED, encoding="utf-8")
+    polite = Reply(content=json.dumps({"checks": [{"id": "polite", "verdict": "pass", "reasoning": "r"}]}))
+    stub_env.add_rule("REQUIREMENTS", polite)
+    probe = pytester.runpytest(*_args(stub_env, None, f"--judge-model={MODEL}", "--ifbench-no-cache",
+                                      "--ifbench-results=probe.json", "--ifbench-summary=", "-k", "q0"))
+    assert probe.ret in (0, 1)
+    one = json.loads((pytester.path / "probe.json").read_text())["instances"][0]["cost"]  # a reply and its judge
+    stub_env.reset()
+    stub_env.add_rule("REQUIREMENTS", polite)
+    result = pytester.runpytest(*_args(stub_env, one * 3.2, f"--judge-model={MODEL}", "--ifbench-summary="))
+    data = json.loads((pytester.path / "ifbench-results.json").read_text())
+    entry = data["spending_limit"]
+    assert entry["refused"] > 0 and entry["calls"] == stub_env.calls, entry
+    judged_out = [r for r in data["instances"] if r.get("error_kind") == "judge"]
+    assert judged_out, [(r["instance"], r.get("error_kind"), r.get("error")) for r in data["instances"]]
+    for record in judged_out:
+        assert record["turns"] and record["cost"] and "spending limit is reached" in record["error"], record
+    assert sum(r["cost"] or 0 for r in data["instances"]) == pytest.approx(entry["spent"])
+    assert result.ret == 1

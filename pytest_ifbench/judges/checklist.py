@@ -224,8 +224,10 @@ async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Map
     messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
     fmt = response_format(ids, scale, conditional=bool(conditional))
 
-    async def call(sent: list[dict[str, Any]]) -> Completion:  # a failed call stays a ModelCallError here
-        return await client.complete(sent, JUDGE_PARAMS, response_format=fmt)
+    async def call(sent: list[dict[str, Any]]) -> Completion:
+        # A failed call is a JudgeError, which keeps the episode (the model's reply, paid for) in the record;
+        # as a ModelCallError it made the instance a `model` error with no turns, tokens or cost.
+        return await call_judge(client, sent, JUDGE_PARAMS, fmt, material="the reply and its checklist")
 
     return await ask_with_repair(
         call, messages, lambda c: parse_verdicts(c.text, ids, scored, conditional), model=client.model)
