@@ -424,7 +424,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     for record in collector.crash_records():
         collector.add(record)
     records = list(config.stash[RECORDS_KEY].values())  # the compact views: all the metrics read
-    if records:
+    if records and not (session.exitstatus == pytest.ExitCode.INTERRUPTED and collector.keep_journal()):
         from .reports.results_collector import results_meta
         from .reports.terminal import run_metrics
 

@@ -358,3 +358,40 @@ def test_a_run_whose_results_file_the_disk_refuses_says_so_and_keeps_its_summary
         held = len(read_results_text((pytester.path / "small" / "r.partial.jsonl").read_text())["instances"])
         assert f"; {held} of the 80 records are in " in line and 0 < held < 80
         result.stdout.fnmatch_lines(["*ifbench summary*", "model: openai/stub*"])
+
+
+def test_an_interrupted_run_keeps_its_journal_and_writes_no_results_file(tmp_path, stub_env):
+    """SIGINT (Ctrl-C; a CI job cancelled or out of time gets it first): the results file assembled from
+    the journal looked like a finished run's -- its rates over the instances that happened to finish, merged
+    with exit 0 -- and replaced an earlier complete file. Now the journal stays, as a killed run's does, the
+    earlier file is left alone, and the summary says so."""
+    stub_env.add_rule("", Reply(content="hello there", latency=0.3))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(40))
+    earlier = tmp_path / "ifbench-results.json"
+    earlier.write_text('{"an": "earlier complete run"}')
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", *stub_args(stub_env),
+                             "--ifbench-concurrency=1", "-q"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    journal = journal_path(earlier)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if journal.exists() and len(journal.read_text(encoding="utf-8").splitlines()) >= 4:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no records reached the journal")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, output[-3000:]
+    assert earlier.read_text() == '{"an": "earlier complete run"}'
+    done = read_results_text(journal.read_text(encoding="utf-8"))["instances"]
+    assert 3 <= len(done) < 40
+    assert (f"warning: results file ifbench-results.json not written: the run was interrupted; the {len(done)} "
+            f"record(s) it finished are in {journal}") in output, output[-3000:]
+    ifbench = os.path.join(os.path.dirname(sys.executable), "ifbench")
+    merged = subprocess.run([ifbench, "merge", str(journal), "--out", str(tmp_path / "merged.json"),
+                             "--summary="], capture_output=True, text=True, env=env)
+    assert merged.returncode == 1 and "did not finish" in merged.stderr + merged.stdout, merged

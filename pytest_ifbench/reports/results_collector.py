@@ -145,6 +145,20 @@ class ResultsCollector:
         except OSError as exc:
             self.config.stash[RESULTS_PROBLEM_KEY] = self._not_written(exc)
 
+    def keep_journal(self) -> bool:
+        """An interrupted run (Ctrl-C, a CI job cancelled or out of time: SIGINT first) writes no results file:
+        one assembled from the journal would look like a finished run's -- its rates over the instances that
+        happened to finish -- and replace an earlier complete file. Its journal stays, as a killed run's does
+        (``ifbench merge`` and ``compare`` read it, and name it a run that did not finish). False when there is
+        no journal to keep (it could not be written): the records in memory are written as ever."""
+        if self.journal is None or not len(self.journal):
+            return False
+        self.journal.close()
+        self.config.stash[RESULTS_PROBLEM_KEY] = (
+            f"not written: the run was interrupted; the {len(self.journal)} record(s) it finished are in "
+            f"{self.journal_path} (ifbench merge and compare read it; a re-run resumes from the cache)")
+        return True
+
     def _not_written(self, exc: OSError) -> str:
         total = len(self.config.stash[RECORDS_KEY])
         journaled = self._journaled_nodeids()
