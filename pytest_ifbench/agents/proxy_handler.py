@@ -12,7 +12,6 @@ from . import proxy_bounds as _bounds
 from .proxy_bounds import MAX_BODY_BYTES, NOT_CLI, Rejected, read_body
 
 if TYPE_CHECKING:
-    from .proxy import RecordingProxy
     from .wire import WireFormat
 
 
@@ -85,7 +84,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         pass
 
     @property
-    def proxy(self) -> RecordingProxy:
+    def proxy(self) -> Any:  # the RecordingProxy serving this connection (not imported: it imports this module)
         return self.server.proxy  # type: ignore[attr-defined]
 
     def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
