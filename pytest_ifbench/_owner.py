@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 import socket
 
+#: States of ``/proc/<pid>/stat`` of a process that has ended: a zombie its parent has not reaped yet
+#: (an xdist worker killed with -9 stays one until the controller ends), and one being torn down.
+_ENDED_STATES = frozenset({"Z", "X", "x"})
+
 
 def this_process() -> str:
     """The owner text of the calling process."""
@@ -18,8 +22,9 @@ def this_process() -> str:
 
 
 def gone(owner: str) -> bool | None:
-    """True when ``owner`` names a process of this host that has ended (or whose pid now names another
-    process); False when it runs; None when this host cannot tell (another host's, or not an owner)."""
+    """True when ``owner`` names a process of this host that has ended -- a zombie too, which still has
+    its pid -- or whose pid now names another process; False when it runs; None when this host cannot
+    tell (another host's, or not an owner)."""
     fields = owner.split()
     if len(fields) < 3:
         return None
@@ -35,13 +40,22 @@ def gone(owner: str) -> bool | None:
         return True
     except (PermissionError, OverflowError):  # alive under another user; or not a pid at all
         return False
-    return started(pid) != start
+    state, now = _stat(pid)
+    return state in _ENDED_STATES or now != start
 
 
 def started(pid: int) -> str:
     """When process ``pid`` started, in clock ticks since boot (Linux's /proc), or "-" where unknown."""
+    return _stat(pid)[1]
+
+
+def _stat(pid: int) -> tuple[str, str]:
+    """The state (``R``, ``S``, ``Z``...) and start time of process ``pid`` from ``/proc/<pid>/stat``;
+    "-" for each where unknown. The name before them is in parentheses and may hold anything (spaces,
+    parentheses, bytes that are not UTF-8): the fields are the text after its last ``)``."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return fields[0].decode("ascii", "replace"), fields[19].decode("ascii", "replace")
     except (OSError, IndexError):
-        return "-"
+        return "-", "-"

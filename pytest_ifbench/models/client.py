@@ -304,10 +304,10 @@ class ModelClient:
         answer, claimed = None, False
         try:
             policy = self.retry  # a process that takes longer than a call may take under the retry policy hangs
-            answer = await reply_or_claim(self.cache, key, policy.max_attempts * policy.timeout + policy.max_total_wait)
+            patience = policy.max_attempts * policy.timeout + policy.max_total_wait
+            answer, claimed = await reply_or_claim(self.cache, key, patience)  # not claimed: another's mark
             if answer is not None:
                 return self._hit(answer)
-            claimed = True
             answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
                                                    marks=marks)
             answer = utf8_safe_value(answer)  # half an emoji a provider cut: the cache, too, writes UTF-8

@@ -26,10 +26,13 @@ def kept_reply(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return response if isinstance(response, dict) and isinstance(response.get("raw_text"), str) else None
 
 
-async def reply_or_claim(cache: ResponseCache, key: str, patience: float) -> dict[str, Any] | None:
-    """The reply another process is fetching for ``key``, once it is kept; None when this process is to
-    ask the model (it holds the claim on ``key`` then, unless ``patience`` seconds passed first: paying
-    twice beats waiting forever on a process that hangs).
+async def reply_or_claim(cache: ResponseCache, key: str,
+                         patience: float) -> tuple[dict[str, Any] | None, bool]:
+    """``(reply, claimed)``: the reply another process is fetching for ``key``, once it is kept; else
+    None, and this process is to ask the model. ``claimed`` tells whether it holds the claim on ``key``
+    then, to :meth:`~.cache.ResponseCache.release` once its reply is kept: it does not when ``patience``
+    seconds passed first (paying twice beats waiting forever on a process that hangs) -- the mark is
+    still the other process's then, and releasing it would let a third process pay too.
 
     A reply kept in between -- by a process that claimed the key after this one missed it and is done,
     or on another machine since this run listed the shared tier -- is looked for once the key is
@@ -44,14 +47,15 @@ async def reply_or_claim(cache: ResponseCache, key: str, patience: float) -> dic
     pause = POLL_SECONDS
     while not await run(cache.claim, key):
         if time.monotonic() > deadline:
-            return None
+            return None, False
         await asyncio.sleep(pause)
         if offloop:
             pause = min(pause * 2, POLL_SHARED_SECONDS)
         kept = kept_reply(await run(cache.get, key, True))
         if kept is not None:
-            return kept
+            return kept, False
     kept = kept_reply(await run(cache.get, key, True))
     if kept is not None:
         cache.release(key)  # the shared tier's part is queued: no request on this thread
-    return kept
+        return kept, False
+    return None, True

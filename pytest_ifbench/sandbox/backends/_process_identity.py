@@ -14,12 +14,18 @@ from __future__ import annotations
 import socket
 
 
+#: States of ``/proc/<pid>/stat`` of a process that has ended, a zombie its parent has not reaped included
+#: (an xdist worker killed with -9 stays one while the controller runs).
+_ENDED_STATES = frozenset({"Z", "X", "x"})
+
+
 def start_time(pid: int) -> int | None:
     """When process ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat``); None when there is
-    no such process (or no ``/proc``)."""
+    no such process (or no ``/proc``), or it has ended and not been reaped yet."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[19])
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return None if fields[0] in _ENDED_STATES else int(fields[19])
     except (OSError, ValueError, IndexError):
         return None
 
