@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import socket
 
-
 #: States of ``/proc/<pid>/stat`` of a process that has ended, a zombie its parent has not reaped included
 #: (an xdist worker killed with -9 stays one while the controller runs).
 _ENDED_STATES = frozenset({"Z", "X", "x"})
