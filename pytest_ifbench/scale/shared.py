@@ -113,8 +113,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def status(config: pytest.Config) -> dict[str, Any] | None:
     """What the shared cache did in this run (the controller's view, the workers' counts added): ``store``
-    (its URL, without credentials), ``fetched``, ``written``, ``waited`` and ``warnings`` (one line per
-    problem: the store unavailable or failing during the run, naming the xdist workers it happened on).
+    (its URL, without credentials), ``fetched`` (keys whose entry came from the store), ``written``, ``waited``
+    and ``warnings`` (one line per problem: the store unavailable or failing during the run, naming the xdist
+    workers it happened on); when the store held damaged entries, ``damaged`` and ``replaced`` (the keys whose
+    entry could not be read, and those of them this run's reply replaced).
     None without ``--ifbench-shared-cache``. ``fetched`` and the rest are None when the store was never
     reached (the warning says it all)."""
     tier = config.stash.get(TIER_KEY, None)
@@ -130,15 +132,30 @@ def status(config: pytest.Config) -> dict[str, Any] | None:
         warnings.append(warning(tier.store.display, problem, during_run=during_run,
                                 where=f" on {', '.join(sorted(workers))}"))
     stats = None if down else (config.stash.get(_STATS_KEY, None) or _counts(tier))
-    return {"store": tier.store.display, "fetched": stats and stats["fetched"],
-            "written": stats and stats["uploaded"], "waited": stats and stats.get("waited", 0), "warnings": warnings}
+    found: dict[str, Any] = {"store": tier.store.display, "fetched": stats and stats["fetched"],
+                             "written": stats and stats["uploaded"], "waited": stats and stats.get("waited", 0),
+                             "warnings": warnings}
+    if stats and stats.get("damaged"):
+        found.update(damaged=stats["damaged"], replaced=stats.get("replaced", 0))
+    return found
 
 
 def _counts_line(found: dict[str, Any]) -> str | None:
     if found["fetched"] is None:
         return None
     waited = f", {found['waited']} waited for (being asked elsewhere)" if found["waited"] else ""
-    return f"shared cache {found['store']}: {found['fetched']} entries fetched, {found['written']} written{waited}"
+    return (f"shared cache {found['store']}: {found['fetched']} entries fetched, {found['written']} written{waited}"
+            f"{_damaged(found.get('damaged') or 0, found.get('replaced') or 0)}")
+
+
+def _damaged(damaged: int, replaced: int) -> str:
+    """What the counts line says of the store's damaged entries (cut short, not JSON): each costs a call."""
+    if not damaged:
+        return ""
+    entries = "entry" if damaged == 1 else "entries"
+    if replaced == damaged:
+        return f", {damaged} damaged {entries} replaced"
+    return f", {damaged} damaged {entries} found ({replaced} replaced)"
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -168,4 +185,6 @@ def pytest_ifbench_summary_facts(config: pytest.Config) -> list[str] | None:
 
 
 def _counts(tier: StoreTier) -> dict[str, int]:
-    return {"fetched": tier.stats.fetched, "uploaded": tier.stats.uploaded, "waited": tier.stats.waited}
+    stats = tier.stats
+    return {"fetched": stats.fetched, "uploaded": stats.uploaded, "waited": stats.waited, "damaged": stats.damaged,
+            "replaced": stats.replaced}

@@ -20,7 +20,11 @@ loop's thread, so the tier keeps the network off them where it can:
   process's leases run out within that; it ends (:meth:`StoreTier.release`) once the entry is
   written, through the same queue as the writes, so a waiter that sees the lease gone finds
   the entry. The caller's thread pays the lease's one request and, after it, one GET of the
-  entry (another process may have written it since the listing) per model call.
+  entry (another process may have written it since the listing) per model call;
+* an entry the store holds that the cache cannot answer from (cut short, not JSON, no reply in it:
+  :func:`usable`) is a miss, and the reply this process then pays for replaces it in the store
+  (:meth:`~..stores.Repairs.replace`): only while the store still holds that damaged text, so an
+  entry another process wrote meanwhile is never overwritten (both are replies to the same request).
 
 Whatever fails -- the store down, a timeout, a refused write -- is one warning (the first
 failure's reason, :attr:`StoreTier.problem`, and whether it came during the run; :func:`warning`
@@ -30,6 +34,7 @@ cache. Entries are the cache's own redacted JSON text: no API key reaches a stor
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 import uuid
@@ -48,11 +53,15 @@ LEASE_SECONDS = 30.0
 
 @dataclass(kw_only=True)
 class TierStats:
+    #: keys whose entry came from the store, usable (each counted once, however often it was read)
     fetched: int = 0
     uploaded: int = 0
     known: int = 0
     #: keys another process held the lease on when this one was about to ask the model
     waited: int = 0
+    #: keys whose entry in the store was damaged (:func:`usable`), and those this process replaced
+    damaged: int = 0
+    replaced: int = 0
 
 
 class StoreTier:
@@ -68,10 +77,16 @@ class StoreTier:
         self._listed = False
         self._index: set[str] = set()
         self._offered: set[str] = set()
+        self._fetched: set[str] = set()
+        #: key -> the damaged entry the store held when last read (replaced by this process's next offer)
+        self._damaged: dict[str, bytes] = {}
+        self._found_damaged: set[str] = set()
+        self._replaced: set[str] = set()
         self._ready = threading.Event()
         self._lock = threading.Lock()
-        # (key, entry text) to write, (key, None) to end this process's lease on key; None: stop
-        self._queue: queue.SimpleQueue[tuple[str, str | None] | None] = queue.SimpleQueue()
+        # (key, entry text, the damaged entry it replaces or None) to write, (key, None, None) to end this
+        # process's lease on key; None: stop
+        self._queue: queue.SimpleQueue[tuple[str, str | None, bytes | None] | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
         self._lister: threading.Thread | None = None
         self._closed = False
@@ -154,22 +169,34 @@ class StoreTier:
             return None
         if data is None:
             return None
-        self._index.add(key)
-        self.stats.fetched += 1
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+        text = usable(data)
+        with self._lock:
+            if text is None:  # a miss: not listed any more, and this process's reply replaces it (offer)
+                self._index.discard(key)
+                self._damaged[key] = data
+                self._found_damaged.add(key)
+                self.stats.damaged = len(self._found_damaged)
+                return None
+            self._index.add(key)
+            self._damaged.pop(key, None)  # replaced since by another process
+            self._fetched.add(key)
+            self.stats.fetched = len(self._fetched)
+        return text
 
     def offer(self, key: str, text: str) -> None:
-        if self.problem is not None or key in self._index:
+        if self.problem is not None:
             return
         with self._lock:
-            if key in self._offered:
+            damaged = self._damaged.pop(key, None)
+            if damaged is not None and usable(text.encode("utf-8")) is None:
+                self._damaged[key] = damaged  # (a local entry as damaged: nothing to replace it with)
                 return
-            self._offered.add(key)
+            if damaged is None:
+                if key in self._index or key in self._offered:
+                    return
+                self._offered.add(key)
             self._start_writer()
-        self._queue.put((key, text))
+        self._queue.put((key, text, damaged))
 
     def claim(self, key: str) -> bool:
         """Lease ``key`` to this process before it asks the model: False while another process holds
@@ -201,7 +228,7 @@ class StoreTier:
                 return
             self._held.discard(key)
             self._start_writer()
-        self._queue.put((key, None))
+        self._queue.put((key, None, None))
 
     def _start_writer(self) -> None:  # under self._lock
         if self._writer is None:
@@ -212,7 +239,7 @@ class StoreTier:
         while (item := self._queue.get()) is not None:
             if self.problem is not None:
                 continue  # drain: the tier stood aside (its leases run out by themselves)
-            key, text = item
+            key, text, damaged = item
             if text is None:
                 try:
                     self.store.unclaim(key, self._owner)  # type: ignore[attr-defined]
@@ -220,12 +247,24 @@ class StoreTier:
                     pass
                 continue
             try:
-                self.store.put_once(key, text.encode("utf-8"))
+                replaced = self._put(key, text.encode("utf-8"), damaged)
             except Exception as exc:  # noqa: BLE001
                 self._fail(exc)
                 continue
-            self._index.add(key)
-            self.stats.uploaded += 1
+            with self._lock:
+                self._index.add(key)
+                self.stats.uploaded += 1
+                if replaced:
+                    self._replaced.add(key)
+                    self.stats.replaced = len(self._replaced)
+
+    def _put(self, key: str, data: bytes, damaged: bytes | None) -> bool:
+        """Write ``data`` once, or in place of ``damaged`` while the store holds that: whether it replaced it."""
+        replace = getattr(self.store, "replace", None)
+        if damaged is None or not callable(replace):  # a store without Repairs: its damaged entry stays
+            self.store.put_once(key, data)
+            return False
+        return bool(replace(key, data, damaged))
 
     def _renew(self) -> None:
         while not self._stop.wait(LEASE_SECONDS / 3):
@@ -263,6 +302,18 @@ def warning(display: str, problem: str, *, during_run: bool, where: str = "") ->
                 "local cache, so what it paid for from then on is not in the store (a later run on this "
                 "machine offers it when it reads it)")
     return f"shared cache {display} unavailable{where} ({problem}); the run goes on with the local cache"
+
+
+def usable(data: bytes) -> str | None:
+    """An entry's text when the cache can answer from it -- a JSON object keeping a reply, ``response`` with its
+    ``raw_text`` (what :func:`~..models.in_flight.kept_reply` takes) -- or None: damaged (cut short, not JSON)."""
+    try:
+        text = data.decode("utf-8")
+        entry = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    response = entry.get("response") if isinstance(entry, dict) else None
+    return text if isinstance(response, dict) and isinstance(response.get("raw_text"), str) else None
 
 
 def _gone(owner: str) -> bool:

@@ -1,7 +1,8 @@
 """Stores a shared response cache can live in: one module per store, one line in :data:`STORES`.
 
 A store is any object with the five methods of :class:`Store` (and, to lease keys to the process
-asking the model for them, the three of :class:`Claims`); its module has an
+asking the model for them, the three of :class:`Claims`; to replace a damaged entry, the one of
+:class:`Repairs`); its module has an
 ``open_store(url) -> Store`` function, imported only when a run names its scheme (so
 boto3 and redis are imported only by runs that use them). A store keeps bytes under
 the cache's content keys and never needs anything but its own location and the
@@ -56,6 +57,15 @@ class Claims(Protocol):
 
     def unclaim(self, key: str, owner: str) -> None:
         """End ``owner``'s lease on ``key``; another owner's lease stays."""
+
+
+class Repairs(Protocol):
+    """What a store needs for a damaged entry (cut short, not JSON) to be replaced by the next reply paid
+    for its key. Without it the damaged entry stays, and every process that reads it pays for that key."""
+
+    def replace(self, key: str, data: bytes, damaged: bytes) -> bool:
+        """Store ``data`` in place of ``damaged``, atomically, only while ``key`` holds exactly ``damaged`` (or
+        nothing): False when another process wrote the key since (its entry, a reply too, stays)."""
 
 
 #: URL scheme -> ``module:function`` opening a store for such a URL.

@@ -1,7 +1,8 @@
 """``redis://host:port/db`` (or ``rediss://`` for TLS): a Redis database, through redis-py.
 
 Entries are strings ``pytest-ifbench:response:<key>`` written with ``SET NX`` (the first
-writer wins; a racing second one changes nothing). The lease on a key being asked of the
+writer wins; a racing second one changes nothing); a damaged one is replaced by a Lua script that
+compares it first, so a good entry written meanwhile stays. The lease on a key being asked of the
 model is ``pytest-ifbench:claim:<key>``, holding its owner, set with ``SET NX PX`` (Redis
 expires it). Renewing it, taking over a gone owner's and ending it compare the owner first,
 inside a Lua script, so a process never extends or ends a lease another has taken over. A
@@ -22,12 +23,15 @@ CLAIMS = "pytest-ifbench:claim:"
 #: ARGV[1]'s, it becomes ARGV[3]'s for ARGV[2] ms (a renewal when both owners are one).
 _HAND_OVER = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
               "return redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[2]) end return false")
+#: KEYS[1] an entry, ARGV[1] its damaged text, ARGV[2] the new one: set while it is the damaged one (or absent).
+_REPLACE = ("local held = redis.call('get', KEYS[1]) "
+            "if held == ARGV[1] or not held then redis.call('set', KEYS[1], ARGV[2]) return 1 end return 0")
 #: KEYS[1] the lease, ARGV[1] its owner: delete it while it is the owner's.
 _UNCLAIM = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
 class RedisStore:
-    __slots__ = ("_client", "_hand_over", "_unclaim", "display")
+    __slots__ = ("_client", "_hand_over", "_replace", "_unclaim", "display")
 
     def __init__(self, url: str) -> None:
         try:
@@ -42,6 +46,7 @@ class RedisStore:
             raise ValueError(f"--ifbench-shared-cache: {self.display!r}: {exc}") from None
         self._hand_over = self._client.register_script(_HAND_OVER)
         self._unclaim = self._client.register_script(_UNCLAIM)
+        self._replace = self._client.register_script(_REPLACE)
 
     def ping(self) -> None:
         self._client.ping()
@@ -55,6 +60,9 @@ class RedisStore:
 
     def put_once(self, key: str, data: bytes) -> None:
         self._client.set(NAMESPACE + key, data, nx=True)
+
+    def replace(self, key: str, data: bytes, damaged: bytes) -> bool:
+        return bool(self._replace(keys=[NAMESPACE + key], args=[damaged, data]))
 
     def claim(self, key: str, owner: str, seconds: float, stale: Callable[[str], bool] = _never) -> bool:
         if self._client.set(CLAIMS + key, owner, nx=True, px=_milliseconds(seconds)):

@@ -3,7 +3,9 @@
 Configured the standard way: ``AWS_ENDPOINT_URL`` (MinIO, moto, R2, ...), credentials and
 region from the environment or the AWS config files, as every AWS tool reads them. Entries
 are objects ``<prefix>/<key>.json``; a put is conditional (``If-None-Match: *``), so two
-shards racing on one key leave the first entry and neither fails.
+shards racing on one key leave the first entry and neither fails. A damaged entry is replaced
+with ``If-Match`` on the ETag of the object read and found to be that damaged text, so a good
+entry written meanwhile stays.
 
 The lease on a key being asked of the model is the object ``<prefix>/leases/<key>``, holding
 its owner and its length (metadata ``lease-seconds``), also written with ``If-None-Match: *``.
@@ -82,6 +84,28 @@ class S3Store:
         except ClientError as exc:
             if _code(exc) not in _LOST:
                 raise  # 412: another shard wrote it first; 409: it is writing it now
+
+    def replace(self, key: str, data: bytes, damaged: bytes) -> bool:
+        from botocore.exceptions import ClientError
+
+        name = self._name(key)
+        try:
+            held = self._client.get_object(Bucket=self.bucket, Key=name)
+            condition = {"IfMatch": held["ETag"]}
+            if held["Body"].read() != damaged:
+                return False  # written since by another process: a reply too
+        except ClientError as exc:
+            if _code(exc) not in _GONE:
+                raise
+            condition = {"IfNoneMatch": "*"}  # deleted since: written as a first entry
+        try:
+            self._client.put_object(Bucket=self.bucket, Key=name, Body=data, ContentType="application/json",
+                                    **condition)
+            return True
+        except ClientError as exc:
+            if _code(exc) in _LOST or _code(exc) in _GONE:
+                return False
+            raise
 
     def claim(self, key: str, owner: str, seconds: float, stale: Callable[[str], bool] = _never) -> bool:
         from botocore.exceptions import ClientError
