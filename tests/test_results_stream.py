@@ -194,15 +194,13 @@ def pytest_sessionfinish(session):
     assert data["kept"] == 0  # dropped once every plugin saw it
 
 
-def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_env):
-    """SIGKILL in the middle of a run: the journal holds every instance reported so far, and
-    ``ifbench merge`` turns it into a results file."""
+def _signal_once_journaled(tmp_path, stub_env, env, signum: int, stdout=subprocess.DEVNULL) -> subprocess.Popen:
+    """A run of 40 slow instances in a child pytest, sent ``signum`` once its journal holds 3 records."""
     stub_env.add_rule("", Reply(content="hello there", latency=0.3))
     write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(40))
-    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", *stub_args(stub_env),
                              "--ifbench-concurrency=1", "-q"], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=stdout, stderr=subprocess.STDOUT, text=True)
     journal = journal_path(tmp_path / "ifbench-results.json")
     deadline = time.monotonic() + 120
     try:
@@ -213,8 +211,16 @@ def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_
         else:
             pytest.fail("no records reached the journal")
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.send_signal(signum)
+    return proc
+
+
+def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_env):
+    """SIGKILL in the middle of a run: the journal holds every instance reported so far, and
+    ``ifbench merge`` turns it into a results file."""
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    journal = journal_path(tmp_path / "ifbench-results.json")
+    _signal_once_journaled(tmp_path, stub_env, env, signal.SIGKILL).wait()
     assert not (tmp_path / "ifbench-results.json").exists()
     done = read_results_text(journal.read_text(encoding="utf-8"))["instances"]
     assert 3 <= len(done) < 40 and all(r["status"] == "passed" for r in done)
@@ -365,26 +371,12 @@ def test_an_interrupted_run_keeps_its_journal_and_writes_no_results_file(tmp_pat
     the journal looked like a finished run's -- its rates over the instances that happened to finish, merged
     with exit 0 -- and replaced an earlier complete file. Now the journal stays, as a killed run's does, the
     earlier file is left alone, and the summary says so."""
-    stub_env.add_rule("", Reply(content="hello there", latency=0.3))
-    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(40))
     earlier = tmp_path / "ifbench-results.json"
     earlier.write_text('{"an": "earlier complete run"}')
     env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", *stub_args(stub_env),
-                             "--ifbench-concurrency=1", "-q"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     journal = journal_path(earlier)
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline:
-            if journal.exists() and len(journal.read_text(encoding="utf-8").splitlines()) >= 4:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("no records reached the journal")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=60)
+    proc = _signal_once_journaled(tmp_path, stub_env, env, signal.SIGINT, stdout=subprocess.PIPE)
+    output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, output[-3000:]
     assert earlier.read_text() == '{"an": "earlier complete run"}'
     done = read_results_text(journal.read_text(encoding="utf-8"))["instances"]
