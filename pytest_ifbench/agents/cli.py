@@ -175,7 +175,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                                            **({"replace_system": True} if replacing else {}))
                 limits = Limits(timeout=left, memory_mb=max(options.memory_mb, CLI_MEMORY_MB),
                                 max_processes=max(options.max_processes, CLI_PROCESSES))
-                before, acted = proxy.calls, meter.tool_replies > 0
+                before, acted, refused = proxy.calls, meter.tool_replies > 0, len(proxy.untranslatable)
                 starts.append(_records_in(log_path))
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
@@ -190,7 +190,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 # even when a limit was reached too: the refused call took the last step, and the run was
                 # scored as a max_steps stop, passed, with the limit reached)
                 error = _classify(name, done, proxy, before, options)
-                if error is not None and proxy.untranslatable and not proxy.failures:  # no answer after it
+                if error is not None and len(proxy.untranslatable) > refused and not proxy.failures:  # then no answer
                     error = f"model call through the proxy failed: {proxy.untranslatable[-1]}"
                 elif error is not None and in_flight and _killed(done) and meter.tool_replies and not proxy.failures:
                     error, fault = None, _killed_in_call(name, done)
