@@ -164,3 +164,17 @@ def test_the_sandboxs_own_copy_also_takes_a_zombie_for_ended():
     finally:
         child.wait()
     assert ended(HOST, os.getpid(), identity(os.getpid())["start"]) is False
+
+
+def test_a_claim_whose_read_fails_is_not_left_held(tmp_path, monkeypatch):
+    """Claimed, then the read of the entry fails (or the waiting request is cancelled there): the mark stayed
+    held by this live process, and every other one waited on it for its whole patience."""
+    cache = ResponseCache(tmp_path / "cache")
+
+    def broken(key, *args):
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(cache, "get", broken)
+    with pytest.raises(OSError, match="the disk went away"):
+        asyncio.run(reply_or_claim(cache, "ef" * 32, 1.0))
+    assert ResponseCache(tmp_path / "cache").claim("ef" * 32)  # another process takes it at once

@@ -43,9 +43,22 @@ async def reply_or_claim(cache: ResponseCache, key: str,
     async def run(call: Any, *args: Any) -> Any:
         return await asyncio.to_thread(call, *args) if offloop else call(*args)
 
+    async def claim() -> bool:
+        """``cache.claim(key)``; cancelled while a thread takes it, the claim is released once taken (else
+        it stayed held, and every other process waited on it for its whole patience)."""
+        if not offloop:
+            return cache.claim(key)
+        taking = asyncio.ensure_future(asyncio.to_thread(cache.claim, key))
+        try:
+            return await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            taking.add_done_callback(lambda done: done.cancelled() or done.exception() is not None
+                                     or not done.result() or cache.release(key))
+            raise
+
     deadline = time.monotonic() + patience
     pause = POLL_SECONDS
-    while not await run(cache.claim, key):
+    while not await claim():
         if time.monotonic() > deadline:
             return None, False
         await asyncio.sleep(pause)
@@ -54,7 +67,11 @@ async def reply_or_claim(cache: ResponseCache, key: str,
         kept = kept_reply(await run(cache.get, key, True))
         if kept is not None:
             return kept, False
-    kept = kept_reply(await run(cache.get, key, True))
+    try:
+        kept = kept_reply(await run(cache.get, key, True))
+    except BaseException:  # cancelled, or the read failed: the claim is not left held
+        cache.release(key)
+        raise
     if kept is not None:
         cache.release(key)  # the shared tier's part is queued: no request on this thread
         return kept, False
