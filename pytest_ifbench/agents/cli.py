@@ -179,7 +179,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 starts.append(_records_in(log_path))
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
-                in_flight = proxy.pending_calls > 0
+                in_flight = proxy.answering > 0
                 if in_flight:  # the CLI ended during a model call: paid for all the same, so counted when done
                     await asyncio.to_thread(proxy.settle, meter.seconds_left())
                 if done.limit == "timeout" and proxy.calls:  # the deadline, once the agent is at work

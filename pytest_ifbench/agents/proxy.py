@@ -241,6 +241,12 @@ class RecordingProxy:
             return self._settled.wait_for(lambda: self._answering == 0, timeout=max(timeout, 0.0))
 
     @property
+    def answering(self) -> int:
+        """Requests under way now, from the moment they are read until their call is recorded and counted."""
+        with self._lock:
+            return self._answering
+
+    @property
     def pending_calls(self) -> int:
         """Model calls in flight now."""
         with self._lock:
