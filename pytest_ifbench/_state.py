@@ -178,7 +178,8 @@ def build_agent_settings(config: pytest.Config, state: IfbenchState) -> Any:
     """Agent settings from the command line: overrides, workspaces, trajectories, tools, recordings."""
     from .agents.clis import collect_agent_clis
     from .agents.profiles import ToolRegistry
-    from .agents.session import AgentSettings, recorded_trajectories
+    from .agents.recorded_files import recorded_trajectories
+    from .agents.session import AgentSettings
 
     base = Path(config.invocation_params.dir)
 

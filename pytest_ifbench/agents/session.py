@@ -415,6 +415,10 @@ def _recorded(instance: Instance, options: AgentOptions, settings: AgentSettings
     trajectory = recorded.get(instance.id) or recorded.get(session_key(instance))
     if trajectory is None:
         raise LookupError(f"no recorded trajectory for instance {instance.id!r}")
+    ended = trajectory.meta.get("stop_reason")
+    if ended in _ERRORED or trajectory.meta.get("harness_error"):  # the live run was an error, never scored
+        reason = f"the recorded run of instance {instance.id!r} ended in an error ({ended}), as the live run did"
+        raise (LookupError if ended == "model_error" else AgentHarnessError)(f"{reason}: it is not scored")
     workspace = _reopened(instance, trajectory, options, settings)
     lost = trajectory.meta.get(NOT_KEPT) if workspace is None else None
     return AgentRun(trajectory=trajectory, workspace=workspace,
@@ -423,6 +427,10 @@ def _recorded(instance: Instance, options: AgentOptions, settings: AgentSettings
                     steps=len(trajectory.assistant_turns()), turn_texts=recorded_answers(trajectory),
                     workspace_lost=(f"the run's final workspace was {lost}: its workspace checks cannot be decided "
                                     "again" if isinstance(lost, str) else None))
+
+
+#: A recorded run's ``stop_reason`` when it ended in an error (the loop's; a CLI's error is ``meta.harness_error``).
+_ERRORED = frozenset({"model_error", "harness_error", "cancelled"})
 
 
 def require_workspace(run: AgentRun, registry: Any, checks: Sequence[CheckSpec]) -> None:
@@ -459,41 +467,3 @@ def recorded_answers(trajectory: Trajectory) -> list[str]:
     if isinstance(answers, list) and answers and all(isinstance(a, str) for a in answers):
         return list(answers)
     return [trajectory.final_text()]
-
-
-def recorded_trajectories(paths: Sequence[Path]) -> dict[str, Trajectory]:
-    """Trajectories by instance id from files: ours (``.json``), normalized JSONL (ours or the
-    authors'), or raw proxy logs (normalized here). The id is ``meta.instance_id``, else
-    ``meta.session_id``, else the file name's stem; of several with one id, the one with the
-    most assistant turns."""
-    from .normalize import load_normalized, load_raw, normalize
-    from .trajectory import Trajectory
-    from .workspace_archive import archive_path
-
-    out: dict[str, Trajectory] = {}
-    for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
-        for file in files:
-            if file.suffix == ".json":
-                import json
-
-                found = [Trajectory.from_json(json.loads(file.read_text(encoding="utf-8")), default_id=file.stem)]
-            elif file.name.endswith(".raw.jsonl") or _looks_raw(file):
-                found = normalize(load_raw(file))[:1]
-            else:
-                found = load_normalized(file)
-            archive = archive_path(file) if file.suffix == ".json" else None
-            for trajectory in found:
-                if archive is not None and archive.is_file():  # the run's final workspace, kept beside it
-                    trajectory.meta["workspace_archive"] = str(archive.resolve())
-                key = str(trajectory.meta.get("instance_id") or trajectory.meta.get("session_id") or file.stem)
-                # Files with several records of one session (a warm-up call beside the run): keep the run.
-                if key not in out or len(trajectory.assistant_turns()) > len(out[key].assistant_turns()):
-                    out[key] = trajectory
-    return out
-
-
-def _looks_raw(path: Path) -> bool:
-    with path.open(encoding="utf-8") as handle:
-        first = handle.readline()
-    return '"request_body"' in first and '"response_body"' in first

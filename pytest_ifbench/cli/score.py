@@ -109,7 +109,7 @@ def _trajectories_problem(path: Any) -> str | None:
     """Why ``path`` holds no usable trajectory (missing, unreadable, not a trajectory), else None."""
     if not path.exists():
         return "no such file or folder"
-    from ..agents.session import recorded_trajectories
+    from ..agents.recorded_files import recorded_trajectories
 
     try:
         found = recorded_trajectories([path])

@@ -148,3 +148,25 @@ def test_a_rescore_without_the_workspace_the_live_run_left_errors_what_reads_it(
     pytester.run("ifbench", "score", "--suite", "suites/steps.yaml", "--trajectories", "traj",
                  "--results", "steps-rescored.json", "--", *stub_args(stub_env))
     assert _verdicts(pytester.path / "steps-rescored.json") == _verdicts(pytester.path / "steps.json")
+
+
+def test_a_run_that_ended_in_an_error_stays_an_error_when_re_scored(pytester, stub_env, agent_suite):
+    """The live run's model call failed (HTTP 400): the instance was an error, and the loop still wrote its
+    trajectory (``stop_reason: model_error``). Re-scored from it, its checks were decided on an empty run (an
+    audit's instance passed and counted in ISR and CSR; here the judge is then asked about nothing). It stays
+    an error, saying why, and nothing is asked."""
+    from pytest_ifbench.testing import Fault
+
+    stub_env.inject_faults(Fault(kind="status", status=400, message="bad request"))
+    pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-trajectories=traj", "--ifbench-max-attempts=1")
+    (live,) = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    assert (live["status"], live["error_kind"]) == ("error", "model"), live
+    kept = json.loads((pytester.path / "traj" / "suites_agents.yaml--greet.json").read_text())
+    assert kept["meta"]["stop_reason"] == "model_error"
+    calls = stub_env.calls
+    pytester.run("ifbench", "score", "--suite", "suites", "--trajectories", "traj", "--results", "rescored.json",
+                 "--", *stub_args(stub_env))
+    (record,) = json.loads((pytester.path / "rescored.json").read_text())["instances"]
+    assert record["status"] == "error" and stub_env.calls == calls, record
+    assert record["error"] == ("the recorded run of instance 'greet' ended in an error (model_error), as the live "
+                               "run did: it is not scored"), record["error"]
