@@ -290,6 +290,23 @@ def test_score_all_passing_and_bad_responses_file(tmp_path, capsys, monkeypatch)
     assert "responses.jsonl:1: not JSON" in capsys.readouterr().err
 
 
+def test_score_a_reply_holding_line_separators_json_may_keep_as_they_are(tmp_path, capsys, monkeypatch):
+    """``json.dumps(..., ensure_ascii=False)`` writes U+2028, U+2029 and U+0085 unescaped: valid JSON Lines,
+    which the loader split inside the string ("not JSON: Unterminated string"), with every later line
+    number off by one."""
+    monkeypatch.chdir(tmp_path)
+    suite = write_suite(tmp_path, "scored.yaml", SCORE_SUITE)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"id": "lower-ok", "response": "hi\u2028there\u0085you\u2029now"},
+                                    ensure_ascii=False) + "\r\n" + "{broken\n", encoding="utf-8")
+    main(["score", "--suite", str(suite), "--responses", str(responses), "--", "-q", "-k", "lower-ok"])
+    said = capsys.readouterr()
+    assert "responses.jsonl:2: not JSON" in said.err + said.out  # the line numbers are the file's
+    assert "responses.jsonl:1" not in said.err + said.out
+    (record,) = json.loads((tmp_path / "ifbench-results.json").read_text())["instances"]
+    assert record["turns"][0]["response"]["text"] == "hi\u2028there\u0085you\u2029now"
+
+
 # --------------------------------------------------------------------------- the installed script
 
 

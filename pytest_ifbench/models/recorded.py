@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..suite.jsonl import JsonlError, iter_jsonl
+from ..suite.jsonl import JsonlError, iter_jsonl, jsonl_lines
 from .provider_api import Provider
 
 
@@ -19,7 +19,7 @@ def load_responses(path: Path) -> dict[str, list[str]]:
     """
     out: dict[str, list[str]] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = jsonl_lines(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ResponsesError(f"{path}: cannot read: {exc}") from None
     expected = 'expected an object with a string "id"'

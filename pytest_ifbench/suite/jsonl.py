@@ -21,13 +21,24 @@ class JsonlError(ValueError):
         self.reason = reason
 
 
-def iter_jsonl(lines: Iterable[str], *, expected: str = "expected a JSON object per line") -> Iterator[
+def jsonl_lines(text: str) -> list[str]:
+    """``text``'s lines as JSON Lines has them: split at ``\\n`` only (a ``\\r`` before it dropped).
+    ``str.splitlines`` also splits at U+2028, U+2029, U+0085 and other characters JSON strings may hold as
+    they are (``json.dumps(..., ensure_ascii=False)`` writes them), cutting a valid line in two."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def iter_jsonl(lines: Iterable[str] | str, *, expected: str = "expected a JSON object per line") -> Iterator[
         tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-blank line; :class:`JsonlError` at the first bad one.
+    """``(line number, object)`` for each non-blank line (of a file's whole text: :func:`jsonl_lines`);
+    :class:`JsonlError` at the first bad one.
 
     ``expected`` is the reason given for a line that is valid JSON but not an object.
     """
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(jsonl_lines(lines) if isinstance(lines, str) else lines, start=1):
         if not line.strip():
             continue
         try:

@@ -79,7 +79,7 @@ def read_turns(path: Path) -> list[dict[str, Any]]:
         return data
     turns = []
     try:
-        for number, record in iter_jsonl(text.splitlines(), expected="expected a JSON object per turn"):
+        for number, record in iter_jsonl(text, expected="expected a JSON object per turn"):
             record["_line"] = number
             turns.append(record)
     except JsonlError as exc:
