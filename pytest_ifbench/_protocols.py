@@ -152,6 +152,9 @@ class _Replies:
         if self.recorded is not None:
             if turn > len(self.recorded):
                 raise LookupError(f"no recorded response for instance {self.instance.id!r} turn {turn}")
+            if SAMPLE.get():  # one reply scored as k samples would pass (or fail) k times over
+                raise LookupError(f"instance {self.instance.id!r} asks for {self.instance.generation.samples} samples "
+                                  "(generation.samples); recorded responses hold one reply per turn")
             from ._text import strip_reasoning
 
             raw = self.recorded[turn - 1]

@@ -307,6 +307,21 @@ def test_score_a_reply_holding_line_separators_json_may_keep_as_they_are(tmp_pat
     assert record["turns"][0]["response"]["text"] == "hi\u2028there\u0085you\u2029now"
 
 
+def test_recorded_responses_do_not_make_samples(tmp_path, capsys, monkeypatch):
+    """An instance with ``generation.samples: 3`` and one recorded reply was scored as three samples of that
+    reply (pass rate 1.0, three of three). Recorded responses hold one reply per turn: an error saying so."""
+    monkeypatch.chdir(tmp_path)
+    suite = write_suite(tmp_path, "scored.yaml", SCORE_SUITE.replace(
+        "  - id: lower-ok\n", "  - id: lower-ok\n    generation: {samples: 3}\n"))
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"id": "lower-ok", "response": "hi"}) + "\n", encoding="utf-8")
+    main(["score", "--suite", str(suite), "--responses", str(responses), "--", "-q", "-k", "lower-ok"])
+    (record,) = json.loads((tmp_path / "ifbench-results.json").read_text())["instances"]
+    assert record["status"] == "error", record
+    assert record["error"] == ("instance 'lower-ok' asks for 3 samples (generation.samples); recorded responses "
+                               "hold one reply per turn"), record["error"]
+
+
 # --------------------------------------------------------------------------- the installed script
 
 
