@@ -178,3 +178,14 @@ def test_the_summary_says_what_was_scored_when_re_scoring():
     text = scored_what(config(ifbench_recorded_trajectories=["runs/traj"]), records)
     assert "recorded agent trajectories (`traj`)" in text and "smollm2" not in text
     assert "pre-recorded responses (`r.jsonl`)" in scored_what(config(ifbench_responses="r.jsonl"), records)
+
+
+def test_a_trajectory_re_score_does_not_name_a_responses_file_the_user_never_gave(tmp_path):
+    """``ifbench score --trajectories`` alone passes pytest an empty responses file of its own: the summary
+    said "scored: pre-recorded responses (`no-responses.jsonl`) and recorded agent trajectories"."""
+    empty = tmp_path / "no-responses.jsonl"
+    empty.write_text("")
+    options = {"ifbench_responses": str(empty), "ifbench_recorded_trajectories": ["runs/traj"]}
+    config = SimpleNamespace(getoption=lambda name, default=None: options.get(name, default))
+    assert scored_what(config, [{"model": "x"}]) == ("scored: recorded agent trajectories (`traj`), re-scored "
+                                                     "without calling the model under test")

@@ -268,14 +268,22 @@ def _error_text(record: Mapping[str, Any]) -> str:
 def scored_what(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> str:
     """What this run scored: the model under test, or the recordings it re-scored (no model was called)."""
     recorded = []
-    if config.getoption("ifbench_responses", None):
-        recorded.append(f"pre-recorded responses (`{Path(config.getoption('ifbench_responses')).name}`)")
+    responses = config.getoption("ifbench_responses", None)
+    if responses and _holds_responses(Path(responses)):  # (`ifbench score --trajectories` alone passes an empty one)
+        recorded.append(f"pre-recorded responses (`{Path(responses).name}`)")
     trajectories = config.getoption("ifbench_recorded_trajectories", None) or []
     if trajectories:
         recorded.append("recorded agent trajectories (" + ", ".join(f"`{Path(t).name}`" for t in trajectories) + ")")
     if recorded:
         return "scored: " + " and ".join(recorded) + ", re-scored without calling the model under test"
     return f"model: `{records[0].get('model') or '-'}`"
+
+
+def _holds_responses(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return True  # named by the user: say so
 
 
 def _metric_table(doc: Document, table: MetricTable) -> None:

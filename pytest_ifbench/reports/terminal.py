@@ -57,7 +57,9 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
     state = config.stash[STATE_KEY]
     lines = [f"model: {state.model_name}    judges: {', '.join(state.judge_names)}"]
     if state.responses is not None:
-        lines[0] = f"model: (pre-recorded responses)    judges: {', '.join(state.judge_names)}"
+        what = ("pre-recorded responses" if state.responses or not config.getoption("ifbench_recorded_trajectories")
+                else "recorded agent trajectories")
+        lines[0] = f"model: ({what})    judges: {', '.join(state.judge_names)}"
     else:
         lines.extend(settings_lines(records))
     warning = judge_warning(config, records)
