@@ -46,7 +46,7 @@ Each call also asks the provider to cache its prompt where the provider wants to
 step repeats it: what the run pays, not what it asks.
 
 The trajectory (:class:`~.trajectory.Trajectory`; ``meta``: runner ``loop``, profile, model,
-stop_reason, limits, and for the whole run -- every user turn so far -- steps, completion_tokens, cost,
+stop_reason, limits, and for the whole run -- every user turn so far -- steps, prompt_tokens, completion_tokens, cost,
 model/tool seconds and ``turn_answers``, each finished turn's final text, which ``ifbench score
 --trajectories`` scores) is rewritten atomically after every step when ``trajectory_path`` is given.
 """
@@ -96,6 +96,7 @@ class RunSoFar:
     """What the user turns of a run did up to now: a later turn's trajectory ``meta`` counts them too."""
 
     steps: int = 0
+    prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
     model_seconds: float = 0.0
@@ -106,7 +107,8 @@ class RunSoFar:
     started: float | None = None
 
     def to_meta(self) -> dict[str, Any]:
-        return {"steps": self.steps, "completion_tokens": self.completion_tokens, "cost": self.cost,
+        return {"steps": self.steps, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cost": self.cost,
                 "model_seconds": round(self.model_seconds, 4), "tool_seconds": round(self.tool_seconds, 4),
                 "turn_answers": list(self.turn_answers)}
 
@@ -177,7 +179,7 @@ class _Run:
         self.options = options
         self.earlier = earlier
         self.start = time.monotonic() if earlier.started is None else earlier.started
-        self.steps = self.tokens = 0
+        self.steps = self.tokens = self.prompt_tokens = 0
         self.cost = self.model_seconds = self.tool_seconds = 0.0
         self.completions: list[Completion] = []
         self.timings: list[StepTiming] = []
@@ -206,7 +208,8 @@ class _Run:
     def so_far(self, *, answered: bool) -> RunSoFar:
         """The whole run so far: the earlier turns and this one, whose final text counts once ``answered``."""
         e = self.earlier
-        return RunSoFar(steps=e.steps + self.steps, completion_tokens=e.completion_tokens + self.tokens,
+        return RunSoFar(steps=e.steps + self.steps, prompt_tokens=e.prompt_tokens + self.prompt_tokens,
+                        completion_tokens=e.completion_tokens + self.tokens,
                         cost=e.cost + self.cost, model_seconds=e.model_seconds + self.model_seconds,
                         tool_seconds=e.tool_seconds + self.tool_seconds, started=self.start,
                         turn_answers=(*e.turn_answers, self.final_text) if answered else e.turn_answers)
@@ -357,6 +360,7 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
     BOARD.step(tokens=completion.prompt_tokens + completion.completion_tokens, cost=completion.cost,
                cached=completion.cached)
     run.tokens += completion.completion_tokens
+    run.prompt_tokens += completion.prompt_tokens
     run.cost += completion.cost or 0.0
     calls = _calls(completion, run.steps)
     run.final_text = completion.text

@@ -421,16 +421,38 @@ def _recorded(instance: Instance, options: AgentOptions, settings: AgentSettings
         raise (LookupError if ended == "model_error" else AgentHarnessError)(f"{reason}: it is not scored")
     workspace = _reopened(instance, trajectory, options, settings)
     lost = trajectory.meta.get(NOT_KEPT) if workspace is None else None
+    steps = trajectory.meta.get("steps")
     return AgentRun(trajectory=trajectory, workspace=workspace,
                     runner=str(trajectory.meta.get("runner", "recorded")),
                     options=options, stop_reason=str(trajectory.meta.get("stop_reason", "recorded")),
-                    steps=len(trajectory.assistant_turns()), turn_texts=recorded_answers(trajectory),
+                    steps=steps if isinstance(steps, int) else len(trajectory.assistant_turns()),
+                    turn_texts=recorded_answers(trajectory), completions=_recorded_usage(trajectory),
                     workspace_lost=(f"the run's final workspace was {lost}: its workspace checks cannot be decided "
                                     "again" if isinstance(lost, str) else None))
 
 
 #: A recorded run's ``stop_reason`` when it ended in an error (the loop's; a CLI's error is ``meta.harness_error``).
 _ERRORED = frozenset({"model_error", "harness_error", "cancelled"})
+
+
+def _recorded_usage(trajectory: Trajectory) -> list[Completion]:
+    """What the recorded run paid, as one cached completion (the record's ``cached_*`` tokens and
+    ``cached_cost``: paid then, not now), from its ``meta``; none when it records nothing."""
+    from ..models.client import Completion
+
+    meta = trajectory.meta
+
+    def count(name: str) -> int:
+        value = meta.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    cost = meta.get("cost")
+    cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and 0 <= cost < 1e12 else None
+    if not (count("prompt_tokens") or count("completion_tokens") or cost):
+        return []
+    return [Completion(text="", raw_text="", prompt_tokens=count("prompt_tokens"),
+                       completion_tokens=count("completion_tokens"), cost=cost, cached=True,
+                       model=str(meta.get("model") or "recorded"))]
 
 
 def require_workspace(run: AgentRun, registry: Any, checks: Sequence[CheckSpec]) -> None:

@@ -170,3 +170,21 @@ def test_a_run_that_ended_in_an_error_stays_an_error_when_re_scored(pytester, st
     assert record["status"] == "error" and stub_env.calls == calls, record
     assert record["error"] == ("the recorded run of instance 'greet' ended in an error (model_error), as the live "
                                "run did: it is not scored"), record["error"]
+
+
+def test_a_rescore_keeps_what_the_recorded_run_paid_as_cached(pytester, stub_env, agent_suite):
+    """The re-score's record had 0 tokens and no cost for the agent (only the judge's cached call) and counted
+    its steps from the trajectory's assistant turns. The recorded run's steps, tokens and cost (the loop's
+    trajectory now records ``prompt_tokens`` too) are the record's, as cached: paid then, not now."""
+    scripted(stub_env)
+    pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-trajectories=traj")
+    (live,) = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    kept = json.loads((pytester.path / "traj" / "suites_agents.yaml--greet.json").read_text())["meta"]
+    assert kept["prompt_tokens"] > 0 and kept["completion_tokens"] > 0 and kept["steps"] == live["agent"]["steps"]
+    pytester.run("ifbench", "score", "--suite", "suites", "--trajectories", "traj", "--results", "rescored.json",
+                 "--", *stub_args(stub_env))
+    (record,) = json.loads((pytester.path / "rescored.json").read_text())["instances"]
+    assert record["agent"]["steps"] == live["agent"]["steps"]
+    assert record["tokens"]["cached_prompt"] >= kept["prompt_tokens"], record["tokens"]  # (the judge's too)
+    assert record["tokens"]["cached_completion"] >= kept["completion_tokens"], record["tokens"]
+    assert record["tokens"]["prompt"] == 0 == record["tokens"]["completion"]  # nothing paid by the re-score
