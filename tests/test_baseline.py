@@ -149,12 +149,14 @@ def test_pass_rates_tolerance_custom_dir_and_errors(pytester, stub_env):
             prompt: steady
             checks: [{id: lower, verifier: ifbench.case, params: {mode: lower}}]
     """)
-    # record from pre-recorded replies (every sample gets the same one, so the rate is 1.0)
-    (pytester.path / "r.jsonl").write_text('{"id": "sampled", "response": "fine"}\n'
-                                           '{"id": "steady", "response": "ok"}\n')
-    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--ifbench-responses=r.jsonl",
-                                "--ifbench-summary=", "--ifbench-baseline-dir=base", "--snapshot-update")
+    # record with another model whose every sample passes (recorded responses hold no samples), so the rate is 1.0
+    stub_env.add_rule("sampled", Reply(content="fine"))
+    stub_env.add_rule("steady", Reply(content="ok"))
+    result = pytester.runpytest("suites", "-p", "no:cacheprovider", "--model=openai/recorder",
+                                f"--api-base={stub_env.url}", "--ifbench-no-cache", "--ifbench-summary=",
+                                "--ifbench-baseline-dir=base", "--snapshot-update")
     assert result.ret == 0, result.stdout.str()
+    stub_env.reset()
     stored = _stored(pytester.path / "base" / "suites" / "s")
     assert stored == {"sampled": {"lower": {"passed": True, "rate": 1.0}}, "steady": {"lower": {"passed": True}}}
     assert not (pytester.path / "suites" / "__baselines__").exists()
@@ -178,7 +180,7 @@ def test_pass_rates_tolerance_custom_dir_and_errors(pytester, stub_env):
     result.stdout.fnmatch_lines([
         "baseline: 1 regression, 0 improvements, 0 known failures, 0 new instances, "
         "1 errored instance (baseline kept) (tolerance 0.25)",
-        "*note: 1 instance recorded with another model (recorded-responses -> openai/stub); "
+        "*note: 1 instance recorded with another model (openai/recorder -> openai/stub); "
         "keep one baseline per model (--ifbench-baseline-dir)",
     ])
 

@@ -113,8 +113,11 @@ def test_a_forged_conversation_through_the_relay_is_refused_and_recorded(agents,
                                                      result.trajectory.children)
         events = refused(result)
         assert [e["kind"] for e in events] == ["not_cli", "not_cli"], events
-        assert "curl" in events[0]["reason"] and "not the agent CLI" in events[0]["reason"]
-        assert "direct connection to the proxy's socket" in events[1]["reason"]
+        # in either order: the relay tells the proxy of its refusal on a connection of its own, which the proxy
+        # may serve after the direct one that followed it (seen once on Podman)
+        through, direct = sorted(events, key=lambda e: "direct connection" in e["reason"])
+        assert "curl" in through["reason"] and "not the agent CLI" in through["reason"], events
+        assert "direct connection to the proxy's socket" in direct["reason"], events
         assert not verdict(tool_called, result.trajectory, tool=["Read"], arguments=None, min=1, max=None,
                            subagents=True).passed
         check = verdict(no_relay_abuse, result.trajectory, kinds=["not_cli"])
