@@ -208,12 +208,17 @@ async def run_agent(instance: Instance, *, client: ModelClient | None, settings:
 
 
 def _note_not_kept(path: Path, run: AgentRun, problem: str) -> None:
+    run.trajectory.meta[NOT_KEPT] = problem
+    _write_trajectory(path, run.trajectory)
+
+
+def _write_trajectory(path: Path, trajectory: Trajectory) -> None:
+    """A real CLI's trajectory, or one noted after the run, as the loop writes its own (indented JSON)."""
     import json
 
     from .trajectory import write_atomic
 
-    run.trajectory.meta[NOT_KEPT] = problem
-    write_atomic(path, json.dumps(run.trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
+    write_atomic(path, json.dumps(trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
 
 
 #: (backend name, image) -> (the backend it was made from, the backend): see :func:`instance_backend`.
@@ -388,11 +393,7 @@ async def _cli(instance: Instance, client: ModelClient, workspace: Workspace, op
                                                   "benchmark": instance.benchmark, "sample": sample})
     result = replace(result, trajectory=trajectory)
     if path is not None:
-        import json
-
-        from .trajectory import write_atomic
-
-        write_atomic(path, json.dumps(result.trajectory.to_json(), ensure_ascii=False, indent=1) + "\n")
+        _write_trajectory(path, result.trajectory)
     usage = result.usage
     # Every proxied call counts, as the loop's calls do: steps, tokens and cost reach the results from here.
     return AgentRun(trajectory=result.trajectory, workspace=workspace, runner=options.runner, options=options,
