@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ifbench import JsonlError, iter_jsonl
+
 
 def cohen_kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
     """Cohen's kappa of two binary raters; None with no pairs, 1.0 when both always agree on one label."""
@@ -38,15 +40,17 @@ def cohen_kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
 
 def read_human(path: Path) -> dict[tuple[str, str], bool]:
     out: dict[tuple[str, str], bool] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    expected = "expected question_id/instance, criterion and a boolean satisfied"
+    try:  # split at newlines only: a U+2028 inside an annotator's note is JSON, not a line break
+        rows = list(iter_jsonl(path.read_text(encoding="utf-8"), expected=expected))
+    except JsonlError as exc:
+        raise ValueError(f"{path}:{exc.line}: {exc.reason}") from None
+    for number, row in rows:
         task = row.get("question_id", row.get("instance"))
         criterion = row.get("criterion", row.get("criterion_id", row.get("id")))
         satisfied = row.get("satisfied")
         if task is None or criterion is None or not isinstance(satisfied, bool):
-            raise ValueError(f"{path}:{number}: expected question_id/instance, criterion and a boolean satisfied")
+            raise ValueError(f"{path}:{number}: {expected}")
         out[(str(task), str(criterion))] = satisfied
     return out
 

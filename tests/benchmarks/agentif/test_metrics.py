@@ -131,6 +131,18 @@ def test_cohen_kappa_and_agreement_cli(tmp_path, capsys):
     assert "100.0%" in capsys.readouterr().out
 
 
+def test_human_annotations_are_json_lines_split_at_newlines_only(tmp_path):
+    """An annotator's note holding U+2028 (valid in a JSON string, and ``json.dumps(..., ensure_ascii=False)``
+    writes it so) cut the line in two: the file was refused with a bare JSON error naming no file or line."""
+    human = tmp_path / "human.jsonl"
+    human.write_text(json.dumps({"question_id": "t", "criterion": "c1", "satisfied": True, "note": "a\u2028b"},
+                                ensure_ascii=False) + "\n{broken\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"human\.jsonl:2: not JSON"):
+        agreement.read_human(human)
+    human.write_text(human.read_text(encoding="utf-8").split("\n")[0] + "\n", encoding="utf-8")
+    assert agreement.read_human(human) == {("t", "c1"): True}
+
+
 def test_agreement_through_the_ifbench_command(tmp_path):
     from pytest_ifbench.cli.main import main
 
