@@ -338,6 +338,18 @@ def test_two_gigabytes_of_memfds_in_eight_processes_stay_within_the_run_memory_c
     assert run_python("print('next')", limits=limits).stdout == "next\n"  # the next job runs
 
 
+def test_a_job_the_run_cgroup_kills_while_its_supervisor_lives_is_told_the_memory_limit(docker):
+    """Below RLIMIT_AS but over the run's cgroup cap, the job's process is the OOM killer's choice (the
+    largest), and the supervisor reports its SIGKILL: the kill is the memory limit's, as bubblewrap's
+    harness would say, not an unexplained signal (CI once saw ``returncode=-9, limit=None``)."""
+    limits = SandboxLimits(timeout=30.0, cpu_seconds=30, memory_mb=1024, file_size_mb=64, run_memory_mb=128)
+    assert run_python("pass", limits=limits).ok  # the pooled container exists, with the cap
+    for _ in range(3):  # the victim is the kernel's choice: each time the job, whose supervisor lives on
+        res = run_python("b = bytearray(512 << 20)\nprint('allocated')", limits=limits)
+        assert res.limit == "memory" and res.returncode is None and "allocated" not in res.stdout, res
+    assert run_python("print('next')", limits=limits).stdout == "next\n"
+
+
 def test_the_engine_tells_an_oom_kill_when_the_containers_cgroup_is_gone(docker_host):  # noqa: F811
     """When the OOM killer takes a container's first process, the container and its cgroup go with it and the
     command's OOM-kill count cannot be read after it ran: the engine's record of the container says why."""

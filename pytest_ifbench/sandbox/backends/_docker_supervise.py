@@ -75,7 +75,9 @@ def outcome(argv: tuple[str, ...], status: Mapping[str, Any], out: bytes, err: b
     returncode = status.get("returncode") if status else (lost if gone else None)
     if returncode == 128 + 9 and killed_for is None and status.get("cpu", 0) >= cpu - 0.5:
         returncode = 128 + 24  # the hard CPU limit's SIGKILL after SIGXCPU
-    if status.get("killed_for") or disk or backstop or (gone and lost is None):
+    # The cgroup's OOM killer is the sandbox's kill, as the supervisor's are: no exit status of the command's own
+    # (the code runs keep a limit only for a command without one, ``_code_runs._run_in``).
+    if status.get("killed_for") or killed_for == "memory" or disk or backstop or (gone and lost is None):
         returncode = None
     text_err = err.decode("utf-8", "replace")
     return CommandResult(argv=argv, returncode=returncode, stdout=out.decode("utf-8", "replace"), stderr=text_err,
