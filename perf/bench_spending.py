@@ -104,7 +104,7 @@ def _pairs(where: str, count: int, ready, go) -> None:
     ready.wait()
     go.wait()
     for _ in range(count):
-        ledger.end(ledger.start(wait=False), 1e-9)
+        ledger.end("bench", ledger.start("bench", wait=False), 1e-9)
     _flushed(ledger)
     ledger.close()
 
@@ -125,7 +125,7 @@ def ledger_pairs(pairs: int, processes: int, redis: str = "") -> tuple[float, fl
         ledger = _open(where)
         start = time.perf_counter()
         for _ in range(pairs):
-            ledger.end(ledger.start(wait=False), 1e-9)
+            ledger.end("bench", ledger.start("bench", wait=False), 1e-9)
         _flushed(ledger)
         alone = (time.perf_counter() - start) / pairs * 1e6
         context = multiprocessing.get_context("spawn")

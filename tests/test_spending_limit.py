@@ -3,6 +3,7 @@
 
 The stub answers ``openai/gpt-4o-mini``, a model litellm's price table prices, through the OpenAI SDK
 route; its usage counts words, so a call costs millionths of a dollar and the limits here are as small.
+``openai/gpt-4o`` is the pricier judge beside it (the same words cost ~16 times as much).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from tests._support import closing_sessions
 from tests.scale import _suite
 
 MODEL = "openai/gpt-4o-mini"
+#: A pricier model beside it, as a judge is.
+JUDGE = "openai/gpt-4o"
 
 
 def _ledger(tmp_path: Path, limit: float) -> SpendingLimit:
@@ -37,62 +40,104 @@ def _ledger(tmp_path: Path, limit: float) -> SpendingLimit:
 
 def test_a_call_starts_while_what_is_paid_and_reserved_leaves_room_for_it(tmp_path):
     ledger = _ledger(tmp_path, 1.0)
-    first = ledger.start()
+    first = ledger.start(MODEL)
     assert first == 0.0, "no price known: the first call reserves nothing"
-    assert ledger.start() == WAIT, "until the first call comes back, it is the only one on its way"
-    ledger.end(first, 0.3)
-    held = [ledger.start(), ledger.start()]
+    assert ledger.start(MODEL) == WAIT, "until the first call comes back, it is the only one on its way"
+    ledger.end(MODEL, first, 0.3)
+    held = [ledger.start(MODEL), ledger.start(MODEL)]
     assert held == [0.3, 0.3]
-    assert ledger.start() == WAIT, "0.3 paid + 2 x 0.3 reserved + 0.3 for a third is past 1.0: it waits"
-    assert ledger.start(wait=False) is None, "... or is refused, once its caller has waited long enough"
-    ledger.end(held[0], 0.1)
-    ledger.end(held[1], 0.2)
+    assert ledger.start(MODEL) == WAIT, "0.3 paid + 2 x 0.3 reserved + 0.3 for a third is past 1.0: it waits"
+    assert ledger.start(MODEL, wait=False) is None, "... or is refused, once its caller has waited long enough"
+    ledger.end(MODEL, held[0], 0.1)
+    ledger.end(MODEL, held[1], 0.2)
     now = ledger.status()
     assert (now.spent, now.calls, now.refused, now.in_flight, now.reserved) == (pytest.approx(0.6), 3, 1, 0, 0)
-    last = ledger.start()
+    last = ledger.start(MODEL)
     assert last == 0.3, "the calls on their way cost less than they held: the waiting call goes"
-    assert ledger.start() == WAIT, "0.6 paid + 0.3 fits, but not beside the 0.3 the last one holds"
-    ledger.end(last, 0.3)
-    assert ledger.start() is None, "0.9 paid: no room for 0.3 even with nothing on its way, so no waiting"
+    assert ledger.start(MODEL) == WAIT, "0.6 paid + 0.3 fits, but not beside the 0.3 the last one holds"
+    ledger.end(MODEL, last, 0.3)
+    assert ledger.start(MODEL) is None, "0.9 paid: no room for 0.3 even with nothing on its way, so no waiting"
 
 
 def test_a_call_that_fits_only_once_the_calls_on_their_way_are_paid_waits_for_them(tmp_path):
     """Reservations are the costliest call so far, more than most calls cost: a call refused for them
     would leave the limit unspent (a run at concurrency 16 refused calls with a seventh of it paid)."""
     ledger = _ledger(tmp_path, 1.0)
-    ledger.saw(0.2)
-    held = [ledger.start() for _ in range(5)]
-    assert held == [0.2] * 5 and ledger.start() == WAIT, "no room for 0.2 beside 1.0 held: after they are paid"
+    ledger.saw(MODEL, 0.2)
+    held = [ledger.start(MODEL) for _ in range(5)]
+    assert held == [0.2] * 5 and ledger.start(MODEL) == WAIT, "no room for 0.2 beside 1.0 held: after they are paid"
     for reserved in held:
-        ledger.end(reserved, 0.05)
-    assert ledger.start() == 0.2, "0.2 paid: room for it now"
+        ledger.end(MODEL, reserved, 0.05)
+    assert ledger.start(MODEL) == 0.2, "0.2 paid: room for it now"
     assert ledger.status().refused == 0
 
 
 def test_a_call_that_came_back_with_no_reply_costs_nothing_and_a_reply_without_a_price_is_counted(tmp_path):
     ledger = _ledger(tmp_path, 1.0)
-    ledger.end(ledger.start(), None, paid=False)
+    ledger.end(MODEL, ledger.start(MODEL), None, paid=False)
     assert ledger.status().calls == 0
-    assert ledger.start() == 0.0, "the failed first call is no longer on its way: the next one goes"
-    ledger.end(0.0, None)
+    assert ledger.start(MODEL) == 0.0, "the failed first call is no longer on its way: the next one goes"
+    ledger.end(MODEL, 0.0, None)
     now = ledger.status()
     assert (now.calls, now.unpriced, now.spent) == (1, 1, 0.0)
-    assert ledger.start() == 0.0 and ledger.start() == 0.0, "calls came back unpriced: no more waiting"
+    assert ledger.start(MODEL) == 0.0 and ledger.start(MODEL) == 0.0, "calls came back unpriced: no more waiting"
 
 
 def test_a_cached_reply_s_cost_is_what_a_call_reserves_before_any_is_paid(tmp_path):
     ledger = _ledger(tmp_path, 1.0)
-    ledger.saw(0.4)
-    assert [ledger.start(), ledger.start()] == [0.4, 0.4]
-    assert ledger.start() == WAIT and ledger.start(wait=False) is None
+    ledger.saw(MODEL, 0.4)
+    assert [ledger.start(MODEL), ledger.start(MODEL)] == [0.4, 0.4]
+    assert ledger.start(MODEL) == WAIT and ledger.start(MODEL, wait=False) is None
+
+
+def test_each_model_s_calls_reserve_that_model_s_costliest_call(tmp_path):
+    """A cheap model's calls came back first: the judge's reserved their price, and a run at concurrency 8
+    started eight judge calls at once, paying 30% past its limit. Each model reserves its own costliest
+    call, and until it has one, its calls go one at a time (what the run's first call did)."""
+    ledger = _ledger(tmp_path, 1.0)
+    first = ledger.start(MODEL)
+    assert first == 0.0 and ledger.start(MODEL) == WAIT
+    ledger.end(MODEL, first, 0.01)
+    cheap = [ledger.start(MODEL) for _ in range(3)]
+    assert cheap == [0.01] * 3
+    judged = ledger.start(JUDGE)
+    assert judged == 0.0, "no price of the judge known: it reserves nothing, and goes alone"
+    assert ledger.start(JUDGE) == WAIT, "not the cheap model's price: the judge's first call is on its way"
+    assert ledger.start(MODEL) == 0.01, "the cheap model's calls are not held back by the judge's first"
+    ledger.end(JUDGE, judged, 0.3)
+    assert [ledger.start(JUDGE), ledger.start(JUDGE)] == [0.3, 0.3]
+    assert ledger.start(JUDGE) == WAIT, "0.31 paid + 0.64 held: no room for another 0.3 beside them"
+    assert ledger.start(MODEL) == 0.01, "... where a cheap call still fits"
+    other = SpendingLimit(ledger.path)  # another process (an xdist worker)
+    other.saw("openai/other", 0.5)
+    assert other.start("openai/other", wait=False) is None, "its cached price does not fit beside what is held"
+    assert ledger.start("openai/other", wait=False) is None, "... and is the model's price for every process"
+    now = ledger.status()
+    assert (now.largest, now.in_flight, now.refused) == (0.5, 7, 2), "largest: the run's costliest of any model"
+    assert now.reserved == pytest.approx(0.01 * 5 + 0.3 * 2)
+    assert now.to_json()["largest_call"] == 0.5
+
+
+def test_every_process_finds_a_model_s_slot_and_models_past_the_table_share_its_last(tmp_path):
+    from pytest_ifbench.models.spending import MODELS
+
+    ledger = _ledger(tmp_path, 1000.0)
+    for index in range(MODELS + 3):
+        name = f"openai/model-{index}"
+        ledger.end(name, ledger.start(name), index / 1000)
+    other = SpendingLimit(ledger.path)  # (its own cache of where the slots are: none yet)
+    assert [other.start(f"openai/model-{index}") for index in (0, 1, 40)] == [0.0, 0.001, 0.04]
+    shared = [other.start(f"openai/model-{index}") for index in (MODELS - 1, MODELS, MODELS + 2)]
+    assert shared == [(MODELS + 2) / 1000] * 3, "the models past the table reserve the costliest among them"
+    assert (tmp_path / "ledger").stat().st_size == 2112
 
 
 def test_a_caller_that_waited_long_enough_for_the_first_call_goes(tmp_path):
     """A first call whose process died would otherwise hold every other call back for good."""
     ledger = _ledger(tmp_path, 1.0)
-    assert ledger.start() == 0.0
-    assert ledger.start() == WAIT
-    assert ledger.start(wait=False) == 0.0
+    assert ledger.start(MODEL) == 0.0
+    assert ledger.start(MODEL) == WAIT
+    assert ledger.start(MODEL, wait=False) == 0.0
 
 
 def test_the_record_is_written_in_place_at_one_width(tmp_path):
@@ -100,9 +145,9 @@ def test_the_record_is_written_in_place_at_one_width(tmp_path):
     ledger = _ledger(tmp_path, 12345.678)
     sizes = set()
     for cost in (0.1, 123.456789, 0.0):
-        ledger.end(ledger.start(wait=False), cost)
+        ledger.end(MODEL, ledger.start(MODEL, wait=False), cost)
         sizes.add((tmp_path / "ledger").stat().st_size)
-    assert sizes == {64}
+    assert sizes == {2112}, "the run's figures and the table of models' slots: within one page"
     now = SpendingLimit(tmp_path / "ledger").status()
     assert (now.calls, now.spent, now.limit) == (3, pytest.approx(123.556789), 12345.678)
     (tmp_path / "ledger").write_bytes(b"cut")
@@ -128,10 +173,10 @@ def _spend(where: str, rounds: int, results) -> None:
     ledger = _open(where)
     started = 0
     for _ in range(rounds):
-        reserved = ledger.start(wait=False)
+        reserved = ledger.start(MODEL, wait=False)
         if reserved is not None:
             started += 1
-            ledger.end(reserved, 1.0)
+            ledger.end(MODEL, reserved, 1.0)
     ledger.close()
     results.put(started)
 
@@ -201,6 +246,29 @@ def test_concurrent_calls_stay_within_the_limit_from_the_first_one(stub_env, tmp
     assert now.calls == 3 and now.spent <= one * 3.5 and now.refused == 13
 
 
+def test_a_pricier_judge_s_calls_at_once_stay_within_the_limit_after_cheap_model_calls(stub_env, tmp_path):
+    """The model's cheap calls come back first, then eight calls of a judge 16 times its price start at
+    once. Each reserved the cheap call's price (the run's costliest so far), all eight started where the
+    limit had room for two and a half, and the run paid far past its limit. Now the judge's first call
+    goes alone and the others reserve its price: past the limit by at most one judge call."""
+    prompts = [f"question number {i}" for i in range(12)]
+    cheap = max(c.cost for c in _complete(make_client(MODEL, api_base=stub_env.url), prompts[:4]))
+    dear = max(c.cost for c in _complete(make_client(JUDGE, api_base=stub_env.url), prompts[4:]))
+    assert dear > cheap * 10
+    stub_env.reset()
+    stub_env.latency = 0.2
+    limit = cheap * 4 + dear * 2.5
+    ledger = _ledger(tmp_path, limit)
+    model = make_client(MODEL, api_base=stub_env.url, spending=ledger)
+    judge = make_client(JUDGE, api_base=stub_env.url, spending=ledger)
+    paid = _complete(model, prompts[:4])
+    judged = _complete(judge, prompts[4:])  # (at once: the run's concurrency is 8)
+    now = ledger.status()
+    assert sum(d.cost for d in paid + judged if not isinstance(d, BaseException)) == pytest.approx(now.spent)
+    assert now.spent <= limit + dear, f"paid {usd(now.spent)} of {usd(limit)}: past it by more than a judge call"
+    assert now.refused and now.in_flight == 0 and now.largest == pytest.approx(dear)
+
+
 def test_a_call_waits_for_a_slow_first_call_longer_than_its_own_timeout(stub_env, tmp_path):
     """The run's first call may take its timeout and then some (it is cancelled 5 s past it); the calls
     waiting for its price wait that long. (They waited only their own timeout, then went unpriced, each
@@ -208,7 +276,7 @@ def test_a_call_waits_for_a_slow_first_call_longer_than_its_own_timeout(stub_env
     from pytest_ifbench.models.client import RetryPolicy
 
     ledger = _ledger(tmp_path, 1.0)
-    first = ledger.start()  # the run's first call, elsewhere, on its way
+    first = ledger.start(MODEL)  # the run's first call, elsewhere, on its way
     client = make_client(MODEL, api_base=stub_env.url, spending=ledger,
                          retry=RetryPolicy(max_attempts=1, timeout=0.5))
 
@@ -217,7 +285,7 @@ def test_a_call_waits_for_a_slow_first_call_longer_than_its_own_timeout(stub_env
                                                         GenerationParams(max_tokens=9)))
         await asyncio.sleep(2.0)
         sent_while_waiting = stub_env.calls
-        ledger.end(first, 1e-6)  # the first call comes back with its price
+        ledger.end(MODEL, first, 1e-6)  # the first call comes back with its price
         return sent_while_waiting, await waiting
 
     sent_while_waiting, done = asyncio.run(closing_sessions(later()))
@@ -358,7 +426,7 @@ def test_the_embedded_model_s_calls_are_free_beside_a_paid_model(pytester, stub_
     result = pytester.runpytest(*_args(stub_env, 1.0, "--judge-model=local/smollm2", "--collect-only"))
     assert result.ret == pytest.ExitCode.OK, result.stderr.str()
     spent = _ledger(tmp_path, 1e-9)
-    spent.end(spent.start(), 1.0)  # the limit is paid
+    spent.end(MODEL, spent.start(MODEL), 1.0)  # the limit is paid
     client = make_client("local/smollm2", spending=spent)
     (done,) = _complete(client, ["Say hello."])
     assert not isinstance(done, BaseException) and done.raw_text
@@ -411,7 +479,7 @@ def test_a_cli_s_call_past_the_limit_is_answered_with_a_final_error_and_never_se
     from pytest_ifbench.agents.proxy import RecordingProxy
 
     ledger = _ledger(tmp_path, 1e-12)
-    ledger.end(ledger.start(), 1e-12)  # the run has paid its limit
+    ledger.end(MODEL, ledger.start(MODEL), 1e-12)  # the run has paid its limit
     client = make_client(MODEL, api_base=stub_env.url, spending=ledger)
     request = {"model": "claude-sonnet-4-5", "max_tokens": 50, "messages": [{"role": "user", "content": "hello"}]}
     with RecordingProxy(client, log_path=tmp_path / "raw.jsonl", session_id="s1", tcp=True,
@@ -440,7 +508,7 @@ def test_an_agent_command_can_neither_see_nor_write_the_run_s_ledger(tmp_path):
                                                            f"printf x > /tmp/{directory.name}/ledger"]))
         assert done.returncode != 0 and "No such file or directory" in done.stderr + done.stdout
         assert ledger.status() == SpendingLimit(ledger.path).status() and ledger.status().limit == 5.0
-        assert (directory / "ledger").stat().st_size == 64
+        assert (directory / "ledger").stat().st_size == 2112
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -160,20 +160,20 @@ _HARD_LIMIT = 5.0
 
 
 async def _admitted(limit: Ledger, model: str, attempt: int, patience: float) -> float:
-    """The reservation of a call the run's spending limit lets start (waiting while the run's first
-    call is on its way, or while it fits only once the calls on their way are paid, for at most
-    ``patience`` seconds: longer than one attempt can take); raises
+    """The reservation of a call of ``model`` the run's spending limit lets start (waiting while the
+    model's first call is on its way, or while it fits only once the calls on their way are paid, for
+    at most ``patience`` seconds: longer than one attempt can take); raises
     :class:`SpendingLimitReached` when it does not (:class:`SpendingLedgerUnavailable` when a shared
     ledger cannot be asked)."""
     async def asked(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        # a file's lock is held for a read and a write of 64 bytes (~10 us): inline, where a thread hop
+        # a file's lock is held for a read and a write of 2 KiB (~10 us): inline, where a thread hop
         # cost 0.6 ms a call; a shared ledger's round trip would hold the event loop up
         return await asyncio.to_thread(call, *args, **kwargs) if limit.remote else call(*args, **kwargs)
 
     deadline = time.monotonic() + patience
     while True:
         try:
-            reserved = await asked(limit.start, wait=time.monotonic() < deadline)
+            reserved = await asked(limit.start, model, wait=time.monotonic() < deadline)
         except LedgerUnavailable as problem:
             raise SpendingLedgerUnavailable(model, problem, attempts=attempt - 1) from None
         if reserved is None:  # (its message reads the ledger's figures)
@@ -327,7 +327,7 @@ class ModelClient:
         """A reply from the cache (or a call another caller made): free, and what a call may cost."""
         self.stats.cache_hits += 1
         if self.spending is not None:
-            self.spending.saw(entry.get("cost"))
+            self.spending.saw(self.model, entry.get("cost"))
         return self._completion(entry["raw_text"], entry, cached=True)
 
     async def _call_with_retries(self, messages, params, *, tools, response_format, marks=()) -> dict[str, Any]:
@@ -352,7 +352,7 @@ class ModelClient:
             nonlocal reserved
             breaker.check()  # also after waiting for a slot: the endpoint may have been found dead meanwhile
             if spending is not None:  # after the slot too: a call waiting for one has not started
-                # patience: past one attempt's hard limit, the run's first call has come back unless its
+                # patience: past one attempt's hard limit, the model's first call has come back unless its
                 # process died (waiting less let calls start unpriced beside a slow first call)
                 reserved = await _admitted(spending, self.model, attempt, self.retry.timeout + _HARD_LIMIT + 1)
             self.stats.calls += 1
@@ -391,7 +391,7 @@ class ModelClient:
                     except Exception:
                         cost = None
                 if reserved is not None:
-                    spending.end(reserved, cost)  # type: ignore[union-attr]
+                    spending.end(self.model, reserved, cost)  # type: ignore[union-attr]
                     reserved = None
                 return {
                     "raw_text": raw, "tool_calls": calls,
@@ -402,7 +402,7 @@ class ModelClient:
                 }
             except asyncio.CancelledError:
                 if reserved is not None:
-                    spending.end(reserved, None, paid=False)  # type: ignore[union-attr]
+                    spending.end(self.model, reserved, None, paid=False)  # type: ignore[union-attr]
                 raise
             except SpendingLimitReached:
                 self.stats.failures += 1
@@ -413,7 +413,8 @@ class ModelClient:
             except Exception as error:
                 exc = as_malformed(error)
                 if reserved is not None:  # a reply that came malformed was paid for, at a price not known
-                    spending.end(reserved, None, paid=isinstance(exc, MalformedReply))  # type: ignore[union-attr]
+                    spending.end(self.model, reserved, None,  # type: ignore[union-attr]
+                                 paid=isinstance(exc, MalformedReply))
                     reserved = None
                 message = error_message(exc)
                 if is_connection_failure(error):

@@ -5,15 +5,18 @@ The shards of a run start at once on separate machines (:mod:`.shard`), each wit
 run's: every process of every shard asks it before each call, by the same rule as the file ledger (a
 call starts only while what was paid, plus a reservation for each call on its way and one for itself,
 fits the limit, and waits while it would fit once those are paid; the reservation is the costliest call
-so far; until a first call has come back, one is on its way in the whole run).
+of the call's model so far; until a model's first call has come back, one call of that model is on its
+way in the whole run).
 
 Each decision is one Lua script run by Redis, so it is atomic however many machines ask (a round trip
-to start a call; settlements go several to a round trip). The ledger is five hashes under
-``pytest-ifbench:spending:{NAME}``: the totals, and by owner (``host:pid:nonce``, one per process) its
-calls on their way, what they hold, the time of its last word and the number of its last settlement. A
-process that dies with calls on their way would hold their reservations for good, so every process
-notes the time of its last word, a thread renews it while it has calls on their way, and a script drops
-what an owner silent for :data:`LEASE` seconds holds. Settlements are sent by that thread, so a call's
+to start a call; settlements go several to a round trip). The ledger is seven hashes under
+``pytest-ifbench:spending:{NAME}``: the totals; by owner (``host:pid:nonce``, one per process) its
+calls on their way, what they hold, the time of its last word and the number of its last settlement; by
+model, its costliest call and its paid calls (``largest:MODEL``, ``calls:MODEL``); and by owner and model
+(``owner NUL model``), that owner's calls of that model on their way. A process that dies with calls on
+their way would hold their reservations (and a model's first call) for good, so every process notes the
+time of its last word, a thread renews it while it has calls on their way, and a script drops what an
+owner silent for :data:`LEASE` seconds holds. Settlements are sent by that thread, so a call's
 end never waits for the network; one Redis did not take (the store unreachable a moment) is sent again
 until it does, and counts once. A call that cannot be started because Redis cannot be asked is not made
 (:class:`~..models.spending.LedgerUnavailable`): what it would cost could not count.
@@ -50,7 +53,8 @@ _PREFIX = "pytest-ifbench:spending:"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 
 # KEYS: totals, on-their-way (owner -> calls), held (owner -> USD), heard (owner -> ms of its last word),
-# settled (owner -> the number of its last settlement).
+# settled (owner -> the number of its last settlement), models ('largest:' .. model -> USD, 'calls:' .. model
+# -> its paid calls), models-on-their-way (owner .. NUL .. model -> calls).
 # Every script first gives back what owners silent for ARGV[1] ms held, and notes ARGV[2]'s word.
 _COMMON = """
 if redis.replicate_commands then redis.replicate_commands() end -- (writes after TIME: Redis before 5 asks)
@@ -60,6 +64,10 @@ local heard = redis.call('HGETALL', KEYS[4])
 for i = 1, #heard, 2 do
   if heard[i] ~= ARGV[2] and now - tonumber(heard[i + 1]) > tonumber(ARGV[1]) then
     redis.call('HDEL', KEYS[2], heard[i]); redis.call('HDEL', KEYS[3], heard[i]); redis.call('HDEL', KEYS[4], heard[i])
+    local mine = heard[i] .. '\0'
+    for _, field in ipairs(redis.call('HKEYS', KEYS[7])) do
+      if string.sub(field, 1, #mine) == mine then redis.call('HDEL', KEYS[7], field) end
+    end
   end
 end
 redis.call('HSET', KEYS[4], ARGV[2], now)
@@ -75,28 +83,39 @@ local limit, spent, calls, refused, unpriced, largest = unpack(redis.call('HMGET
 limit, spent, calls, largest = num(limit), num(spent), num(calls), num(largest)
 for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
 """
-#: ARGV[4] the largest cost this process saw in cached replies, ARGV[5] 1 to wait (for a first price, or for
-#: the calls on their way to be paid).
-#: Returns the reservation as a string, 'wait', or false (refused).
+#: ARGV[4] the largest cost of a call of the model ARGV[6] this process saw in cached replies, ARGV[5] 1 to
+#: wait (for the model's first price, or for the calls on their way to be paid).
+#: Returns the reservation (the model's costliest call) as a string, 'wait', or false (refused).
 _START = _COMMON + """
-largest = math.max(largest, tonumber(ARGV[4]))
-local in_flight, reserved = sum(KEYS[2]), sum(KEYS[3])
-if ARGV[5] == '1' and largest <= 0 and in_flight > 0 and calls == 0 then return 'wait' end
-local fits_alone = spent < limit and spent + largest <= limit
-if not fits_alone or spent + reserved + largest > limit then
-  if fits_alone and ARGV[5] == '1' then return 'wait' end
-  redis.call('HSET', KEYS[1], 'largest', str(largest))
+local model = ARGV[6]
+local own = math.max(num(redis.call('HGET', KEYS[6], 'largest:' .. model)), tonumber(ARGV[4]))
+if ARGV[5] == '1' and own <= 0 and num(redis.call('HGET', KEYS[6], 'calls:' .. model)) == 0 then
+  local suffix = '\0' .. model
+  local on_their_way = redis.call('HGETALL', KEYS[7])
+  for i = 1, #on_their_way, 2 do
+    local field = on_their_way[i]
+    if #field > #suffix and string.sub(field, -#suffix) == suffix and num(on_their_way[i + 1]) > 0 then
+      return 'wait'
+    end
+  end
+end
+local fits_alone = spent < limit and spent + own <= limit
+local refused = not fits_alone or spent + sum(KEYS[3]) + own > limit
+if refused and fits_alone and ARGV[5] == '1' then return 'wait' end
+redis.call('HSET', KEYS[1], 'largest', str(math.max(largest, own)))
+redis.call('HSET', KEYS[6], 'largest:' .. model, str(own))
+if refused then
   redis.call('HINCRBY', KEYS[1], 'refused', 1)
   return false
 end
-redis.call('HSET', KEYS[1], 'largest', str(largest))
 redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
-redis.call('HINCRBYFLOAT', KEYS[3], ARGV[2], str(largest))
-return str(largest)
+redis.call('HINCRBYFLOAT', KEYS[3], ARGV[2], str(own))
+redis.call('HINCRBY', KEYS[7], ARGV[2] .. '\0' .. model, 1)
+return str(own)
 """
 #: ARGV[4] what the call reserved, ARGV[5] its cost ('' when its reply had none), ARGV[6] 1 if it was paid,
 #: ARGV[7] its number among the owner's settlements: one sent twice (a connection lost as Redis answered)
-#: counts once.
+#: counts once; ARGV[8] its model.
 _END = _COMMON + """
 if tonumber(ARGV[7]) <= num(redis.call('HGET', KEYS[5], ARGV[2])) then return 0 end
 redis.call('HSET', KEYS[5], ARGV[2], ARGV[7])
@@ -110,11 +129,20 @@ if mine then
     redis.call('HSET', KEYS[3], ARGV[2], str(math.max(0, held)))
   end
 end
+local its = ARGV[2] .. '\0' .. ARGV[8]
+if num(redis.call('HGET', KEYS[7], its)) <= 1 then
+  redis.call('HDEL', KEYS[7], its)
+else
+  redis.call('HINCRBY', KEYS[7], its, -1)
+end
 if ARGV[6] == '1' then
   local cost = tonumber(ARGV[5])
   redis.call('HINCRBY', KEYS[1], 'calls', 1)
+  redis.call('HINCRBY', KEYS[6], 'calls:' .. ARGV[8], 1)
   if cost then
     redis.call('HSET', KEYS[1], 'spent', str(spent + cost), 'largest', str(math.max(largest, cost)))
+    local own = num(redis.call('HGET', KEYS[6], 'largest:' .. ARGV[8]))
+    redis.call('HSET', KEYS[6], 'largest:' .. ARGV[8], str(math.max(own, cost)))
   else
     redis.call('HINCRBY', KEYS[1], 'unpriced', 1)
   end
@@ -181,18 +209,19 @@ class RedisLedger:
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self._client: Any = redis.Redis.from_url(address, socket_timeout=timeout,
                                                  socket_connect_timeout=min(3.0, timeout))
-        # {NAME}: a Redis Cluster keeps the five in one slot, as a script's keys must be
-        self._keys = [f"{_PREFIX}{{{name}}}{suffix}"
-                      for suffix in ("", ":on-their-way", ":held", ":heard", ":settled")]
+        # {NAME}: a Redis Cluster keeps the seven in one slot, as a script's keys must be
+        self._keys = [f"{_PREFIX}{{{name}}}{suffix}" for suffix in
+                      ("", ":on-their-way", ":held", ":heard", ":settled", ":models", ":models-on-their-way")]
         #: This process (its host and pid, and a nonce: a pid is reused, a re-run container keeps its name).
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._settlements = 0
         self._scripts = {kind: self._client.register_script(text)
                          for kind, text in (("start", _START), ("end", _END), ("status", _STATUS), ("open", _OPEN))}
-        self._seen = 0.0
+        #: By model, the largest cost of one call this process saw in cached replies.
+        self._seen: dict[str, float] = {}
         self._lock = threading.Lock()
-        #: Settlements Redis has not taken yet, oldest first.
-        self._unsent: deque[tuple[float, float | None, bool, int]] = deque()
+        #: Settlements Redis has not taken yet, oldest first: (model, reserved, cost, paid, number).
+        self._unsent: deque[tuple[str, float, float | None, bool, int]] = deque()
         self._on_their_way = 0
         self._wake = threading.Event()
         self._closed = threading.Event()
@@ -211,12 +240,12 @@ class RedisLedger:
         self._thread.start()
 
     # -- what the clients ask (models.spending.Ledger) ----------------------------------------------------
-    def saw(self, cost: float | None) -> None:
-        if cost is not None and cost > self._seen:
-            self._seen = cost
+    def saw(self, model: str, cost: float | None) -> None:
+        if cost is not None and cost > self._seen.get(model, 0.0):
+            self._seen[model] = cost
 
-    def start(self, *, wait: bool = True) -> float | None:
-        answer = self._asked("start", self._seen, 1 if wait else 0)
+    def start(self, model: str, *, wait: bool = True) -> float | None:
+        answer = self._asked("start", repr(self._seen.get(model, 0.0)), 1 if wait else 0, model)
         if answer is None:
             return None
         if answer == b"wait":
@@ -225,12 +254,12 @@ class RedisLedger:
             self._on_their_way += 1
         return float(answer)
 
-    def end(self, reserved: float, cost: float | None, *, paid: bool = True) -> None:
+    def end(self, model: str, reserved: float, cost: float | None, *, paid: bool = True) -> None:
         """Queue a call's settlement for this ledger's thread (never waits, never raises)."""
         with self._lock:
             self._on_their_way = max(0, self._on_their_way - 1)
             self._settlements += 1
-            self._unsent.append((reserved, cost, paid, self._settlements))
+            self._unsent.append((model, reserved, cost, paid, self._settlements))
         self._wake.set()
 
     def status(self) -> Spent:
@@ -315,9 +344,9 @@ class RedisLedger:
             if not batch:
                 return sent
             pipe = self._client.pipeline(transaction=False)
-            for reserved, cost, paid, number in batch:  # (queued on the pipeline: sent by its execute)
+            for model, reserved, cost, paid, number in batch:  # (queued on the pipeline: sent by its execute)
                 self._run("end", repr(reserved), "" if cost is None else repr(cost), 1 if paid else 0, number,
-                          client=pipe)
+                          model, client=pipe)
             try:
                 pipe.execute()
             except self._errors as exc:

@@ -194,7 +194,7 @@ def test_the_run_s_spending_limit_ends_a_real_cli_as_an_error_of_the_harness(nam
 
     stub_env.default = endless(name)
     ledger = SpendingLimit.create(tmp_path / "ledger", 1e-12)
-    ledger.end(ledger.start(), 1e-12)  # the run has paid its limit
+    ledger.end("openai/gpt-4o-mini", ledger.start("openai/gpt-4o-mini"), 1e-12)  # the run has paid its limit
     client = make_client("openai/gpt-4o-mini", api_base=stub_env.url, spending=ledger,
                          retry=RetryPolicy(max_attempts=1, timeout=120))
     with Workspace.create(None, parent=tmp_path) as ws:

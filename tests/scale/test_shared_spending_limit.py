@@ -26,6 +26,7 @@ from pytest_ifbench.models.spending import WAIT, SpendingLimit, usd
 from pytest_ifbench.scale import shared_ledger
 from pytest_ifbench.scale.shared_ledger import RedisLedger, parse
 from tests.test_spending_limit import (
+    JUDGE,
     MODEL,
     _args,
     _call_prices,
@@ -43,34 +44,87 @@ def _url(redis_url: str, name: str = "run-1") -> str:
 
 
 def test_the_shared_ledger_decides_every_call_as_the_run_s_own_file_does(redis_url, tmp_path):
-    """The same 400 random starts, settlements and cached prices on both ledgers: the same decisions
-    and the same figures after each (the Lua script and the file's Python are one rule)."""
+    """The same 400 random starts, settlements and cached prices of three models (a cheap one, a judge
+    ten times its price, one first seen late) on both ledgers: the same decisions and the same figures
+    after each (the Lua script and the file's Python are one rule)."""
     shared = RedisLedger(_url(redis_url), 0.05)
     local = SpendingLimit.create(tmp_path / "ledger", 0.05)
     chance = random.Random(7)
-    on_their_way: list[tuple[float, float]] = []
+    prices = {MODEL: 0.0004, JUDGE: 0.004, "openai/late": 0.002}
+    on_their_way: list[tuple[str, float, float]] = []
     for step in range(400):
         roll = chance.random()
+        model = chance.choice(list(prices)[:2] if step < 200 else list(prices))
         if roll < 0.5:
             wait = chance.random() < 0.7
-            decided = shared.start(wait=wait), local.start(wait=wait)
+            decided = shared.start(model, wait=wait), local.start(model, wait=wait)
             assert decided[0] == decided[1], step
             if decided[0] not in (None, WAIT):
-                on_their_way.append(decided)
+                on_their_way.append((model, *decided))
         elif roll < 0.9 and on_their_way:
-            reserved = on_their_way.pop(chance.randrange(len(on_their_way)))
-            cost = chance.choice([None, round(chance.uniform(0, 0.004), 6)])
+            model, *reserved = on_their_way.pop(chance.randrange(len(on_their_way)))
+            cost = chance.choice([None, round(chance.uniform(0, prices[model]), 7)])
             paid = chance.random() < 0.85
-            shared.end(reserved[0], cost, paid=paid)
-            local.end(reserved[1], cost, paid=paid)
+            shared.end(model, reserved[0], cost, paid=paid)
+            local.end(model, reserved[1], cost, paid=paid)
             assert shared.flush()
         else:
-            cost = round(chance.uniform(0, 0.003), 6)
-            shared.saw(cost)
-            local.saw(cost)
+            cost = round(chance.uniform(0, prices[model] * 0.75), 7)
+            shared.saw(model, cost)
+            local.saw(model, cost)
         assert astuple(shared.status()) == pytest.approx(astuple(local.status())), step
     assert shared.status().refused > 20 and shared.status().calls > 30
     shared.close()
+
+
+def test_each_model_s_calls_reserve_that_model_s_costliest_call(redis_url):
+    """A cheap model's calls came back first: the judge's reserved their price, and a run at concurrency 8
+    started eight judge calls at once, paying 30% past its limit. Each model reserves its own costliest
+    call, and until it has one, its calls go one at a time (what the run's first call did)."""
+    ledger = RedisLedger(_url(redis_url), 1.0)
+    first = ledger.start(MODEL)
+    assert first == 0.0 and ledger.start(MODEL) == WAIT
+    ledger.end(MODEL, first, 0.01)
+    assert ledger.flush()  # (a settlement is sent by the ledger's thread)
+    cheap = [ledger.start(MODEL) for _ in range(3)]
+    assert cheap == [0.01] * 3
+    judged = ledger.start(JUDGE)
+    assert judged == 0.0, "no price of the judge known: it reserves nothing, and goes alone"
+    assert ledger.start(JUDGE) == WAIT, "not the cheap model's price: the judge's first call is on its way"
+    assert ledger.start(MODEL) == 0.01, "the cheap model's calls are not held back by the judge's first"
+    ledger.end(JUDGE, judged, 0.3)
+    assert ledger.flush()
+    assert [ledger.start(JUDGE), ledger.start(JUDGE)] == [0.3, 0.3]
+    assert ledger.start(JUDGE) == WAIT, "0.31 paid + 0.64 held: no room for another 0.3 beside them"
+    assert ledger.start(MODEL) == 0.01, "... where a cheap call still fits"
+    other = RedisLedger(_url(redis_url), 1.0)  # another shard's process
+    other.saw("openai/other", 0.5)
+    assert other.start("openai/other", wait=False) is None, "its cached price does not fit beside what is held"
+    assert ledger.start("openai/other", wait=False) is None, "... and is the model's price for every process"
+    now = ledger.status()
+    assert (now.largest, now.in_flight, now.refused) == (pytest.approx(0.5), 7, 2)
+    assert now.reserved == pytest.approx(0.01 * 5 + 0.3 * 2)
+    other.close()
+    ledger.close()
+
+
+def test_a_killed_shard_s_first_call_of_a_model_holds_no_other_call_back_after_the_lease(redis_url, monkeypatch):
+    """A model's first call on its way holds its other calls back until it is paid; its process killed, the
+    lease gives that back as it gives back what the call reserved."""
+    url = _url(redis_url)
+    monkeypatch.setattr(shared_ledger, "LEASE", 1.0)
+    gone = RedisLedger(url, 1.0)
+    assert gone.start(JUDGE) == 0.0
+    gone._closed.set()  # its renewal thread ends at once, as a killed process's does: silent from now on
+    gone._wake.set()
+    ledger = RedisLedger(url, 1.0)
+    assert ledger.start(JUDGE) == WAIT
+    time.sleep(1.5)
+    assert ledger.start(JUDGE) == 0.0, "the silent owner's first call no longer holds the judge's calls back"
+    assert ledger.start(JUDGE) == WAIT, "... and this one's does"
+    assert ledger.status().in_flight == 1
+    ledger.close()
+    gone._client.close()
 
 
 def test_processes_of_different_shards_never_pass_the_shared_limit_between_them(redis_url):
@@ -82,9 +136,9 @@ def test_processes_of_different_shards_never_pass_the_shared_limit_between_them(
 def _start_and_hang(url: str, ready, lease: float) -> None:
     shared_ledger.LEASE = lease
     ledger = RedisLedger(url, 1.0)
-    ledger.saw(0.1)
+    ledger.saw(MODEL, 0.1)
     for _ in range(3):
-        ledger.start()
+        ledger.start(MODEL)
     ready.put(True)
     time.sleep(600)
 
@@ -139,14 +193,14 @@ def test_a_settlement_redis_did_not_take_is_sent_when_it_answers_again_and_count
     once, even when it is sent twice."""
     monkeypatch.setattr(shared_ledger, "QUIET", 0.2)
     ledger = RedisLedger(_url(redis_server.url), 1.0, timeout=0.5)
-    first = ledger.start()
+    first = ledger.start(MODEL)
     os.kill(redis_server.process.pid, signal.SIGSTOP)
     try:
         started = time.monotonic()
-        ledger.end(first, 0.25)
+        ledger.end(MODEL, first, 0.25)
         assert time.monotonic() - started < 0.05, "a call's end only queues its settlement"
         with pytest.raises(shared_ledger.LedgerUnavailable, match="Timeout"):
-            ledger.start()
+            ledger.start(MODEL)
     finally:
         os.kill(redis_server.process.pid, signal.SIGCONT)
     time.sleep(0.3)  # (the quiet time after Redis did not answer)
@@ -155,7 +209,7 @@ def test_a_settlement_redis_did_not_take_is_sent_when_it_answers_again_and_count
         time.sleep(0.05)
     now = ledger.status()
     assert (now.calls, now.spent, now.in_flight, now.reserved) == (1, 0.25, 0, 0.0)
-    ledger._scripts["end"](keys=ledger._keys, args=ledger._args(repr(first), "0.25", 1, 1))  # sent again
+    ledger._scripts["end"](keys=ledger._keys, args=ledger._args(repr(first), "0.25", 1, 1, MODEL))  # sent again
     assert ledger.status().calls == 1 and ledger.status().spent == 0.25
     ledger.close()
 
@@ -168,18 +222,18 @@ def test_once_redis_does_not_answer_calls_are_refused_at_once_until_one_asks_aga
     os.kill(redis_server.process.pid, signal.SIGSTOP)
     try:
         with pytest.raises(shared_ledger.LedgerUnavailable, match="Timeout"):
-            ledger.start()
+            ledger.start(MODEL)
         started = time.monotonic()
         for _ in range(20):
             with pytest.raises(shared_ledger.LedgerUnavailable, match="not asked again for a few seconds"):
-                ledger.start()
+                ledger.start(MODEL)
             with pytest.raises(shared_ledger.LedgerUnavailable, match="not asked again"):
                 ledger.status()  # (the live status line reads it every second)
         assert time.monotonic() - started < 0.1, "refused without asking"
     finally:
         os.kill(redis_server.process.pid, signal.SIGCONT)
     time.sleep(0.6)
-    assert ledger.start() == 0.0, "once the quiet time is over, a call asks again"
+    assert ledger.start(MODEL) == 0.0, "once the quiet time is over, a call asks again"
     ledger.close()
 
 
