@@ -208,6 +208,16 @@ def test_verify_judge_failure_is_a_case_error(tmp_path, capsys, monkeypatch):
     assert results[1]["passed"] is True
 
 
+def test_verify_a_case_the_judge_left_out_of_its_answer_is_a_case_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with StubServer() as server:
+        server.add_rule("", Reply(content=json.dumps({"checks": []})))
+        cases = _write_cases(tmp_path / "cases.jsonl", _case("ifbench.judge", "hi", {"criterion": "Says hi."}))
+        code, results = _verify(capsys, cases, "--judge-model", "openai/stub", "--api-base", server.url)
+    assert code == 1
+    assert results[0] == {"passed": None, "error": "line 1: judge openai/stub left this check out of its answer"}
+
+
 # --------------------------------------------------------------------------- verifiers
 
 

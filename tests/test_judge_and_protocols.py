@@ -9,7 +9,7 @@ import pytest
 
 from pytest_ifbench._composition import default_registry
 from pytest_ifbench._protocols import PROTOCOLS, Runtime
-from pytest_ifbench._types import CheckSpec, Instance, Turn
+from pytest_ifbench._types import CheckSpec, Instance, JudgeOmission, Turn
 from pytest_ifbench.judges.checklist import JudgeError, judge_checks
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
@@ -49,13 +49,24 @@ def test_all_checks_of_an_instance_in_one_judge_call(stub_env):
     assert body["response_format"]["type"] == "json_schema"
 
 
-def test_omitted_check_is_not_passed(stub_env):
+def test_a_check_the_judge_omitted_is_an_omission_not_a_failure(stub_env):
     stub_env.add_rule("", verdict_reply({"polite": "pass"}))
     checks = [judged("polite", "is polite"), judged("short", "is short")]
     judges = [make_client(stub_env)]
     verdicts, _ = run_closing(judge_checks(judges, REGISTRY, "task", "reply", checks))
-    assert not verdicts["short"].passed
-    assert "omitted" in verdicts["short"].evidence
+    assert verdicts["polite"].passed
+    assert verdicts["short"] == JudgeOmission(reason="judge openai/judge-a left this check out of its answer")
+
+
+def test_one_judge_of_a_panel_omitting_a_check_makes_it_an_omission_naming_what_the_others_said(stub_env):
+    answers = iter([{"polite": "pass", "short": "fail"}, {"polite": "pass"}])
+    stub_env.add_rule("", lambda body: verdict_reply(next(answers))(body))
+    checks = [judged("polite", "is polite"), judged("short", "is short")]
+    judges = [make_client(stub_env, "openai/a"), make_client(stub_env, "openai/b")]
+    verdicts, completions = run_closing(judge_checks(judges, REGISTRY, "task", "reply", checks))
+    assert verdicts["polite"].passed and len(completions) == 2
+    assert verdicts["short"] == JudgeOmission(
+        reason="judge openai/b left this check out of its answer (the others said openai/a: fail)")
 
 
 def test_malformed_json_gets_one_repair_then_errors(stub_env):

@@ -6,6 +6,7 @@ import json
 import re
 from types import SimpleNamespace
 
+from pytest_ifbench import errored
 from pytest_ifbench.reports.metrics import COLUMNS, core_tables
 from pytest_ifbench.reports.summary_writer import scored_what
 from pytest_ifbench.testing import Fault, Reply
@@ -82,6 +83,27 @@ def test_a_judge_call_that_fails_keeps_the_paid_reply_as_a_judge_error(pytester,
     checks = {c["check"]: c for c in record["checks"]}
     assert checks["words"]["passed"] is True and checks["polite"]["error"].startswith("undecided: judge")
     assert stub_env.calls == 2
+
+
+def test_a_check_the_judge_left_out_of_its_answer_is_an_error_not_a_failure(pytester, stub_env):
+    """The reply judge answering one of two checks: the other was failed ("the judge omitted this check")
+    and counted in ISR and CSR as the model's failure, a zero nobody gave. It is an error on that check, as
+    the trajectory judge's omissions are; the answered check and the paid calls stay in the record."""
+    instance = {"id": "j", "prompt": "hi", "checks": [
+        {"id": "polite", "verifier": "ifbench.judge", "params": {"criterion": "is polite"}},
+        {"id": "short", "verifier": "ifbench.judge", "params": {"criterion": "is short"}}]}
+    write_suite(pytester.path, "suites/j.yaml", demo_suite(instance))
+    stub_env.add_rule("REQUIREMENTS", verdicts({"polite": "pass"}))
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
+    result.stdout.fnmatch_lines(["*error: judge openai/stub left this check out of its answer*"])
+    record = results_of(pytester)["j"]
+    assert errored(record), "left out of ISR and CSR, counted as an error"
+    checks = {c["check"]: c for c in record["checks"]}
+    assert checks["polite"]["passed"] is True
+    assert checks["short"]["error"] == "judge openai/stub left this check out of its answer", checks["short"]
+    assert len(record["judge_calls"]) == 1 and stub_env.calls == 2
+    row = dict(zip(COLUMNS, core_tables("demo", [record])[0].rows[0]))
+    assert row["errors"] == 1 and row["ISR"] == "-", row
 
 
 def test_a_dialogue_whose_model_fails_at_turn_two_keeps_turn_one_paid_for(pytester, stub_env):

@@ -99,7 +99,7 @@ class _Judges:
                 response: str) -> Verdict:
         import asyncio
 
-        from .._types import CheckSpec
+        from .._types import CheckSpec, JudgeOmission
         from ..judges.checklist import JudgeError, judge_checks
         from ..models.client import ModelCallError
 
@@ -113,7 +113,10 @@ class _Judges:
             raise CaseError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
             raise CaseError(f"judging failed: {type(exc).__name__}: {exc}") from None
-        return verdicts["case"]
+        verdict = verdicts["case"]
+        if isinstance(verdict, JudgeOmission):
+            raise CaseError(verdict.reason)
+        return verdict
 
     def close(self) -> None:
         if self._runner is not None:

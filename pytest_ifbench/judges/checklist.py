@@ -8,8 +8,10 @@ Conditional requirements (a verifier with a ``condition``) may also be answered
 ``not_applicable``, only those: a check that most judges find not applicable is
 left out of every rate.
 Malformed JSON gets one repair turn; after that the instance errors. A check
-the judge leaves out is not passed. With a panel, each check's verdict is
-the strict majority of the judges; the mean and the spread are recorded.
+a judge leaves out of its answer gets a :class:`~pytest_ifbench._types.JudgeOmission`
+(an error on that check only, as the trajectory judge's): never a silent
+failure. With a panel, each check's verdict is the strict majority of the
+judges; the mean and the spread are recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, TypeVar
 
 from .._registry import Registry
 from .._text import first_json_object
-from .._types import CheckSpec, GenerationParams, Verdict
+from .._types import CheckSpec, GenerationParams, JudgeOmission, Verdict
 from ..models.client import Completion, ModelCallError, ModelClient
 
 JUDGE_PARAMS = GenerationParams(temperature=0.0, max_tokens=1024)
@@ -235,8 +237,8 @@ async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Map
 
 async def judge_checks(
     judges: Sequence[ModelClient], registry: Registry, task: str, response: str, checks: Sequence[CheckSpec],
-) -> tuple[dict[str, Verdict], list[Any]]:
-    """Verdicts by check id for every judged check, plus the judge completions."""
+) -> tuple[dict[str, Verdict | JudgeOmission], list[Any]]:
+    """Verdicts (or omissions) by check id for every judged check, plus the judge completions."""
     if not checks:
         return {}, []
     if not judges:
@@ -276,14 +278,21 @@ async def judge_checks(
 
 
 def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
-                   per_judge: Sequence[Mapping[str, tuple[bool | None, str]]]) -> Verdict:
+                   per_judge: Sequence[Mapping[str, tuple[bool | None, str]]]) -> Verdict | JudgeOmission:
     """The strict majority of the panel; not applicable when most judges say so (the others' votes then
-    do not count either), else the mean over the judges that found it applicable."""
+    do not count either), else the mean over the judges that found it applicable. A judge that left the
+    check out of its answer makes it an error: counting the omission as a failure scored a zero nobody gave."""
     details = []
+    omitted = [client.model for client, verdicts in zip(judges, per_judge) if check_id not in verdicts]
     for client, verdicts in zip(judges, per_judge):
-        passed, reasoning = verdicts.get(check_id, (False, "the judge omitted this check"))
-        details.append({"judge": client.model, "passed": passed, "reasoning": reasoning,
-                        "omitted": check_id not in verdicts})
+        if check_id in verdicts:
+            passed, reasoning = verdicts[check_id]
+            details.append({"judge": client.model, "passed": passed, "reasoning": reasoning})
+    if omitted:
+        word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
+        others = "; ".join(f"{d['judge']}: {word[d['passed']]}" for d in details)
+        return JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"
+                                    + (f" (the others said {others})" if others else ""))
     word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
     evidence = "\n".join(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details)
     votes = [1.0 if d["passed"] else 0.0 for d in details if d["passed"] is not None]
