@@ -75,18 +75,22 @@ def test_the_journal_holds_each_record_once_added_and_the_results_file_is_sorted
 
 
 def test_queued_records_reach_the_journal_within_the_flush_interval(tmp_path, monkeypatch):
+    """A record queued behind a write is written by a later record past the interval, or by a timer when no
+    record comes (the next instance may take minutes: a shard killed then lost every record queued)."""
     monkeypatch.setattr(results_stream, "FLUSH_SECONDS", 0.2)
     journal = ResultsJournal(tmp_path / "r.json", {})
     journal.add(_record(0))  # the first add may flush (the interval runs from the journal's creation)
     journal.flush()
     journal.add(_record(1))
-    assert len(journal.path.read_text().splitlines()) == 2  # header + record 0: record 1 is queued
-    time.sleep(0.25)
     journal.add(_record(2))
+    assert len(journal.path.read_text().splitlines()) == 2  # header + record 0: records 1 and 2 are queued
+    time.sleep(0.5)  # no later record: the timer writes them
     assert len(journal.path.read_text().splitlines()) == 4
     monkeypatch.setattr(results_stream, "FLUSH_BYTES", 1)
     journal.add(_record(3))
     assert len(journal.path.read_text().splitlines()) == 5
+    journal.finish({})
+    assert len(json.loads((tmp_path / "r.json").read_text())["instances"]) == 4
 
 
 def test_journal_records_are_redacted_and_odd_values_survive(tmp_path, monkeypatch):
@@ -229,6 +233,28 @@ def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_
                              "--summary="], capture_output=True, text=True, env=env)
     assert merged.returncode in (0, 1), merged.stderr  # 1: incomplete is fine, the records are there
     assert len(json.loads((tmp_path / "merged.json").read_text())["instances"]) == len(done)
+
+
+def test_a_run_killed_during_a_long_instance_keeps_the_instances_finished_before_it(tmp_path, stub_env):
+    """Three instances answer at once, the fourth takes a minute: killed during it, the journal held only
+    what a later record had written (the first), though all three were reported and paid for."""
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    stub_env.add_rule("question 3", Reply(content="slow reply", latency=60))
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(4))
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", *stub_args(stub_env),
+                             "--ifbench-concurrency=1", "-q"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while stub_env.calls < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)  # q000-q002 were reported long before; q003's reply is a minute away
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    done = read_results_text(journal_path(tmp_path / "ifbench-results.json").read_text(encoding="utf-8"))
+    assert sorted(r["instance"] for r in done["instances"]) == ["q000", "q001", "q002"]
 
 
 def test_a_big_session_tunes_the_collector_and_gives_it_back(pytester, stub_env, monkeypatch, request):

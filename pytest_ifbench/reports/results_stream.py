@@ -1,7 +1,8 @@
 """The results file written as instances finish: a JSON Lines journal beside it, assembled at the end.
 
 Each record goes to ``<results>.partial.jsonl`` (one JSON document per line after a header line) as
-its instance is reported -- handed to the operating system within a quarter of a second -- so a run that is killed,
+its instance is reported -- handed to the operating system within a quarter of a second, by a timer when
+no later record comes (the next instance may take minutes) -- so a run that is killed,
 runs out of memory or loses its machine keeps every finished instance's record (``ifbench merge``
 and ``ifbench compare`` read the journal like a results file, :mod:`.results_reader`). The session
 keeps only the byte offset of each record; at the end the journal is copied, in node-id order, into the one JSON results
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -57,6 +59,10 @@ class ResultsJournal:
         #: node id -> where its latest line is in the journal, ``offset << _LENGTH_BITS | length``: one int
         #: instead of a tuple of two (~90 bytes less per instance).
         self._index: dict[str, int] = {}
+        #: The journal is written from the caller's thread and from :attr:`_timer`'s.
+        self._lock = threading.Lock()
+        #: Writes the queued records when no later record does (armed while records are queued).
+        self._timer: threading.Timer | None = None
 
     def __len__(self) -> int:
         return len(self._index) + len(self._pending)
@@ -67,17 +73,41 @@ class ResultsJournal:
         within :data:`FLUSH_SECONDS` or :data:`FLUSH_BYTES`, whichever comes first: reading the
         secret-looking environment variables costs ~0.07 ms per redaction, so a batch is redacted at once.
         Raises ``OSError`` when the journal cannot be written."""
-        if self._file is None:
-            self._open()
         if text is None:
             text = dumps_record(record)
-        self._pending.append((str(record.get("nodeid")), text))
-        self._pending_chars += len(text)
-        if self._pending_chars >= FLUSH_BYTES or time.monotonic() - self._flushed >= FLUSH_SECONDS:
-            self.flush()
+        with self._lock:
+            if self._file is None:
+                self._open()
+            self._pending.append((str(record.get("nodeid")), text))
+            self._pending_chars += len(text)
+            if self._pending_chars >= FLUSH_BYTES or time.monotonic() - self._flushed >= FLUSH_SECONDS:
+                self._flush()
+            elif self._timer is None:
+                self._timer = threading.Timer(FLUSH_SECONDS, self._flush_late)
+                self._timer.daemon = True
+                self._timer.start()
 
     def flush(self) -> None:
         """Write every queued record to the journal and hand it to the operating system."""
+        with self._lock:
+            self._flush()
+
+    def _flush_late(self) -> None:
+        """The timer's: the records queued since the last write, when no later record wrote them. A write
+        that fails (a full disk) leaves them queued, for the next record or the end to report."""
+        with self._lock:
+            self._timer = None
+            try:
+                self._flush()
+            except OSError:
+                pass
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _flush(self) -> None:
         if not self._pending or self._file is None:
             return
         pending, self._pending, self._pending_chars = self._pending, [], 0
@@ -113,10 +143,13 @@ class ResultsJournal:
 
     def finish(self, meta: Mapping[str, Any]) -> None:
         """Write the results file (records sorted by node id, ``meta`` at the top) and remove the journal."""
-        if self._file is None:
-            return
-        self.flush()
-        self._file.close()
+        with self._lock:
+            self._stop_timer()
+            if self._file is None:
+                return
+            self._flush()
+            self._file.close()
+            self._file = None
         head = dumps_record({"format": RESULTS_FORMAT, "plugin_version": __version__, **meta, "instances": []})
         tmp = self.target.with_suffix(self.target.suffix + ".tmp")
         try:
@@ -135,31 +168,36 @@ class ResultsJournal:
             tmp.unlink(missing_ok=True)
             raise
         self.path.unlink(missing_ok=True)
-        self._file = None
 
     def take_pending(self) -> list[dict[str, Any]]:
         """The queued records that never reached the journal (after a write failed), as records; the
         journal is closed without writing them."""
-        pending, self._pending, self._pending_chars = self._pending, [], 0
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass
-            self._file = None
+        with self._lock:
+            self._stop_timer()
+            pending, self._pending, self._pending_chars = self._pending, [], 0
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
+                self._file = None
         return [json.loads(text) for _, text in pending]
 
     def close(self) -> None:
         """Stop writing; the journal stays on disk (the run ended before its results file was written)."""
-        if self._file is not None:
-            self.flush()
-            self._file.close()
-            self._file = None
+        with self._lock:
+            self._stop_timer()
+            if self._file is not None:
+                self._flush()
+                self._file.close()
+                self._file = None
 
     def discard(self) -> None:
         """Stop writing and remove the journal (nothing is to be written from it)."""
-        self._pending, self._pending_chars, self._index = [], 0, {}
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        with self._lock:
+            self._stop_timer()
+            self._pending, self._pending_chars, self._index = [], 0, {}
+            if self._file is not None:
+                self._file.close()
+                self._file = None
         self.path.unlink(missing_ok=True)
