@@ -63,6 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from ._termination import install
+
+    install(config)
     _choose_sandbox(config)
     config.stash[STATE_KEY] = build_state(config)
     config.stash[RECORDS_KEY] = {}
@@ -399,6 +402,9 @@ def _choose_sandbox(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from ._termination import uninstall
+
+    uninstall(config)
     if _PREVIOUS_BACKEND in config.stash:
         from .sandbox.backends import use_backend
 

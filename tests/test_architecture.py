@@ -50,7 +50,7 @@ LAYERS: dict[str, int] = {
     # 9: reporters, entry points and the testing plugin
     "reports.baseline": 9, "reports.allure": 9, "reports.allure_render": 9, "reports.summary_file": 9,
     "reports.summary_writer": 9, "reports.baseline_extension": 9, "reports": 9,
-    "_plugin": 9, "_startup_checks": 9, "_options": 9, "_max_cost": 9, "cli": 9, "testing": 9,
+    "_plugin": 9, "_termination": 9, "_startup_checks": 9, "_options": 9, "_max_cost": 9, "cli": 9, "testing": 9,
     # scale/: the split (a leaf), the stores and the cache's shared tier, the merge, and its plugins/reports
     "scale": 0, "scale.partition": 0, "scale.stores": 0, "scale.tier": 1, "scale.shared_ledger": 1, "scale.merge": 4,
     "scale.shard": 9, "scale.shared": 9, "scale.report": 9, "scale.rootdir": 9,

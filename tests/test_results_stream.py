@@ -392,16 +392,18 @@ def test_a_run_whose_results_file_the_disk_refuses_says_so_and_keeps_its_summary
         result.stdout.fnmatch_lines(["*ifbench summary*", "model: openai/stub*"])
 
 
-def test_an_interrupted_run_keeps_its_journal_and_writes_no_results_file(tmp_path, stub_env):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_keeps_its_journal_and_writes_no_results_file(tmp_path, stub_env, signum):
     """SIGINT (Ctrl-C; a CI job cancelled or out of time gets it first): the results file assembled from
     the journal looked like a finished run's -- its rates over the instances that happened to finish, merged
     with exit 0 -- and replaced an earlier complete file. Now the journal stays, as a killed run's does, the
-    earlier file is left alone, and the summary says so."""
+    earlier file is left alone, and the summary says so. SIGTERM (a pod deleted, ``scancel``, ``docker
+    stop``) killed the run where it stood, with no summary; it now stops the run as Ctrl-C does."""
     earlier = tmp_path / "ifbench-results.json"
     earlier.write_text('{"an": "earlier complete run"}')
     env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
     journal = journal_path(earlier)
-    proc = _signal_once_journaled(tmp_path, stub_env, env, signal.SIGINT, stdout=subprocess.PIPE)
+    proc = _signal_once_journaled(tmp_path, stub_env, env, signum, stdout=subprocess.PIPE)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, output[-3000:]
     assert earlier.read_text() == '{"an": "earlier complete run"}'
