@@ -35,6 +35,9 @@ def check_selected(instances: Sequence[Instance], config: pytest.Config) -> None
     """Raise :class:`pytest.UsageError` naming what keeps the selected ``instances`` from running here."""
     check_models(_models_needed(instances, config), config)
     _check_agents(instances, config)
+    collector = config.pluginmanager.get_plugin("ifbench-results")
+    if instances and collector is not None:
+        collector.lock_results()  # another run writing the same results file stops this one here
 
 
 def _models_needed(instances: Sequence[Instance], config: pytest.Config) -> list[str]:

@@ -56,6 +56,7 @@ class ResultsCollector:
         #: Full records kept when there is no journal to put them in (it could not be written).
         self.unjournaled: dict[str, dict[str, Any]] = {}
         self.journal_error: OSError | None = None
+        self.lock: Any = None
         target = results_target(config)
         if target is not None and not _is_worker(config):
             from .results_stream import ResultsJournal
@@ -65,6 +66,29 @@ class ResultsCollector:
             # the plugins' entries (a shard's) when the first record arrives: a killed run's journal has them
             self.journal = ResultsJournal(target, meta, header=lambda: results_meta(config, meta))
             self.journal_path = self.journal.path
+
+    def lock_results(self) -> None:
+        """One run at a time writes the results file (:mod:`.results_lock`): raises :class:`pytest.UsageError`
+        when another run holds it. Asked once the run's instances are known (``_startup_checks``), before any
+        is run: a run of the project's own tests, which writes no results, takes no lock."""
+        from .results_lock import ResultsInUse, ResultsLock
+
+        target = results_target(self.config)
+        if self.lock is not None or target is None or _is_worker(self.config):
+            return
+        lock = ResultsLock(target)
+        try:
+            lock.acquire()
+        except ResultsInUse as exc:
+            raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
+        except OSError:  # a directory that cannot be written: so is the results file, which the summary reports
+            return
+        self.lock = lock
+
+    def pytest_unconfigure(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, Any, Any]:
