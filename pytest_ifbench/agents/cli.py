@@ -190,12 +190,14 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 # even when a limit was reached too: the refused call took the last step, and the run was
                 # scored as a max_steps stop, passed, with the limit reached)
                 error = _classify(name, done, proxy, before, options)
-                if error is not None and len(proxy.untranslatable) > refused and not proxy.failures:  # then no answer
-                    error = f"model call through the proxy failed: {proxy.untranslatable[-1]}"
-                elif error is not None and in_flight and _killed(done) and meter.tool_replies and not proxy.failures:
+                # The agent's own doing first: a request refused earlier in the command (an MCP server the
+                # agent pointed at the relay) must not turn the agent's kill into the harness's error.
+                if error is not None and in_flight and _killed(done) and meter.tool_replies and not proxy.failures:
                     error, fault = None, _killed_in_call(name, done)
                 elif error is not None and _tool_was_running(proxy):
                     error, fault = None, _fault(name, done, error)
+                elif error is not None and len(proxy.untranslatable) > refused and not proxy.failures:  # no answer
+                    error = f"model call through the proxy failed: {proxy.untranslatable[-1]}"
                 elif error is not None and acted and proxy.calls == before and not proxy.failures:
                     error, fault = None, _unreachable(name, turn, done)
                 if error is not None or fault is not None:

@@ -339,6 +339,41 @@ def test_an_mcp_server_at_the_relay_does_not_turn_a_later_turn_into_an_error(age
         ws.close()
 
 
+def test_an_untranslatable_request_before_the_agent_kills_its_cli_does_not_make_the_kill_an_error(
+        agents, stub_env, tmp_path):
+    """The audit's attack: turn 1 registers an MCP server at the relay; in turn 2 the CLI's ``initialize`` is
+    refused as untranslatable, then the model's Bash call kills the CLI. The untranslatable refusal was
+    looked at first, so the agent's own kill became a harness error, excluded from ISR and CSR; it is the
+    agent's fault, as the same kill without the MCP entry is."""
+    config = ("node -e 'const fs=require(\"fs\"),p=process.env.HOME+\"/.claude.json\";let j={};"
+              "try{j=JSON.parse(fs.readFileSync(p))}catch(e){};"
+              f"j.mcpServers={{x:{{type:\"http\",url:\"{RELAY}\"}}}};fs.writeFileSync(p,JSON.stringify(j))'")
+
+    def reply(body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") or []
+        if not body.get("tools"):
+            return Reply(content=REAL_ANSWER)
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"
+                 and any(turn in json.dumps(m.get("content")) for turn in ("Do the task.", "Now the next one."))]
+        since = messages[users[-1]:] if users else messages
+        if any(m.get("role") == "tool" for m in since):
+            return Reply(content=REAL_ANSWER)
+        command = "kill -9 $CLAUDE_PID" if len(users) > 1 else config
+        return Reply(tool_calls=[{"function": {"name": "Bash", "arguments": {"command": command}}}])
+
+    stub_env.default = reply
+    (tmp_path / "env").mkdir()
+    client = ModelClient(model="openai/stub", api_base=stub_env.url, retry=RetryPolicy(max_attempts=1, timeout=30))
+    with Workspace.create(tmp_path / "env", parent=tmp_path) as ws:
+        result = run_closing(run_cli("claude_code", workspace=ws, queries=["Do the task.", "Now the next one."],
+                                     system=None, model_name=MODEL, client=client, submit=None,
+                                     options=AgentOptions(max_seconds=90), log_path=tmp_path / "raw.jsonl"))
+    assert "untranslatable" in [e["kind"] for e in refused(result)], refused(result)
+    assert result.harness_error is None, result.harness_error
+    assert result.agent_fault == ("claude_code ended (killed by signal 9) while the agent's tool call was running, "
+                                  "without a final answer"), result.agent_fault
+
+
 SUITE = """
 ifbench: 1
 benchmark: relayattacks
