@@ -45,6 +45,7 @@ each connection, so nothing a tool command can read (environment, config files, 
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -108,8 +109,14 @@ class CliResult:
     turn_texts: tuple[str, ...] = ()
 
 
+#: A terminal's escape sequences (colours, cursor moves) and the other control characters a CLI prints.
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    """The last line of a CLI's output that says something, without its terminal escapes (a reason for a
+    report: Kilo colours its errors)."""
+    lines = [clean for line in text.splitlines() if (clean := _TERMINAL.sub("", line).strip())]
     return lines[-1][:300] if lines else ""
 
 
@@ -195,7 +202,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 if error is not None and in_flight and _killed(done) and meter.tool_replies and not proxy.failures:
                     error, fault = None, _killed_in_call(name, done)
                 elif error is not None and _tool_was_running(proxy):
-                    error, fault = None, _fault(name, done, error)
+                    error, fault = None, _fault(name, done)
                 elif error is not None and len(proxy.untranslatable) > refused and not proxy.failures:  # no answer
                     error = f"model call through the proxy failed: {proxy.untranslatable[-1]}"
                 elif error is not None and acted and proxy.calls == before and not proxy.failures:
@@ -240,13 +247,17 @@ def _tool_was_running(proxy: RecordingProxy) -> bool:
     return proxy.pending_calls == 0 and proxy.last_response.get("stop_reason") == "tool_use" and not proxy.failures
 
 
-def _fault(name: str, done: CommandResult, error: str) -> str:
-    """The agent-fault reason for a run that ended with ``error`` while the agent's tool call ran."""
+def _fault(name: str, done: CommandResult) -> str:
+    """The agent-fault reason for a run that ended while the agent's tool call ran, with the CLI's last word
+    (Kilo says why it stopped: a permission it rejected) unless a signal ended it."""
+    said = _last_line(done.stderr)
     if done.limit is not None:
-        return f"the agent's commands hit the sandbox's {done.limit} limit: {_last_line(done.stderr) or error}"
+        return f"the agent's commands hit the sandbox's {done.limit} limit" + (f": {said}" if said else "")
     status = done.returncode
-    how = f"killed by signal {status - 128}" if status is not None and status > 128 else f"exit {status}"
-    return f"{name} ended ({how}) while the agent's tool call was running, without a final answer"
+    killed = status is not None and status > 128  # a kill: what the CLI printed last is not why
+    how = f"killed by signal {status - 128}" if killed else f"exit {status}"  # type: ignore[operator]
+    return (f"{name} ended ({how}) while the agent's tool call was running, without a final answer"
+            + (f": {said}" if said and not killed else ""))
 
 
 #: Signals a process gets from another (``kill``), never from its own crash (SIGSEGV, SIGABRT...).

@@ -127,7 +127,7 @@ def test_kilo_and_droid_keep_their_configuration_in_home(tmp_path):
     assert (tmp_path / ".config/kilo/ifbench-system.md").read_text() == "Be terse."
     assert env["KILO_DISABLE_MODELS_FETCH"] == "1"
     call = kilo.invocation("/x/kilo", "say \"hi\" now", turn=1, model=MODEL, system=None)
-    assert call.argv == ("/x/kilo", "run", "--model", f"anthropic/{MODEL}", "--continue")
+    assert call.argv == ("/x/kilo", "run", "--auto", "--model", f"anthropic/{MODEL}", "--continue")
     assert call.stdin == 'say "hi" now'
 
     droid = SCAFFOLDS["droid"]
@@ -287,3 +287,22 @@ def test_the_shipped_smoke_suite_sees_each_real_clis_tool_use(name, agents, pyte
     assert record["agent"]["runner"] == name, result.stdout.str()[-2000:]
     checks = {check["id"]: check["passed"] for check in record["checks"]}
     assert checks["used-a-tool"] is True, record["checks"]
+
+
+def test_an_agent_fault_says_why_the_cli_stopped_without_its_terminal_escapes():
+    """Kilo's reason for exiting 1 (a permission it rejected) reached no report, and a limit's reason ended in
+    a bare colour escape (``disk limit: \\x1b[0m``) or repeated itself."""
+    from pytest_ifbench.agents.cli import _fault
+    from pytest_ifbench.sandbox.backend import CommandResult
+
+    said = ("\x1b[0m\n> code · claude\n\x1b[91m\x1b[1mError: \x1b[0mrun ended with an auto-rejected permission; "
+            "pass --auto for autonomous use\n\x1b[0m\n")
+    assert _fault("kilo", CommandResult(argv=("kilo",), returncode=1, stdout="", stderr=said, duration=1.0)) == (
+        "kilo ended (exit 1) while the agent's tool call was running, without a final answer: Error: run ended "
+        "with an auto-rejected permission; pass --auto for autonomous use")
+    assert _fault("kilo", CommandResult(argv=("kilo",), returncode=None, stdout="", stderr="\x1b[0m\n", duration=1.0,
+                                          limit="disk")) == (
+        "the agent's commands hit the sandbox's disk limit")
+    assert _fault("droid", CommandResult(argv=("droid",), returncode=137, stdout="", stderr="Error: bye\n",
+                                          duration=1.0)) == (
+        "droid ended (killed by signal 9) while the agent's tool call was running, without a final answer")

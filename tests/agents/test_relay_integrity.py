@@ -374,6 +374,20 @@ def test_an_untranslatable_request_before_the_agent_kills_its_cli_does_not_make_
                                   "without a final answer"), result.agent_fault
 
 
+def test_kilo_runs_a_command_naming_two_places_in_its_home_without_asking(agents, stub_env, tmp_path):
+    """Kilo asked permission for a command naming two directories outside the workspace (``external_directory``,
+    which its configuration allows), found no one to answer, rejected the call and exited 1: the run failed
+    as the agent's fault for an ordinary command, and Kilo's reason reached no report. Kilo runs with
+    ``--auto`` (every permission its configuration does not deny), as the sandbox is the boundary."""
+    ws, result, _ = attack("cat ~/.config/kilo/kilo.json ~/.cache/x 2>&1 | wc -c", stub_env, tmp_path, cli="kilo")
+    try:
+        assert result.harness_error is None and result.agent_fault is None, (result.agent_fault, result.stderr[-2000:])
+        assert result.final_text == REAL_ANSWER
+        assert "auto-rejecting" not in result.stderr
+    finally:
+        ws.close()
+
+
 SUITE = """
 ifbench: 1
 benchmark: relayattacks

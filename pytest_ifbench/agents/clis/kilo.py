@@ -3,9 +3,13 @@
 ``~/.config/kilo/kilo.json`` (Kilo's global configuration) sets the ``anthropic`` provider's
 ``baseURL``/``apiKey``, registers the model, allows every permission and, for a system prompt, lists
 ``~/.config/kilo/ifbench-system.md`` in ``instructions`` (Kilo appends instruction files to its system
-prompt); ``kilo run --model anthropic/M [--continue]`` with the query on stdin (given as an argument,
-Kilo would wrap a query with spaces in quotes). ``KILO_*`` variables turn off model-list fetches,
-updates, telemetry, sharing and LSP downloads, and allow one retry. ``kilo`` is a node script that
+prompt); ``kilo run --auto --model anthropic/M [--continue]`` with the query on stdin (given as an argument,
+Kilo would wrap a query with spaces in quotes). ``--auto`` approves what the configuration does not deny:
+without it Kilo asks at some calls its configuration allows (a command naming two directories outside the
+workspace: ``external_directory``), finds no one to answer in ``run``, rejects the call and exits 1 --
+the agent's run ended for an ordinary command. The sandbox, not Kilo's prompts, is the boundary.
+``KILO_*`` variables turn off model-list fetches, updates, telemetry, sharing and LSP downloads, and allow
+one retry. ``kilo`` is a node script that
 starts the native executable (``bin/.kilo``) as its child: a launcher, whose child calls the model.
 """
 
@@ -48,7 +52,7 @@ class Kilo(AgentCli):
                 "KILO_SESSION_RETRY_LIMIT": "1"}
 
     def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None) -> Invocation:
-        argv = [binary, "run", "--model", f"anthropic/{model}"]
+        argv = [binary, "run", "--auto", "--model", f"anthropic/{model}"]
         if turn:
             argv.append("--continue")
         return Invocation(argv=tuple(argv), stdin=query)
