@@ -39,7 +39,7 @@ from .call_errors import (
     is_retryable,
     retry_after,
 )
-from .in_flight import kept_reply, reply_or_claim
+from .in_flight import Slot, kept_reply, reply_or_turn
 from .openai_compat import DirectTransport, direct_route
 from .provider_api import Transport
 from .replies import MalformedReply, as_malformed, checked_reply, status_of
@@ -281,7 +281,11 @@ class ModelClient:
         moment later; if that call fails or is cancelled, the waiting one calls for itself. In one
         process through an in-memory map; between processes sharing the cache directory (xdist
         workers) through a mark beside the entry, and with a shared tier between machines through a
-        lease in the store (:meth:`ResponseCache.claim`, :mod:`.in_flight`)."""
+        lease in the store (:meth:`ResponseCache.claim`, :mod:`.in_flight`). The mark and the lease
+        are taken once the request holds its first attempt's slot of the concurrency limit (so a
+        process claims only what it is sending, not the jobs queued behind the limit), and kept until
+        the reply is kept or the call failed, retries included; a request that finds another
+        process's claim gives its slot back while it waits for that reply."""
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
         marks = self.cache_breakpoints if prompt_cache else ()
         if self.cache is None:
@@ -301,21 +305,24 @@ class ModelClient:
             if answer is not None:
                 return self._hit(answer)
         mine = self._in_flight[flight] = loop.create_future()
-        answer, claimed = None, False
+        answer, claimed, slot = None, False, None
         try:
             policy = self.retry  # a process that takes longer than a call may take under the retry policy hangs
             patience = policy.max_attempts * policy.timeout + policy.max_total_wait
-            answer, claimed = await reply_or_claim(self.cache, key, patience)  # not claimed: another's mark
+            # the claim is taken with the first attempt's slot held (not claimed: another's mark, patience out)
+            answer, claimed, slot = await reply_or_turn(self.cache, key, patience, self.limiter)
             if answer is not None:
                 return self._hit(answer)
             answer = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
-                                                   marks=marks)
+                                                   marks=marks, slot=slot)
             answer = utf8_safe_value(answer)  # half an emoji a provider cut: the cache, too, writes UTF-8
             self.cache.put(key, {
                 "model": self.model, "messages": list(messages), "params": params.litellm_kwargs(),
                 "sample": sample, "tools": list(tools), "response_format": response_format, "response": answer,
             })
         finally:
+            if slot is not None:
+                slot.release()  # unless its attempt did (a call that failed before it: litellm's import)
             if claimed:
                 self.cache.release(key)
             if self._in_flight.get(flight) is mine:
@@ -330,7 +337,10 @@ class ModelClient:
             self.spending.saw(self.model, entry.get("cost"))
         return self._completion(entry["raw_text"], entry, cached=True)
 
-    async def _call_with_retries(self, messages, params, *, tools, response_format, marks=()) -> dict[str, Any]:
+    async def _call_with_retries(self, messages, params, *, tools, response_format, marks=(),
+                                 slot: Slot | None = None) -> dict[str, Any]:
+        """The reply's cache entry; ``slot``: the limiter's slot the first attempt holds already (each
+        retry waits for one of its own)."""
         litellm = await litellm_module() if self.direct is None else None
         kwargs: dict[str, Any] = dict(self.extra) | params.litellm_kwargs()
         if self.api_base:
@@ -374,7 +384,7 @@ class ModelClient:
             try:
                 breaker.check()
                 if self.limiter is not None:
-                    async with self.limiter:
+                    async with slot if attempt == 1 and slot is not None and slot.held else self.limiter:
                         start = time.perf_counter()
                         response = await send()
                 else:

@@ -18,7 +18,9 @@ import pytest
 
 from pytest_ifbench import GenerationParams, ModelClient, ResponseCache
 from pytest_ifbench._owner import this_process
+from pytest_ifbench.models.background import BackgroundGenerator
 from pytest_ifbench.models.client import RetryPolicy
+from pytest_ifbench.models.openai_compat import close_sessions
 from pytest_ifbench.scale import tier as tier_module
 from pytest_ifbench.scale.stores import open_store
 from pytest_ifbench.scale.tier import StoreTier
@@ -196,3 +198,88 @@ def test_two_machines_running_the_same_suite_at_once_pay_once(pytester, store_ur
         assert not [r for r in records if r["status"] == "error"]
     assert any("waited for" in line for output in outputs for line in output.splitlines()
                if line.startswith("shared cache")), outputs
+
+
+class _Machine:
+    """A client with its own local cache, shared tier and generation loop at ``concurrency``: one machine."""
+
+    def __init__(self, stub: StubServer, root, url: str, concurrency: int) -> None:
+        self.client, self.tier = _client(stub, root, url)
+        self.generator = BackgroundGenerator(concurrency)
+        self.client.limiter = self.generator.limiter
+
+    def submit(self, requests, tag: str):
+        return [self.generator.submit(f"{tag}{n}", n, lambda n=n: self.client.complete(
+            [{"role": "user", "content": f"request {n}"}], GenerationParams(max_tokens=20))) for n in requests]
+
+    def close(self) -> None:
+        self.generator.shutdown(before_stop=close_sessions)
+        self.tier.close()
+
+
+def _leases_in(url: str):
+    """A function counting the leases the store holds now (listed through the store's own client library)."""
+    if url.startswith("redis://"):
+        import redis
+
+        client = redis.Redis.from_url(url)
+        return lambda: sum(1 for _ in client.scan_iter(match="pytest-ifbench:claim:*", count=1000))
+    import boto3
+
+    bucket, _, prefix = url.removeprefix("s3://").partition("/")
+    s3 = boto3.session.Session().client("s3")
+    return lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/leases/").get("KeyCount", 0)
+
+
+def test_a_machine_leases_only_the_requests_it_is_sending(store_url, tmp_path, stub_env):
+    """Concurrency 2 and 24 distinct requests queued at once (the lookahead queues hundreds): the process
+    holds (and renews) at most two leases at any moment, and the store shows those plus the few whose end
+    is queued behind their entry's write; all ended at the end. Before, every queued request was leased as
+    its job started (all 24 here; 256 after 6 s on S3 with no call made, in the audit), renewed one after
+    another every 10 s, and left behind by a killed shard."""
+    stub_env.latency = 0.2
+    machine = _Machine(stub_env, tmp_path / "cache", store_url, concurrency=2)
+    count, held, stored, done = _leases_in(store_url), [], [], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            held.append(len(machine.tier._held))  # what its renewals go through
+            stored.append(count())
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        replies = [job.result(timeout=60) for job in machine.submit(range(24), "")]
+    finally:
+        done.set()
+        sampler.join()
+        machine.close()
+    assert len(replies) == 24 and stub_env.calls == 24
+    assert held and 0 < max(held) <= 2, f"leases held at once: {sorted(set(held))}"
+    assert 0 < max(stored) < 12, f"leases in the store at once: {sorted(set(stored))}"
+    assert count() == 0 and machine.tier.stats.uploaded == 24
+
+
+def test_a_second_machine_is_not_throttled_by_the_firsts_queue(store_url, tmp_path, stub_env):
+    """The same sixteen requests on two machines: the first at concurrency 2 and sending, the second at 16.
+    The second leases and sends what the first is not sending yet, takes the two it is from the store, and
+    is done in about two calls' time; every request is paid once. Before, the first had leased all sixteen
+    and the second waited on them at the first's rate (18 calls in 10 s from both, in the audit)."""
+    stub_env.latency = 0.5
+    slow = _Machine(stub_env, tmp_path / "slow", store_url, concurrency=2)
+    fast = _Machine(stub_env, tmp_path / "fast", store_url, concurrency=16)
+    try:
+        slow_jobs = slow.submit(range(16), "slow")
+        assert stub_env.wait_in_flight(2)
+        start = time.monotonic()
+        fast_replies = [job.result(timeout=60) for job in fast.submit(range(16), "fast")]
+        took = time.monotonic() - start
+        slow_replies = [job.result(timeout=60) for job in slow_jobs]
+    finally:
+        slow.close()
+        fast.close()
+    assert took < 2.5, f"the second machine took {took:.1f} s"
+    assert stub_env.calls == 16, "each request paid once"
+    assert sum(r.cached for r in fast_replies) == 2 and fast.tier.stats.waited == 2
+    assert [r.text for r in slow_replies] == [r.text for r in fast_replies]
+    assert _leases_in(store_url)() == 0
