@@ -4,10 +4,10 @@
 on any machine, reads what any other shard paid for and adds what it pays for itself
 (:mod:`.tier`). Each process (an xdist worker too) opens the store at configure time,
 lists its keys while collection runs and waits for the listing before generation starts;
-queued writes are sent before the process ends. A store that cannot be reached, or fails
-during the run, is one warning line at the end of the run (under xdist, a worker's comes to the
-controller with its counts and names the workers it happened on); the run goes on with the
-local cache.
+queued writes are sent before the process ends. A store that cannot be reached, or whose reads or
+writes stop during the run (refused, or failing on), is one warning line at the end of the run saying
+what stopped (under xdist, a worker's comes to the controller with its counts and names the workers it
+happened on); the run goes on with the local cache.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from .tier import StoreTier, warning
 
 TIER_KEY = pytest.StashKey[StoreTier]()
 _STATS_KEY = pytest.StashKey[dict[str, int]]()
-#: xdist workers whose tier stood aside, by (the problem's exception type, whether during the run): the first
-#: worker's problem and every worker's id. (Two workers' texts differ by what each was asking: an S3 error
-#: names the object's URL.)
-_WORKER_PROBLEMS_KEY = pytest.StashKey[dict[tuple[str, bool], tuple[str, list[str]]]]()
+#: xdist workers whose tier stood aside, by (the problem's exception type, whether during the run, what stopped):
+#: the first worker's problem and every worker's id. (Two workers' texts differ by what each was asking: an S3
+#: error names the object's URL.)
+_WORKER_PROBLEMS_KEY = pytest.StashKey[dict[tuple[str, bool, str], tuple[str, list[str]]]]()
 _WORKER_OUTPUT = "ifbench_shared_cache"
 #: Every instance has run: the counts are final (a journal's header, written at the first record, has none).
 _FINISHED_KEY = pytest.StashKey[bool]()
@@ -85,7 +85,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[_WORKER_OUTPUT] = json.dumps({"counts": _counts(tier), "problem": tier.problem,
-                                                  "during_run": tier.failed_during_run})
+                                                  "during_run": tier.failed_during_run, "stopped": tier.stopped})
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -100,8 +100,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     if output.get("problem"):
         worker = getattr(getattr(node, "gateway", None), "id", None) or "a worker"
         problem, during_run = str(output["problem"]), bool(output.get("during_run"))
+        stopped = str(output.get("stopped") or "everything")
         problems = node.config.stash.setdefault(_WORKER_PROBLEMS_KEY, {})
-        problems.setdefault((problem.split(":", 1)[0], during_run), (problem, []))[1].append(worker)
+        problems.setdefault((problem.split(":", 1)[0], during_run, stopped), (problem, []))[1].append(worker)
 
 
 @pytest.hookimpl(trylast=True)
@@ -114,9 +115,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def status(config: pytest.Config) -> dict[str, Any] | None:
     """What the shared cache did in this run (the controller's view, the workers' counts added): ``store``
     (its URL, without credentials), ``fetched`` (keys whose entry came from the store), ``written``, ``waited``
-    and ``warnings`` (one line per problem: the store unavailable or failing during the run, naming the xdist
-    workers it happened on); when the store held damaged entries, ``damaged`` and ``replaced`` (the keys whose
-    entry could not be read, and those of them this run's reply replaced).
+    and ``warnings`` (one line per problem: the store unavailable, or its reads, its writes and leases or both
+    stopped during the run, naming the xdist workers it happened on); when the store held damaged entries,
+    ``damaged`` and ``replaced`` (the keys whose entry could not be read, and those of them this run's reply
+    replaced); when reads failed in passing, ``unread`` (keys the store listed that were paid for again so).
     None without ``--ifbench-shared-cache``. ``fetched`` and the rest are None when the store was never
     reached (the warning says it all)."""
     tier = config.stash.get(TIER_KEY, None)
@@ -125,11 +127,12 @@ def status(config: pytest.Config) -> dict[str, Any] | None:
     down = tier.problem is not None and not tier.failed_during_run  # never reached (the controller: at start)
     warnings = []
     if tier.problem is not None:
-        warnings.append(warning(tier.store.display, tier.problem, during_run=tier.failed_during_run))
-    for (_, during_run), (problem, workers) in config.stash.get(_WORKER_PROBLEMS_KEY, {}).items():
+        warnings.append(warning(tier.store.display, tier.problem, during_run=tier.failed_during_run,
+                                stopped=tier.stopped or "everything"))
+    for (_, during_run, stopped), (problem, workers) in config.stash.get(_WORKER_PROBLEMS_KEY, {}).items():
         if down and not during_run:  # down from the start: said once, above
             continue
-        warnings.append(warning(tier.store.display, problem, during_run=during_run,
+        warnings.append(warning(tier.store.display, problem, during_run=during_run, stopped=stopped,
                                 where=f" on {', '.join(sorted(workers))}"))
     stats = None if down else (config.stash.get(_STATS_KEY, None) or _counts(tier))
     found: dict[str, Any] = {"store": tier.store.display, "fetched": stats and stats["fetched"],
@@ -137,6 +140,8 @@ def status(config: pytest.Config) -> dict[str, Any] | None:
                              "warnings": warnings}
     if stats and stats.get("damaged"):
         found.update(damaged=stats["damaged"], replaced=stats.get("replaced", 0))
+    if stats and stats.get("unread"):
+        found.update(unread=stats["unread"])
     return found
 
 
@@ -145,7 +150,14 @@ def _counts_line(found: dict[str, Any]) -> str | None:
         return None
     waited = f", {found['waited']} waited for (being asked elsewhere)" if found["waited"] else ""
     return (f"shared cache {found['store']}: {found['fetched']} entries fetched, {found['written']} written{waited}"
-            f"{_damaged(found.get('damaged') or 0, found.get('replaced') or 0)}")
+            f"{_damaged(found.get('damaged') or 0, found.get('replaced') or 0)}{_unread(found.get('unread') or 0)}")
+
+
+def _unread(unread: int) -> str:
+    """What the counts line says of the entries a failing read missed (each asked of the model, unless found later)."""
+    if not unread:
+        return ""
+    return f", {unread} listed {'entry' if unread == 1 else 'entries'} not read (reads failed: paid again)"
 
 
 def _damaged(damaged: int, replaced: int) -> str:
@@ -187,4 +199,4 @@ def pytest_ifbench_summary_facts(config: pytest.Config) -> list[str] | None:
 def _counts(tier: StoreTier) -> dict[str, int]:
     stats = tier.stats
     return {"fetched": stats.fetched, "uploaded": stats.uploaded, "waited": stats.waited, "damaged": stats.damaged,
-            "replaced": stats.replaced}
+            "replaced": stats.replaced, "unread": stats.unread}

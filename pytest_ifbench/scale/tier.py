@@ -26,10 +26,24 @@ loop's thread, so the tier keeps the network off them where it can:
   (:meth:`~..stores.Repairs.replace`): only while the store still holds that damaged text, so an
   entry another process wrote meanwhile is never overwritten (both are replies to the same request).
 
-Whatever fails -- the store down, a timeout, a refused write -- is one warning (the first
-failure's reason, :attr:`StoreTier.problem`, and whether it came during the run; :func:`warning`
-words it, and ``warn`` is told it); the tier then stands aside and the run goes on with the local
-cache. Entries are the cache's own redacted JSON text: no API key reaches a store.
+A store that cannot be reached at start (or whose keys cannot be listed) is one warning, and the tier
+stands aside: the run goes on with the local cache. During the run the tier is two parts that fail
+apart -- **reads** (the GETs) and **writes and leases** (entries, leases, renewals):
+
+* a request the store *refuses* (:meth:`~..stores.Refusals.refused`: a permission denied -- a read-only
+  credential, a bucket policy, a Redis ACL --, a read-only replica, a quota) stops its part for the rest
+  of the run at once: a refused write stops only writes and leases, and the entries the store holds are
+  still read; a refused read stops only reads;
+* any other failure (a timeout, a connection reset, S3's 503 SlowDown, the store restarting) is that one
+  request's: a read is a miss, a lease is not taken (the caller looks again, as while another process
+  holds it, within its patience), a write is sent again. Its part rests a moment (:data:`REST_SECONDS`,
+  doubled after each failure in a row) and asks again; it stops only when its requests have all
+  failed for :data:`FAILING_SECONDS` (at least :data:`FAILURES` of them) -- and the other part with it
+  when that one's last request failed too (the store is down).
+
+A stopped part is one warning (the reason, :attr:`StoreTier.problem`, what stopped,
+:attr:`StoreTier.stopped`, and whether during the run; :func:`warning` words it, and ``warn`` is told
+it). Entries are the cache's own redacted JSON text: no API key reaches a store.
 """
 
 from __future__ import annotations
@@ -37,6 +51,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +64,23 @@ from .stores import Store, hint
 FLUSH_SECONDS = 120.0
 #: How long a lease on a key lasts unless renewed (every third of it while this process holds it).
 LEASE_SECONDS = 30.0
+#: A part of the tier (reads; writes and leases) stops once its requests have all failed for FAILING_SECONDS, at
+#: least FAILURES of them: a blip -- a burst of S3 503 SlowDown, a Redis failover or restart, a connection reset --
+#: passes within a few seconds, while a store that answered nothing for 10 s is down for this run's purposes, and
+#: each further request costs a caller a timeout. (Concurrent requests fail together, hence the time as well as
+#: the count.) Stopping is cheap for writes (other processes pay for what is not written) and dear for reads
+#: (every held entry is paid for again), so reads are not stopped sooner than writes.
+FAILURES = 5
+FAILING_SECONDS = 10.0
+#: After the second failure in a row a part rests REST_SECONDS, doubled at each further one up to REST_MAX_SECONDS:
+#: no request meanwhile (a read is a miss, a lease not taken, the writer waits). The first failure has no rest, so
+#: one failed request costs one miss.
+REST_SECONDS = 0.5
+REST_MAX_SECONDS = 4.0
+#: Attempts at listing the store's keys at start, a failure other than a refusal apart.
+LIST_ATTEMPTS = 3
+
+READS, WRITES = "reads", "writes and leases"
 
 
 @dataclass(kw_only=True)
@@ -62,6 +94,39 @@ class TierStats:
     #: keys whose entry in the store was damaged (:func:`usable`), and those this process replaced
     damaged: int = 0
     replaced: int = 0
+    #: keys the store listed whose read failed (or was skipped while the store failed) before reads stopped: each a
+    #: miss, asked of the model (not counting those fetched later)
+    unread: int = 0
+
+
+class _Part:
+    """Reads, or writes and leases: the failures in a row, the rest they bought, and why the part stopped."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stopped: str | None = None
+        self.streak = 0
+        self.since = 0.0
+        self.until = 0.0
+
+    def rest(self) -> float:
+        """Seconds until the part may ask the store again (0: now)."""
+        return max(0.0, self.until - time.monotonic())
+
+    def failed(self) -> bool:
+        """Count one failure that was no refusal: whether the part is to stop now (see :data:`FAILURES`)."""
+        now = time.monotonic()
+        if self.streak == 0:
+            self.since = now
+        self.streak += 1
+        if self.streak >= FAILURES and now - self.since >= FAILING_SECONDS:
+            return True
+        if self.streak > 1:
+            self.until = now + min(REST_SECONDS * 2 ** (self.streak - 2), REST_MAX_SECONDS)
+        return False
+
+    def answered(self) -> None:
+        self.streak, self.until = 0, 0.0
 
 
 class StoreTier:
@@ -70,14 +135,17 @@ class StoreTier:
     def __init__(self, store: Store, *, warn: Callable[[str], None] = lambda _: None) -> None:
         self.store = store
         self.stats = TierStats()
+        #: the reason the first part stopped (see :attr:`stopped`); None while both go on
         self.problem: str | None = None
         #: whether that failure came after the store's keys were listed (the run was using it)
         self.failed_during_run = False
         self._warn = warn
         self._listed = False
+        self._reads, self._writes = _Part(READS), _Part(WRITES)
         self._index: set[str] = set()
         self._offered: set[str] = set()
         self._fetched: set[str] = set()
+        self._unread: set[str] = set()
         #: key -> the damaged entry the store held when last read (replaced by this process's next offer)
         self._damaged: dict[str, bytes] = {}
         self._found_damaged: set[str] = set()
@@ -96,6 +164,12 @@ class StoreTier:
         self._waited: set[str] = set()
         self._renewer: threading.Thread | None = None
         self._stop = threading.Event()
+
+    @property
+    def stopped(self) -> str | None:
+        """What stopped: ``"everything"``, ``"reads"``, ``"writes"`` (and leases), or None."""
+        reads, writes = self._reads.stopped is not None, self._writes.stopped is not None
+        return "everything" if reads and writes else "reads" if reads else "writes" if writes else None
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -116,13 +190,19 @@ class StoreTier:
 
     def _list(self) -> None:
         try:
-            found = set(self.store.keys())
+            for attempt in range(1, LIST_ATTEMPTS + 1):
+                try:
+                    found = set(self.store.keys())
+                    break
+                except Exception as exc:  # noqa: BLE001
+                    if attempt == LIST_ATTEMPTS or self._refused(exc):
+                        self._fail(exc)
+                        return
+                    time.sleep(REST_SECONDS * attempt)
             with self._lock:
                 self._index |= found
             self.stats.known = len(found)
             self._listed = True
-        except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
         finally:
             self._ready.set()
 
@@ -142,7 +222,7 @@ class StoreTier:
             self._queue.put(None)
             self._writer.join(timeout)
             if self._writer.is_alive():
-                self._fail(TimeoutError(f"writes still queued after {timeout:g} s"))
+                self._fail(TimeoutError(f"writes still queued after {timeout:g} s"), self._writes)
         if self._renewer is not None:
             self._renewer.join(timeout)  # at most the renewal under way (the clients' timeouts bound it)
         try:
@@ -155,18 +235,23 @@ class StoreTier:
     def fetch(self, key: str, fresh: bool = False) -> str | None:
         """The entry's text; ``fresh``: asked of the store even when its listing lacked ``key`` (an
         entry written since, by a process this one waited for or one that started later)."""
-        if self.problem is not None:
+        if self._reads.stopped is not None:
             return None
         if not self._ready.is_set():  # a cache used outside a run's start-up: list now
             self.start()
             self.wait_ready()
-        if key not in self._index and not fresh:
+        if (key not in self._index and not fresh) or self._reads.stopped is not None:
+            return None
+        if self._reads.rest():  # the store failing: a miss, with no request
+            self._not_read(key)
             return None
         try:
             data = self.store.get(key)
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self._failed(self._reads, exc)
+            self._not_read(key)
             return None
+        self._reads.answered()
         if data is None:
             return None
         text = usable(data)
@@ -181,10 +266,17 @@ class StoreTier:
             self._damaged.pop(key, None)  # replaced since by another process
             self._fetched.add(key)
             self.stats.fetched = len(self._fetched)
+            self.stats.unread = len(self._unread - self._fetched)
         return text
 
+    def _not_read(self, key: str) -> None:
+        with self._lock:
+            if self._reads.stopped is None and key in self._index:  # (once stopped, the warning says it)
+                self._unread.add(key)
+                self.stats.unread = len(self._unread - self._fetched)
+
     def offer(self, key: str, text: str) -> None:
-        if self.problem is not None:
+        if self._writes.stopped is not None:
             return
         with self._lock:
             damaged = self._damaged.pop(key, None)
@@ -200,15 +292,18 @@ class StoreTier:
 
     def claim(self, key: str) -> bool:
         """Lease ``key`` to this process before it asks the model: False while another process holds
-        its lease (it is asking); True otherwise, and whenever the tier cannot lease (a store without
-        :class:`~..stores.Claims`, or one that failed): then this process asks, as it would alone."""
-        if self.problem is not None or not self.leases:
+        its lease (it is asking), or while the store fails to answer the lease (the caller looks again,
+        within its patience); True otherwise, and whenever the tier cannot lease (a store without
+        :class:`~..stores.Claims`, or writes and leases stopped): then this process asks, as it would alone."""
+        if self._writes.stopped is not None or not self.leases:
             return True
+        if self._writes.rest():
+            return False
         try:
             won = self.store.claim(key, self._owner, LEASE_SECONDS, _gone)  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
-            return True
+            return self._failed(self._writes, exc)  # stopped now: asked as alone; else not taken (looked again)
+        self._writes.answered()
         if not won:
             with self._lock:
                 self._waited.add(key)
@@ -236,27 +331,34 @@ class StoreTier:
             self._writer.start()
 
     def _write(self) -> None:
+        """Send the queue in order (an entry before the end of its lease), each write until it is sent or writes
+        stop: a write that failed waits out the rest and is sent again."""
         while (item := self._queue.get()) is not None:
-            if self.problem is not None:
-                continue  # drain: the tier stood aside (its leases run out by themselves)
             key, text, damaged = item
             if text is None:
+                if self._writes.stopped is None and not self._writes.rest():
+                    try:
+                        self.store.unclaim(key, self._owner)  # type: ignore[attr-defined]
+                    except Exception:  # noqa: BLE001 - e.g. a store refusing conditional deletes: the lease runs out
+                        pass
+                continue
+            while self._writes.stopped is None:  # stopped: drained (the leases run out by themselves)
+                if wait := self._writes.rest():
+                    time.sleep(wait)
+                    continue
                 try:
-                    self.store.unclaim(key, self._owner)  # type: ignore[attr-defined]
-                except Exception:  # noqa: BLE001 - e.g. a store refusing conditional deletes: the lease runs out
-                    pass
-                continue
-            try:
-                replaced = self._put(key, text.encode("utf-8"), damaged)
-            except Exception as exc:  # noqa: BLE001
-                self._fail(exc)
-                continue
-            with self._lock:
-                self._index.add(key)
-                self.stats.uploaded += 1
-                if replaced:
-                    self._replaced.add(key)
-                    self.stats.replaced = len(self._replaced)
+                    replaced = self._put(key, text.encode("utf-8"), damaged)
+                except Exception as exc:  # noqa: BLE001
+                    self._failed(self._writes, exc)
+                    continue
+                self._writes.answered()
+                with self._lock:
+                    self._index.add(key)
+                    self.stats.uploaded += 1
+                    if replaced:
+                        self._replaced.add(key)
+                        self.stats.replaced = len(self._replaced)
+                break
 
     def _put(self, key: str, data: bytes, damaged: bytes | None) -> bool:
         """Write ``data`` once, or in place of ``damaged`` while the store holds that: whether it replaced it."""
@@ -271,37 +373,80 @@ class StoreTier:
             with self._lock:
                 held = list(self._held)
             for key in held:
-                if self.problem is not None or self._stop.is_set():
+                if self._writes.stopped is not None or self._stop.is_set():
                     return
+                if self._writes.rest():
+                    break  # the store failing: the next round renews (a lease outlives two rounds)
                 try:
                     kept = self.store.renew(key, self._owner, LEASE_SECONDS)  # type: ignore[attr-defined]
                 except Exception as exc:  # noqa: BLE001
-                    self._fail(exc)
-                    return
+                    self._failed(self._writes, exc)
+                    break
+                self._writes.answered()
                 if not kept:  # run out while this process stalled, and taken over: the other one asks too
                     with self._lock:
                         self._held.discard(key)
 
-    def _fail(self, exc: BaseException) -> None:
+    # -- failures -------------------------------------------------------------------------------
+
+    def _refused(self, exc: BaseException) -> bool:
+        """Whether the store refused the request for good (its :class:`~..stores.Refusals`; else: no)."""
+        refused = getattr(self.store, "refused", None)
+        try:
+            return bool(refused(exc)) if callable(refused) else False
+        except Exception:  # noqa: BLE001 - a classifier that fails: counted as a failure, not a refusal
+            return False
+
+    def _failed(self, part: _Part, exc: BaseException) -> bool:
+        """One of ``part``'s requests failed: whether the part stopped (now or before)."""
+        refused = self._refused(exc)
         with self._lock:
-            if self.problem is not None:
+            if part.stopped is not None:
+                return True
+            if not refused and not part.failed():
+                return False
+            other = self._writes if part is self._reads else self._reads
+            # given up on while the other part's last request failed too: the store is down, both stop (one warning)
+            stopping = (part, other) if not refused and other.stopped is None and other.streak else (part,)
+        self._fail(exc, *stopping)
+        return True
+
+    def _fail(self, exc: BaseException, *parts: _Part) -> None:
+        """Stop ``parts`` (all when none is named: the store unusable from the start) for the rest of the run."""
+        with self._lock:
+            stopping = [part for part in (parts or (self._reads, self._writes)) if part.stopped is None]
+            if not stopping:
                 return
             detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else "")[:300]
-            self.problem = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+            problem = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
             if advice := hint(exc):
-                self.problem += f" -- {advice}"
-            self.failed_during_run = self._listed
-        self._ready.set()
-        self._warn(warning(self.store.display, self.problem, during_run=self.failed_during_run))
+                problem += f" -- {advice}"
+            for part in stopping:
+                part.stopped = problem
+            if self.problem is None:
+                self.problem = problem
+                self.failed_during_run = self._listed
+            during_run, stopped = self.failed_during_run, self.stopped or "everything"
+        if not self._listed:
+            self._ready.set()
+        self._warn(warning(self.store.display, problem, during_run=during_run, stopped=stopped))
 
 
-def warning(display: str, problem: str, *, during_run: bool, where: str = "") -> str:
-    """The warning line for a tier that stood aside (``where``: " on gw0, gw1" for xdist workers)."""
-    if during_run:  # the run was reading and writing it: say what is missing from the store
-        return (f"shared cache {display} failed during the run{where} ({problem}); the run went on with the "
-                "local cache, so what it paid for from then on is not in the store (a later run on this "
-                "machine offers it when it reads it)")
-    return f"shared cache {display} unavailable{where} ({problem}); the run goes on with the local cache"
+def warning(display: str, problem: str, *, during_run: bool, where: str = "", stopped: str = "everything") -> str:
+    """The warning line for a tier that stood aside, wholly or in part (``stopped``: "everything", "reads" or
+    "writes" -- and leases; ``where``: " on gw0, gw1" for xdist workers)."""
+    if not during_run:
+        return f"shared cache {display} unavailable{where} ({problem}); the run goes on with the local cache"
+    missing = ("what it paid for from then on is not in the store (a later run on this machine offers it when it "
+               "reads it)")
+    if stopped == "reads":
+        return (f"shared cache {display} stopped answering reads during the run{where} ({problem}); writes and "
+                "leases went on, but entries the store held were paid for again from then on")
+    if stopped == "writes":
+        return (f"shared cache {display} stopped taking writes and leases during the run{where} ({problem}); reads "
+                f"went on, but {missing}")
+    return (f"shared cache {display} failed during the run{where} ({problem}); the run went on with the local "
+            f"cache: entries the store held were paid for again from then on, and {missing}")
 
 
 def usable(data: bytes) -> str | None:

@@ -2,7 +2,7 @@
 
 A store is any object with the five methods of :class:`Store` (and, to lease keys to the process
 asking the model for them, the three of :class:`Claims`; to replace a damaged entry, the one of
-:class:`Repairs`); its module has an
+:class:`Repairs`; to tell a refusal from a passing failure, the one of :class:`Refusals`); its module has an
 ``open_store(url) -> Store`` function, imported only when a run names its scheme (so
 boto3 and redis are imported only by runs that use them). A store keeps bytes under
 the cache's content keys and never needs anything but its own location and the
@@ -68,6 +68,16 @@ class Repairs(Protocol):
         nothing): False when another process wrote the key since (its entry, a reply too, stays)."""
 
 
+class Refusals(Protocol):
+    """What a store needs for the tier to tell a request refused for good from one that failed in passing. Without
+    it every failure is taken as passing: the tier stops reading (or writing) only when they go on."""
+
+    def refused(self, exc: BaseException) -> bool:
+        """Whether ``exc`` (raised by one of the store's methods) is a refusal that asking again will not change: a
+        permission denied (a read-only credential, a policy, an ACL), a read-only store, a quota, credentials
+        rejected. False for what passes: a timeout, a connection refused or reset, throttling, a server error."""
+
+
 #: URL scheme -> ``module:function`` opening a store for such a URL.
 STORES: dict[str, str] = {
     "s3": f"{__name__}.s3:open_store",
@@ -108,4 +118,6 @@ def hint(exc: BaseException) -> str | None:
         return "the server wants a password: redis://:PASSWORD@host:port/..."
     if "WRONGPASS" in text or "invalid username-password" in text:
         return "the password (or user) in the URL is wrong"
+    if "no permissions to run" in text or "can't run this command" in text:
+        return "the Redis user's ACL does not allow it (e.g. a read-only user: reads go on)"
     return None

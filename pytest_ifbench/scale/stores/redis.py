@@ -7,6 +7,10 @@ model is ``pytest-ifbench:claim:<key>``, holding its owner, set with ``SET NX PX
 expires it). Renewing it, taking over a gone owner's and ending it compare the owner first,
 inside a Lua script, so a process never extends or ends a lease another has taken over. A
 password in the URL is used to connect and never shown (:func:`..display_url`).
+
+Refused for good (:meth:`RedisStore.refused`): what the server answers with an error -- NOPERM (an ACL
+user that may only read), READONLY (a replica), OOM (``maxmemory`` reached), a wrong password -- but
+LOADING, BUSY, TRYAGAIN and the like; a timeout or a lost connection passes.
 """
 
 from __future__ import annotations
@@ -68,8 +72,11 @@ class RedisStore:
         if self._client.set(CLAIMS + key, owner, nx=True, px=_milliseconds(seconds)):
             return True
         holder = self._client.get(CLAIMS + key)
-        if holder is None or not stale(holder.decode("utf-8", "replace")):
-            return False  # running (or ended a moment ago: the caller asks again at its next look)
+        if holder is None:
+            return False  # ended a moment ago: the caller asks again at its next look
+        held = holder.decode("utf-8", "replace")
+        if held != owner and not stale(held):  # (its own: an earlier claim whose reply was lost)
+            return False  # running
         return self._swap(key, holder, owner, seconds)
 
     def renew(self, key: str, owner: str, seconds: float) -> bool:
@@ -81,8 +88,22 @@ class RedisStore:
     def unclaim(self, key: str, owner: str) -> None:
         self._unclaim(keys=[CLAIMS + key], args=[owner])
 
+    def refused(self, exc: BaseException) -> bool:
+        from redis import exceptions
+
+        if isinstance(exc, exceptions.AuthenticationError | exceptions.AuthorizationError):
+            return True  # (ConnectionErrors too, but for good)
+        passing = exceptions.TryAgainError | exceptions.ClusterError | exceptions.AskError
+        if not isinstance(exc, exceptions.ResponseError) or isinstance(exc, passing):
+            return False  # a timeout, a connection refused or lost (LOADING among them), a cluster moving: passing
+        return not str(exc).startswith(_PASSING)
+
     def close(self) -> None:
         self._client.close()
+
+
+#: Errors a server answers that pass though redis-py has no class for them (a script running too long).
+_PASSING = ("BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "LOADING")
 
 
 def _milliseconds(seconds: float) -> int:

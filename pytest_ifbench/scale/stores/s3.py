@@ -14,6 +14,10 @@ A lease runs out when the server's clock (its ``Date`` header against the object
 one are conditional on the ETag this process last saw (``If-Match``), so of two processes only
 one wins. S3 has no expiry of its own: the object of a lease whose owner was killed stays until
 the next claim of its key takes it over (a lifecycle rule on ``<prefix>/leases/`` may remove them).
+
+Refused for good (:meth:`S3Store.refused`): a 4xx answer (403 AccessDenied -- a read-only key, a bucket policy
+--, a bucket gone, credentials rejected, a quota) but 408 and 429; missing credentials. A 5xx (503 SlowDown),
+throttling, a timeout or a connection refused passes.
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ _LEASES = "leases"
 #: A conditional write that lost: 412, or 409 while another conditional write of the object is under way.
 _LOST = ("PreconditionFailed", "ConditionalRequestConflict")
 _GONE = ("NoSuchKey", "404")
+#: Errors that pass, whatever their status (some S3-compatible stores answer them with a 400 or 403).
+_PASSING = ("SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestLimitExceeded",
+            "TooManyRequests", "InternalError", "ServiceUnavailable", "OperationAborted", "RequestTimeTooSkewed")
+#: Refusals by their code alone (the status aside): the key or the policy, the account, the bucket, a quota.
+_REFUSED = ("AccessDenied", "403", "Forbidden", "AllAccessDisabled", "AccountProblem", "InvalidAccessKeyId",
+            "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "NoSuchBucket", "QuotaExceeded")
 
 
 class S3Store:
@@ -129,7 +139,8 @@ class S3Store:
             length = float(held.get("Metadata", {}).get("lease-seconds", seconds))
         except ValueError:
             length = seconds
-        if (now - held["LastModified"]).total_seconds() <= length and not stale(holder):
+        mine = holder == owner  # an earlier claim whose reply was lost
+        if (now - held["LastModified"]).total_seconds() <= length and not mine and not stale(holder):
             return False
         try:  # run out (its owner killed or stalled) or its owner gone: taken over by whoever rewrites the version seen
             self._etags[key, owner] = self._put_lease(name, owner, seconds, IfMatch=held["ETag"])
@@ -169,6 +180,17 @@ class S3Store:
     def _put_lease(self, name: str, owner: str, seconds: float, **condition: str) -> str:
         return self._client.put_object(Bucket=self.bucket, Key=name, Body=owner.encode("utf-8"),
                                        Metadata={"lease-seconds": f"{seconds:g}"}, **condition)["ETag"]
+
+    def refused(self, exc: BaseException) -> bool:
+        from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
+
+        if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+            return True
+        if not isinstance(exc, ClientError):
+            return False  # a timeout, a connection refused or reset
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        code = _code(exc)
+        return code in _REFUSED or (code not in _PASSING and 400 <= status < 500 and status not in (408, 429))
 
     def close(self) -> None:
         self._client.close()
