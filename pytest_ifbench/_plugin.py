@@ -413,15 +413,39 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None and state.generator is not None:
         from .models.openai_compat import close_sessions
 
-        state.generator.shutdown(before_stop=close_sessions)  # the direct path's connections live on its loop
+        # the direct path's connections live on its loop; a stopped run keeps the replies of the calls it sent
+        drain = DRAIN_SECONDS if config.stash.get(_INTERRUPTED, False) else 0.0
+        state.generator.shutdown(before_stop=close_sessions, drain=drain, say=_say)
+    background = sys.modules.get(f"{__package__}.models.background")
+    if background is not None:
+        background.resume_sending()  # a run stopped by Ctrl-C: the next one in this process sends again
     workspaces = sys.modules.get(f"{__package__}.agents.workspace")  # not loaded: no agent ran, none is open
     if workspaces is not None:
         workspaces.close_open_workspaces()  # finished agent runs whose items did not run (Ctrl-C)
 
 
+#: Seconds a stopped run (Ctrl-C, SIGTERM) waits for the model calls it already sent, so that their replies --
+#: billed in any case -- are in the cache for the re-run; within the 30 s Kubernetes gives a pod before SIGKILL.
+DRAIN_SECONDS = 20.0
+_INTERRUPTED = pytest.StashKey[bool]()
+
+
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Ctrl-C or SIGTERM: no further model call is sent (the items stop; what is queued would be paid for nothing)."""
+    from .models.background import stop_sending
+
+    stop_sending()
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"pytest-ifbench: {text}\n")
+    sys.stderr.flush()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
+    config.stash[_INTERRUPTED] = session.exitstatus == pytest.ExitCode.INTERRUPTED
     if _is_worker(config):
         return
     collector = config.pluginmanager.get_plugin("ifbench-results")

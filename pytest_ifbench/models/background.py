@@ -25,6 +25,41 @@ PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_priority
 _WAITED: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("ifbench_waited", default=None)
 
 
+#: The tasks whose model call was sent and whose reply is not kept yet (:func:`call_sent`): the provider bills them
+#: whatever this process does next, so a run that stops lets them finish for a while (:meth:`BackgroundGenerator.
+#: shutdown`'s ``drain``) and keeps their replies, where cancelling them paid for them now and again on the re-run.
+_SENDING: set[asyncio.Task[Any]] = set()
+#: Set while a stopping run waits for the calls on their way: no call is sent any more.
+_DRAINING = threading.Event()
+
+
+def call_sent() -> None:
+    """The current task is about to send a model call; :class:`asyncio.CancelledError` instead when the run
+    is stopping (the call is not sent). :func:`call_over` ends it, once the reply is kept (or the call failed)."""
+    if _DRAINING.is_set():
+        raise asyncio.CancelledError("the run is stopping: no new model call")
+    task = asyncio.current_task()
+    if task is not None:
+        _SENDING.add(task)
+
+
+def stop_sending() -> None:
+    """The run is stopping (Ctrl-C, SIGTERM): no model call is sent from now on; those already sent go on."""
+    _DRAINING.set()
+
+
+def resume_sending() -> None:
+    """A new run may send again (the last one stopped; runs in one process follow one another)."""
+    _DRAINING.clear()
+
+
+def call_over() -> None:
+    """The current task's call is over: its reply kept (in the cache), or it failed."""
+    task = asyncio.current_task()
+    if task is not None:
+        _SENDING.discard(task)
+
+
 def start_wait_clock() -> list[float]:
     """Start counting, for the current task, the seconds spent waiting for a slot (the run's
     concurrency limit, the agent-run slots); returns the one-element total.
@@ -133,8 +168,19 @@ class BackgroundGenerator:
         with self._lock:
             return self._jobs.pop(key, None)
 
-    def shutdown(self, before_stop: Callable[[], Awaitable[Any]] | None = None) -> None:
-        """Cancel the jobs, run ``before_stop()`` on the loop (closing what belongs to it), stop the loop."""
+    def shutdown(self, before_stop: Callable[[], Awaitable[Any]] | None = None, *, drain: float = 0.0,
+                 say: Callable[[str], None] = lambda _: None) -> None:
+        """Cancel the jobs, run ``before_stop()`` on the loop (closing what belongs to it), stop the loop.
+        ``drain``: first wait up to that many seconds for the calls already sent (no new one is sent), so that
+        their replies -- paid for in any case -- are kept for the re-run; ``say`` tells how many, once. A
+        KeyboardInterrupt (a second Ctrl-C) ends the wait."""
+        if drain > 0 and _SENDING:
+            say(f"waiting up to {drain:g} s for {len(_SENDING)} model call(s) already sent (paid for), so that a "
+                "re-run finds their replies in the cache; Ctrl-C again to stop now")
+            try:
+                self.run_threadsafe(self._drain(drain)).result(timeout=drain + 1)
+            except (KeyboardInterrupt, Exception):  # noqa: BLE001 -- stop waiting, cancel what is left
+                pass
         for job in list(self._jobs.values()):
             job.cancel()
         if before_stop is not None:
@@ -144,3 +190,10 @@ class BackgroundGenerator:
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        _DRAINING.clear()
+
+    async def _drain(self, seconds: float) -> None:
+        _DRAINING.set()
+        deadline = self._loop.time() + seconds
+        while _SENDING and self._loop.time() < deadline:
+            await asyncio.sleep(0.05)

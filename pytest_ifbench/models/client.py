@@ -26,6 +26,7 @@ from typing import Any
 
 from .._text import strip_reasoning, utf8_safe, utf8_safe_value
 from .._types import GenerationParams
+from .background import call_over, call_sent
 from .breaker import Breakers, CircuitOpen, is_connection_failure
 from .cache import ResponseCache, cache_key
 from .call_errors import (
@@ -289,8 +290,11 @@ class ModelClient:
         key = self.key(messages, params, sample=sample, tools=tools, response_format=response_format)
         marks = self.cache_breakpoints if prompt_cache else ()
         if self.cache is None:
-            entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
-                                                  marks=marks)
+            try:
+                entry = await self._call_with_retries(messages, params, tools=tools, response_format=response_format,
+                                                      marks=marks)
+            finally:
+                call_over()
             return self._completion(entry["raw_text"], entry, cached=False)
         # A shared tier (S3, Redis) may read over the network on a local miss: off the event loop then.
         shared = self.cache.shared is not None
@@ -321,6 +325,7 @@ class ModelClient:
                 "sample": sample, "tools": list(tools), "response_format": response_format, "response": answer,
             })
         finally:
+            call_over()  # the reply is in the cache (or the call failed): a stopping run need not wait for it
             if slot is not None:
                 slot.release()  # unless its attempt did (a call that failed before it: litellm's import)
             if claimed:
@@ -361,6 +366,7 @@ class ModelClient:
         async def send() -> Any:
             nonlocal reserved
             breaker.check()  # also after waiting for a slot: the endpoint may have been found dead meanwhile
+            call_sent()  # (a run that is stopping sends nothing more)
             if spending is not None:  # after the slot too: a call waiting for one has not started
                 # patience: past one attempt's hard limit, the model's first call has come back unless its
                 # process died (waiting less let calls start unpriced beside a slow first call)

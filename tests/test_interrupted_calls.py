@@ -1,0 +1,38 @@
+"""A run stopped while its model calls are on their way keeps their replies: the provider bills a request
+it received whatever the run does next, so cancelling them paid for them now and again on the re-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from pytest_ifbench.testing import Reply
+from tests._support import FAKE_KEY, bulk_suite, stub_args, write_suite
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_calls_sent_before_a_stop_are_kept_for_the_re_run_and_nothing_more_is_sent(tmp_path, stub_env, signum):
+    """The audit's: Ctrl-C under load, 88 requests received, 84 kept; the re-run paid 36 for the missing 36."""
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    stub_env.add_rule("", Reply(content="hello there", latency=3.0))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(8))
+    argv = [sys.executable, "-m", "pytest", "suites", *stub_args(stub_env), "--ifbench-concurrency=4", "-q",
+            "-p", "no:cacheprovider"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert stub_env.wait_in_flight(4, timeout=60), "four calls on their way"
+        proc.send_signal(signum)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, output[-3000:]
+    assert "waiting up to 20 s for 4 model call(s) already sent (paid for)" in output, output[-3000:]
+    assert stub_env.calls == 4, "the four queued behind them were never sent"
+    again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert stub_env.calls == 8, "the re-run paid only for the four never sent"
