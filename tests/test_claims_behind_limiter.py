@@ -15,7 +15,6 @@ import asyncio
 import socket
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -103,22 +102,22 @@ def test_a_second_process_is_not_throttled_by_the_firsts_queue(stub_env, tmp_pat
     and sending, the second at 16: the second sends what the first is not sending yet, waits only for the
     two it is, and is done in about two calls' time; every request is paid once. Before, the first had
     marked all sixteen and the second waited for them at the first's rate (~4 s)."""
-    stub_env.latency = 0.5
+    stub_env.latency = 1.0
     root = tmp_path / "cache"
     slow, fast = Process(stub_env, root, concurrency=2), Process(stub_env, root, concurrency=16)
     try:
         slow_jobs = slow.submit(range(16), "slow")
         assert stub_env.wait_in_flight(2)
-        start = time.monotonic()
         fast_replies = [job.result(timeout=60) for job in fast.submit(range(16), "fast")]
-        took = time.monotonic() - start
         slow_replies = [job.result(timeout=60) for job in slow_jobs]
     finally:
         slow.close()
         fast.close()
-    assert took < 2.5, f"the second process took {took:.1f} s"
     assert stub_env.calls == 16, "each request paid once"
-    assert sum(r.cached for r in fast_replies) == 2 and sum(not r.cached for r in slow_replies) == 2
+    # (no clock: what it waited on is counted) the two the first was sending, or a few more had the first
+    # sent its next ones before the second claimed them; not all sixteen, as before
+    waited = sum(r.cached for r in fast_replies)
+    assert 2 <= waited <= 4 and sum(not r.cached for r in slow_replies) == waited
     assert [r.text for r in slow_replies] == [r.text for r in fast_replies]
     assert not list(root.glob("*/*.inflight")) and slow.idle() and fast.idle()
 

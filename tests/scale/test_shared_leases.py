@@ -265,21 +265,20 @@ def test_a_second_machine_is_not_throttled_by_the_firsts_queue(store_url, tmp_pa
     The second leases and sends what the first is not sending yet, takes the two it is from the store, and
     is done in about two calls' time; every request is paid once. Before, the first had leased all sixteen
     and the second waited on them at the first's rate (18 calls in 10 s from both, in the audit)."""
-    stub_env.latency = 0.5
+    stub_env.latency = 1.0
     slow = _Machine(stub_env, tmp_path / "slow", store_url, concurrency=2)
     fast = _Machine(stub_env, tmp_path / "fast", store_url, concurrency=16)
     try:
         slow_jobs = slow.submit(range(16), "slow")
         assert stub_env.wait_in_flight(2)
-        start = time.monotonic()
         fast_replies = [job.result(timeout=60) for job in fast.submit(range(16), "fast")]
-        took = time.monotonic() - start
         slow_replies = [job.result(timeout=60) for job in slow_jobs]
     finally:
         slow.close()
         fast.close()
-    assert took < 2.5, f"the second machine took {took:.1f} s"
     assert stub_env.calls == 16, "each request paid once"
-    assert sum(r.cached for r in fast_replies) == 2 and fast.tier.stats.waited == 2
+    # (no clock: what it waited on is counted) the two the first was sending, or a few more had the first
+    # sent its next ones before the second claimed them; not all sixteen, as before
+    assert 2 <= sum(r.cached for r in fast_replies) == fast.tier.stats.waited <= 4
     assert [r.text for r in slow_replies] == [r.text for r in fast_replies]
     assert _leases_in(store_url)() == 0
