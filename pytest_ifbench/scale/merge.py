@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,19 @@ def merge(paths: Sequence[Path], *, out: Path, expect: int | None = None,
         raise
 
 
+def _attempts(first: ShardFile, other: ShardFile) -> str:
+    """What to do when two files hold one instance with different verdicts: most often two attempts of a shard
+    (a finished file beside a later attempt's journal, which the glob ``shard-*.partial.jsonl`` takes too)."""
+    def when(file: ShardFile) -> str:
+        try:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(file.path.stat().st_mtime))
+        except OSError:
+            stamp = "?"
+        return f"{file.path.name}: {'a run that did not finish' if file.unfinished else 'a finished run'}, {stamp}"
+    return (f" ({when(first)}; {when(other)}): two attempts of one shard? Give the merge only the attempt to "
+            "keep (remove or leave out the other file)")
+
+
 def _digest(record: Mapping[str, Any]) -> bytes:
     text = json.dumps(verdicts(record), sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
@@ -269,6 +283,9 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
     kept: dict[str, tuple[int, bytes]] = {}
     views: dict[str, Mapping[str, Any]] = {}
     make_view = SummaryViews().view
+    #: the node ids finished files hold, and each unfinished file's (a journal a finished file covers adds nothing)
+    finished_ids: set[str] = set()
+    unfinished_ids: dict[int, set[str]] = {}
     for index, path in enumerate(paths):
         #: node ids an earlier file holds -> the digest of this file's (last) record of it, and its settings
         again: dict[str, tuple[bytes, Any]] = {}
@@ -279,6 +296,7 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
                 nodeid = record.get("nodeid")
                 if not isinstance(nodeid, str):
                     continue
+                (unfinished_ids.setdefault(index, set()) if reader.journal else finished_ids).add(nodeid)
                 if not record.get("generation"):
                     without_generation.add(str(record.get("benchmark")))
                 holder = kept.get(nodeid)
@@ -306,13 +324,14 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
             _same_generation(files[kept[nodeid][0]], file, nodeid, views[nodeid].get("generation"), generation)
             if kept[nodeid][1] != digest:
                 raise MergeRefused(f"{files[kept[nodeid][0]].label} and {file.label} both hold {nodeid} "
-                                   "with different records")
+                                   f"with different records{_attempts(files[kept[nodeid][0]], file)}")
         files.append(file)
         if on_file is not None:
             on_file(file)
     records = [views[nodeid] for nodeid in sorted(views)]
     missing, not_run = _missing(files, views, expect)
-    unfinished = tuple(file.label for file in files if file.unfinished)
+    covered = [i for i, ids in unfinished_ids.items() if ids <= finished_ids]  # an attempt killed after one finished
+    unfinished = tuple(file.label for i, file in enumerate(files) if file.unfinished and i not in covered)
     meta = {
         "model": files[0].meta.get("model"), "judges": files[0].meta.get("judges"),
         "generation": settings_by_benchmark(records),
@@ -333,7 +352,9 @@ def _merge(paths: list[Path], spool: ResultsJournal, expect: int | None,
     return Merged(records=tuple(records), meta=meta, judge_given=judge_given, spool=spool,
                   missing=tuple(missing), not_run=tuple(not_run), unfinished=unfinished,
                   not_run_unknown=_not_run_unknown(files) if missing or unfinished else None,
-                  notes=_run_id_notes(files))
+                  notes=_run_id_notes(files) + tuple(
+                      f"{files[i].label} did not finish, but finished files hold every instance it holds, with the "
+                      "same verdicts: it adds nothing" for i in covered))
 
 
 def _without_assignment(meta: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -119,6 +119,26 @@ def test_a_journal_s_later_record_of_an_instance_is_the_one_compared_with_other_
     assert "both hold s::x with different records" in capsys.readouterr().err
 
 
+def test_a_later_attempt_s_journal_beside_a_finished_file_of_the_shard(pytester, capsys):
+    """The CI example's glob (``shard-*.json shard-*.partial.jsonl``) takes a finished attempt's file and a
+    later attempt's journal (killed while writing its file). The same verdicts: the merge said the run was
+    incomplete, though every instance was there; it is complete, with a note. Different verdicts: the
+    refusal did not say which file was which, nor what to do."""
+    finished = pytester.path / "shard-1.json"
+    finished.write_text(json.dumps({"format": 1, "model": "m", "judges": ["m"],
+                                    "instances": [_plain("s::x", "passed"), _plain("s::y", "failed")]}))
+    later = _journal(pytester.path / "shard-1.partial.jsonl", _plain("s::x", "passed"))
+    assert _merge(pytester, str(finished), later) == 0
+    err = capsys.readouterr().err
+    assert "shard-1.partial.jsonl did not finish, but finished files hold every instance it holds" in err, err
+    later = _journal(pytester.path / "shard-1.partial.jsonl", _plain("s::y", "passed"))
+    assert _merge(pytester, str(finished), later) == 2
+    err = capsys.readouterr().err
+    assert "both hold s::y with different records (shard-1.json: a finished run, " in err, err
+    assert ("shard-1.partial.jsonl: a run that did not finish, " in err
+            and "two attempts of one shard? Give the merge only the attempt to keep" in err), err
+
+
 def test_a_merge_holds_a_view_per_instance_not_the_records(pytester, monkeypatch):
     """The shards of a run whose records carry 60 KB of prompt each: the merge reads them one at a time
     and keeps each one's compact view, as a run does (it held every record: ~4x the files' size); what
