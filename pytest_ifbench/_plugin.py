@@ -413,9 +413,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None and state.generator is not None:
         from .models.openai_compat import close_sessions
 
-        # the direct path's connections live on its loop; a stopped run keeps the replies of the calls it sent
-        drain = DRAIN_SECONDS if config.stash.get(_INTERRUPTED, False) else 0.0
-        state.generator.shutdown(before_stop=close_sessions, drain=drain, say=_say)
+        state.generator.shutdown(before_stop=close_sessions)  # the direct path's connections live on its loop
     background = sys.modules.get(f"{__package__}.models.background")
     if background is not None:
         background.resume_sending()  # a run stopped by Ctrl-C: the next one in this process sends again
@@ -427,14 +425,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 #: Seconds a stopped run (Ctrl-C, SIGTERM) waits for the model calls it already sent, so that their replies --
 #: billed in any case -- are in the cache for the re-run; within the 30 s Kubernetes gives a pod before SIGKILL.
 DRAIN_SECONDS = 20.0
-_INTERRUPTED = pytest.StashKey[bool]()
 
 
 def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-    """Ctrl-C or SIGTERM: no further model call is sent (the items stop; what is queued would be paid for nothing)."""
-    from .models.background import stop_sending
+    """Ctrl-C or SIGTERM: no further model call is sent (what is queued would be paid for nothing), and the calls
+    already sent are waited for, before the session's end closes the caches (the shared one's writes included)."""
+    from .models.background import stop_and_drain
 
-    stop_sending()
+    stop_and_drain(DRAIN_SECONDS, _say)
 
 
 def _say(text: str) -> None:
@@ -445,7 +443,6 @@ def _say(text: str) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    config.stash[_INTERRUPTED] = session.exitstatus == pytest.ExitCode.INTERRUPTED
     if _is_worker(config):
         return
     collector = config.pluginmanager.get_plugin("ifbench-results")

@@ -36,3 +36,23 @@ def test_calls_sent_before_a_stop_are_kept_for_the_re_run_and_nothing_more_is_se
     again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stdout[-3000:]
     assert stub_env.calls == 8, "the re-run paid only for the four never sent"
+
+
+def test_calls_held_back_by_the_spending_limit_are_not_sent_after_the_stop(tmp_path, stub_env):
+    """Under --ifbench-max-cost a model's first call goes alone; the others wait for its price. Stopped
+    then, they were let through once the price came and sent during the wait: 4 calls, where 1 was sent."""
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    stub_env.add_rule("", Reply(content="hello there", latency=3.0))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(8))
+    argv = [sys.executable, "-m", "pytest", "suites", "--model=openai/gpt-4o-mini", f"--api-base={stub_env.url}",
+            "--ifbench-concurrency=4", "--ifbench-max-cost=5", "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert stub_env.wait_in_flight(1, timeout=60)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, output[-3000:]
+    assert stub_env.calls == 1, output[-3000:]

@@ -16,6 +16,7 @@ import contextvars
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -43,9 +44,22 @@ def call_sent() -> None:
         _SENDING.add(task)
 
 
-def stop_sending() -> None:
-    """The run is stopping (Ctrl-C, SIGTERM): no model call is sent from now on; those already sent go on."""
+def stop_and_drain(seconds: float, say: Callable[[str], None] = lambda _: None) -> None:
+    """The run is stopping (Ctrl-C, SIGTERM): no model call is sent from now on, and this waits up to
+    ``seconds`` for those already sent, so that their replies -- paid for in any case -- reach the caches
+    (the shared one too: it is closed after this) for the re-run; ``say`` tells how many, once. A
+    KeyboardInterrupt (a second Ctrl-C) ends the wait; the jobs left are cancelled at the end."""
     _DRAINING.set()
+    if not _SENDING:
+        return
+    say(f"waiting up to {seconds:g} s for {len(_SENDING)} model call(s) already sent (paid for), so that a re-run "
+        "finds their replies in the cache; Ctrl-C again to stop now")
+    deadline = time.monotonic() + seconds
+    try:
+        while _SENDING and time.monotonic() < deadline:  # (the loop's thread empties it)
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        pass
 
 
 def resume_sending() -> None:
@@ -168,19 +182,8 @@ class BackgroundGenerator:
         with self._lock:
             return self._jobs.pop(key, None)
 
-    def shutdown(self, before_stop: Callable[[], Awaitable[Any]] | None = None, *, drain: float = 0.0,
-                 say: Callable[[str], None] = lambda _: None) -> None:
-        """Cancel the jobs, run ``before_stop()`` on the loop (closing what belongs to it), stop the loop.
-        ``drain``: first wait up to that many seconds for the calls already sent (no new one is sent), so that
-        their replies -- paid for in any case -- are kept for the re-run; ``say`` tells how many, once. A
-        KeyboardInterrupt (a second Ctrl-C) ends the wait."""
-        if drain > 0 and _SENDING:
-            say(f"waiting up to {drain:g} s for {len(_SENDING)} model call(s) already sent (paid for), so that a "
-                "re-run finds their replies in the cache; Ctrl-C again to stop now")
-            try:
-                self.run_threadsafe(self._drain(drain)).result(timeout=drain + 1)
-            except (KeyboardInterrupt, Exception):  # noqa: BLE001 -- stop waiting, cancel what is left
-                pass
+    def shutdown(self, before_stop: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Cancel the jobs, run ``before_stop()`` on the loop (closing what belongs to it), stop the loop."""
         for job in list(self._jobs.values()):
             job.cancel()
         if before_stop is not None:
@@ -190,10 +193,3 @@ class BackgroundGenerator:
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
-        _DRAINING.clear()
-
-    async def _drain(self, seconds: float) -> None:
-        _DRAINING.set()
-        deadline = self._loop.time() + seconds
-        while _SENDING and self._loop.time() < deadline:
-            await asyncio.sleep(0.05)

@@ -366,11 +366,11 @@ class ModelClient:
         async def send() -> Any:
             nonlocal reserved
             breaker.check()  # also after waiting for a slot: the endpoint may have been found dead meanwhile
-            call_sent()  # (a run that is stopping sends nothing more)
             if spending is not None:  # after the slot too: a call waiting for one has not started
                 # patience: past one attempt's hard limit, the model's first call has come back unless its
                 # process died (waiting less let calls start unpriced beside a slow first call)
                 reserved = await _admitted(spending, self.model, attempt, self.retry.timeout + _HARD_LIMIT + 1)
+            call_sent()  # last before sending: a run stopping meanwhile sends nothing more (its reservation back)
             self.stats.calls += 1
             if litellm is None:
                 call = self.direct.acompletion(model=self.model, messages=messages,  # type: ignore[union-attr]
