@@ -111,3 +111,26 @@ def test_pending_jobs_stay_within_the_width_and_each_instance_is_generated_once(
     # at its setup an item's own job is taken, the rest of the window waits: at most the width of
     # 3, plus under xdist this item's and the next one's, which a worker starts itself
     assert max(pending) <= (3 if not workers else 5), pending
+
+
+def test_a_waiter_cancelled_as_its_slot_was_granted_hands_it_on_without_miscounting():
+    """Claims are now asked for with a slot held and given up while queued, so this path is common: the slot
+    went on, but the count of slots in use dropped below the truth (``peak`` under-reported)."""
+    import asyncio
+
+    from pytest_ifbench.models.background import PrioritySemaphore
+
+    async def scenario() -> tuple[int, int, int]:
+        sem = PrioritySemaphore(1)
+        await sem.acquire()
+        waiter = asyncio.ensure_future(sem.acquire())
+        await asyncio.sleep(0)
+        sem.release()  # grants the waiter's slot...
+        waiter.cancel()  # ...which is cancelled before it resumes
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        in_use = sem._in_use
+        await sem.acquire()
+        return in_use, sem._in_use, sem.peak
+
+    assert asyncio.run(scenario()) == (0, 1, 1)

@@ -118,7 +118,7 @@ class PrioritySemaphore:
                 await future
             except asyncio.CancelledError:
                 if future.done() and not future.cancelled():
-                    self.release()
+                    self._hand_on()  # granted as it was cancelled: the slot goes to the next (never counted in use)
                 raise
             finally:
                 add_wait(loop.time() - queued)
@@ -127,6 +127,10 @@ class PrioritySemaphore:
 
     def release(self) -> None:
         self._in_use -= 1
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        """A freed slot to the first waiter still waiting, else back to the pool."""
         while self._waiters:
             _, _, future = heapq.heappop(self._waiters)
             if not future.done():
