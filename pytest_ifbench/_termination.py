@@ -4,14 +4,26 @@ The engines that run shards stop them with SIGTERM -- Kubernetes deleting a pod,
 job past its time, ``docker stop``, ``timeout`` -- and give them a grace period before SIGKILL. By default
 SIGTERM kills the interpreter where it stands: nothing queued is written (the shared cache's pending
 entries, whose machine and disk often go with the pod), and the run looks like a crash. Here it raises
-:class:`Terminated`, a ``KeyboardInterrupt``, so the run takes pytest's interrupted path: the items stop,
-the journal is kept and named, no results file claims a finished run, the caches are flushed, and the exit
-status is 2. A second SIGTERM kills as before. A handler someone else installed is left alone.
+:class:`Terminated`, a ``KeyboardInterrupt``, so the run takes pytest's interrupted path: no new model call
+is sent, those already sent are waited for, the journal is kept and named, no results file claims a
+finished run, the caches are flushed, and the exit status is 2. A second SIGTERM kills as before. A
+handler installed by someone else is left alone.
+
+Two cases differ from Ctrl-C in a terminal, which reaches every process of the run at once:
+
+- on an xdist controller, SIGTERM reaches the controller alone; it passes SIGINT on to its workers (its
+  child processes), which stop as they would on Ctrl-C -- they would otherwise go on sending the calls
+  queued for their items until the controller's shutdown reached them;
+- once the session is finishing (its results file, summary and reports being written), the work is done:
+  SIGTERM then lets it finish (a line says so) instead of cutting the results file with a traceback and
+  exit status 1; a second one kills.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from types import FrameType
 
@@ -20,6 +32,9 @@ import pytest
 __all__ = ["Terminated", "install", "uninstall"]
 
 _INSTALLED = pytest.StashKey[bool]()
+#: Set while the session finishes (see the module docstring); whether this process is an xdist controller.
+_FINISHING = threading.Event()
+_CONTROLLER = threading.Event()
 
 
 class Terminated(KeyboardInterrupt):
@@ -35,14 +50,49 @@ def install(config: pytest.Config) -> None:
         return
     signal.signal(signal.SIGTERM, _terminated)
     config.stash[_INSTALLED] = True
+    _FINISHING.clear()
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        _CONTROLLER.set()
+    else:
+        _CONTROLLER.clear()
+    config.pluginmanager.register(_Finishing(), "ifbench-termination")
 
 
 def uninstall(config: pytest.Config) -> None:
     if config.stash.get(_INSTALLED, False) and signal.getsignal(signal.SIGTERM) is _terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     config.stash[_INSTALLED] = False
+    _FINISHING.clear()
+    _CONTROLLER.clear()
+
+
+class _Finishing:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        _FINISHING.set()
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second one kills, as ever
+    if _FINISHING.is_set():
+        sys.stderr.write("pytest-ifbench: SIGTERM while the run writes its results and summary: it ends once they "
+                         "are written (a second SIGTERM kills it)\n")
+        return
+    if _CONTROLLER.is_set():
+        _interrupt_children()
     raise Terminated("the run got SIGTERM (stopped as by Ctrl-C; a second SIGTERM kills it)")
+
+
+def _interrupt_children() -> None:
+    """SIGINT to this process's children: an xdist controller's are its workers."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if int(fields[1]) == me:
+                os.kill(int(entry), signal.SIGINT)
+        except (OSError, IndexError, ValueError):
+            continue

@@ -56,3 +56,24 @@ def test_calls_held_back_by_the_spending_limit_are_not_sent_after_the_stop(tmp_p
             proc.kill()
     assert proc.returncode == 2, output[-3000:]
     assert stub_env.calls == 1, output[-3000:]
+
+
+def test_sigterm_to_an_xdist_controller_stops_its_workers_sending(tmp_path, stub_env):
+    """``timeout``, ``docker stop`` and Kubernetes signal the controller alone: its workers went on sending the
+    calls queued for their items until the controller's shutdown reached them (8 calls where 4 were sent)."""
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    stub_env.add_rule("", Reply(content="hello there", latency=3.0))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(16))
+    argv = [sys.executable, "-m", "pytest", "suites", *stub_args(stub_env), "--ifbench-concurrency=2", "-n", "2",
+            "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert stub_env.wait_in_flight(4, timeout=60), "two calls on their way in each worker"
+        sent = stub_env.calls
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, output[-3000:]
+    assert stub_env.calls == sent == 4, output[-3000:]

@@ -392,6 +392,23 @@ def test_a_run_whose_results_file_the_disk_refuses_says_so_and_keeps_its_summary
         result.stdout.fnmatch_lines(["*ifbench summary*", "model: openai/stub*"])
 
 
+def test_sigterm_while_the_run_writes_its_results_lets_it_finish(pytester, stub_env):
+    """The items are done and the results file is being written: SIGTERM there cut it with a traceback and
+    exit status 1 (CI read a test failure). It now lets the run finish, and says so."""
+    pytester.makeconftest("""
+        import os, signal
+
+        def pytest_sessionfinish(session):
+            os.kill(os.getpid(), signal.SIGTERM)
+    """)
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(3))
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env))
+    assert result.ret == 0, result.stdout.str()[-2000:] + result.stderr.str()[-2000:]
+    result.stderr.fnmatch_lines(["pytest-ifbench: SIGTERM while the run writes its results and summary: it ends "
+                                 "once they are written*"])
+    assert len(json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]) == 3
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_run_keeps_its_journal_and_writes_no_results_file(tmp_path, stub_env, signum):
     """SIGINT (Ctrl-C; a CI job cancelled or out of time gets it first): the results file assembled from
