@@ -92,3 +92,26 @@ def test_a_second_run_on_the_same_results_file_stops_at_start_up_and_the_first_f
     data = json.loads((tmp_path / "shard-1.json").read_text())
     assert len(data["instances"]) == 20
     assert not journal.exists() and not lock_path(tmp_path / "shard-1.json").exists()
+
+
+def test_a_merge_onto_a_results_file_a_run_is_writing_is_refused(tmp_path):
+    """The run would have replaced the merged file at its end (both also wrote one temporary file)."""
+    results = tmp_path / "r.json"
+    holder = _holder(results)
+    shard = tmp_path / "shard.json"
+    shard.write_text(json.dumps({"format": 1, "model": "m", "judges": ["m"], "instances": [
+        {"nodeid": "s::x", "benchmark": "b", "model": "m", "judges": ["m"], "status": "passed", "checks": []}]}))
+    ifbench = os.path.join(os.path.dirname(sys.executable), "ifbench")
+    try:
+        merged = subprocess.run([ifbench, "merge", str(shard), "--out", str(results), "--summary="],
+                                capture_output=True, text=True)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert merged.returncode == 2, merged.stderr
+    assert f"ifbench merge: refused: the results file {results} is being written by another run" in merged.stderr
+    assert not results.exists()
+    again = subprocess.run([ifbench, "merge", str(shard), "--out", str(results), "--summary="],
+                           capture_output=True, text=True)
+    assert again.returncode == 0 and json.loads(results.read_text())["instances"][0]["nodeid"] == "s::x"
+    assert not lock_path(results).exists()

@@ -65,6 +65,7 @@ def _progress(file: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
+    from ..reports.results_lock import ResultsInUse, ResultsLock
     from ..scale.merge import CannotWrite, MergeRefused, NotResults, merge
     from ..scale.report import shared_cache_warnings, spending_facts, summary_path_for, write_reports
 
@@ -75,6 +76,14 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     inputs = [Path(name) for name in args.files]
     if out.resolve() in {path.resolve() for path in inputs}:
         raise UsageError(f"--out {out} is one of the shards' files: it would be overwritten")
+    lock = ResultsLock(out)  # a run writing --out at the same time would replace the merge's file
+    try:
+        lock.acquire()
+    except ResultsInUse as exc:
+        print(f"ifbench merge: refused: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except OSError:  # a directory that cannot be written: the merge's own write says so
+        pass
     try:
         merged = merge(inputs, out=out, expect=args.expect, on_file=_progress)
         lines = write_reports(merged, out, summary)
@@ -84,6 +93,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     except CannotWrite as exc:
         print(f"ifbench merge: cannot write: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    finally:
+        lock.release()
     for line in lines:
         print(line)
     for line in spending_facts(merged):  # Markdown for the merged summary's facts: plain here
