@@ -115,3 +115,17 @@ def test_a_merge_onto_a_results_file_a_run_is_writing_is_refused(tmp_path):
                            capture_output=True, text=True)
     assert again.returncode == 0 and json.loads(results.read_text())["instances"][0]["nodeid"] == "s::x"
     assert not lock_path(results).exists()
+
+
+def test_a_symlink_to_a_results_file_shares_its_lock(tmp_path):
+    results = tmp_path / "real" / "r.json"
+    results.parent.mkdir()
+    results.write_text("{}")
+    (tmp_path / "link.json").symlink_to(results)
+    first = ResultsLock(results)
+    first.acquire()
+    try:
+        with pytest.raises(ResultsInUse):
+            ResultsLock(tmp_path / "link.json").acquire()
+    finally:
+        first.release()

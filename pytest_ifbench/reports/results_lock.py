@@ -35,14 +35,18 @@ class ResultsLock:
 
     def __init__(self, results: Path) -> None:
         self.results = results
-        self.path = lock_path(results)
+        # beside the file itself: a symlink to it and the file are one results file
+        self.path = lock_path(Path(os.path.realpath(results)))
         self._fd = -1
 
     def acquire(self) -> None:
         """Take the lock, or raise :class:`ResultsInUse` saying who holds it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except PermissionError:  # another user's lock file: a lock needs no write access to it
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -59,8 +63,11 @@ class ResultsLock:
             os.close(fd)  # the holder removed the file between our open and our lock: its lock is not ours
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
         text = f"pid {os.getpid()} on {socket.gethostname()}, since {started}".encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, text, 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, text, 0)
+        except OSError:  # opened read-only: the lock holds, a second run names no holder
+            pass
         self._fd = fd
 
     def release(self) -> None:
