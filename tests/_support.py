@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import os
 import socket
+import subprocess
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,25 @@ def run_closing(call: Any) -> Any:
     ``close_sessions`` finds a session through its client's transport, which it holds by a weak
     reference, and a client only ``call`` held is gone (its session still open) when ``call`` returns."""
     return asyncio.run(closing_sessions(call))
+
+
+def stop_a_run(argv: list[str], cwd: Path, *, ready: Callable[[], bool], signum: int) -> tuple[int, str]:
+    """Start the pytest run ``argv`` in ``cwd`` (a fake key, no PYTEST_ADDOPTS), send it ``signum`` once
+    ``ready()`` (asked for up to 60 s; a test fails when it never is), and return its exit status and output."""
+    import time
+
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            if time.monotonic() > deadline:
+                pytest.fail("the run never got ready to be stopped")
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        output, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, output
