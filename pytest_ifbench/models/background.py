@@ -27,8 +27,8 @@ _WAITED: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("if
 
 
 #: The tasks whose model call was sent and whose reply is not kept yet (:func:`call_sent`): the provider bills them
-#: whatever this process does next, so a run that stops lets them finish for a while (:meth:`BackgroundGenerator.
-#: shutdown`'s ``drain``) and keeps their replies, where cancelling them paid for them now and again on the re-run.
+#: whatever this process does next, so a run that stops lets them finish for a while (:func:`stop_and_drain`) and
+#: keeps their replies, where cancelling them paid for them now and again on the re-run.
 _SENDING: set[asyncio.Task[Any]] = set()
 #: Set while a stopping run waits for the calls on their way: no call is sent any more.
 _DRAINING = threading.Event()
