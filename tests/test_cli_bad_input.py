@@ -127,3 +127,14 @@ def test_score_with_no_usable_line_is_a_usage_error(tmp_path, capsys, score_suit
     err = capsys.readouterr().err
     assert err.count("ifbench score: error:") == len(BAD_LINES) + 1
     assert f"{path}: no usable line ({len(BAD_LINES)} unusable, reported above)" in err
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["compact", "indented"])
+def test_score_given_a_results_file_as_responses_says_so(tmp_path, capsys, score_suite, indent):
+    """It got the generic "expected an object with a string id" (compact) or one error a line (indented)."""
+    path = tmp_path / "ifbench-results.json"
+    path.write_text(json.dumps({"format": 1, "model": "m", "instances": [{"nodeid": "s::x"}]}, indent=indent))
+    assert main(["score", "--suite", str(score_suite), "--responses", str(path)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("ifbench score: error:") == 1, err
+    assert f"{path} is a pytest-ifbench results file, not a responses file" in err, err

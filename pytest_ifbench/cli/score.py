@@ -134,6 +134,10 @@ def _screen_responses(path: Any) -> list[str] | None:
         raise ResponsesError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UsageError as exc:
         raise ResponsesError(str(exc)) from None
+    if _results_file(lines):
+        raise ResponsesError(f"{path} is a pytest-ifbench results file, not a responses file (one JSON object a "
+                             'line: {"id": ..., "response": ...}); to score a run\'s agent runs again, give its '
+                             "trajectories (--trajectories)")
     usable: list[str] = []
     seen: set[str] = set()
     bad = 0
@@ -158,6 +162,16 @@ def _screen_responses(path: Any) -> list[str] | None:
     if not usable:
         raise ResponsesError(f"{path}: no usable line" + (f" ({bad} unusable, reported above)" if bad else ""))
     return usable if bad else None
+
+
+def _results_file(lines: list[Any]) -> bool:
+    """Whether the file read as ``lines`` opens as a results file: its first key ``"format"``, on the first line
+    (the compact file, then ``"instances"`` too) or the second (indented)."""
+    head = [line for line in lines[:2] if not isinstance(line, CaseError)]
+    first = head[0].lstrip() if head else b""
+    if first.startswith(b'{"format":'):
+        return b'"instances":' in first
+    return first.rstrip() == b"{" and len(head) > 1 and head[1].lstrip().startswith(b'"format":')
 
 
 def _response_id(entry: Any) -> str:
