@@ -152,6 +152,10 @@ class _Replies:
         if self.recorded is not None:
             if turn > len(self.recorded):
                 raise LookupError(f"no recorded response for instance {self.instance.id!r} turn {turn}")
+            turns = max(1, len(self.instance.turns))
+            if turn == 1 and len(self.recorded) > turns:  # recorded for another version of the instance
+                raise LookupError(f"instance {self.instance.id!r} has {turns} turn(s), but its recorded responses "
+                                  f"hold {len(self.recorded)} replies: recorded for another version of it?")
             if SAMPLE.get():  # one reply scored as k samples would pass (or fail) k times over
                 raise LookupError(f"instance {self.instance.id!r} asks for {self.instance.generation.samples} samples "
                                   "(generation.samples); recorded responses hold one reply per turn")

@@ -332,6 +332,20 @@ def test_recorded_responses_do_not_make_samples(tmp_path, capsys, monkeypatch):
                                "hold one reply per turn"), record["error"]
 
 
+def test_more_recorded_replies_than_the_instance_has_turns_is_an_error(tmp_path, capsys, monkeypatch):
+    """Extra replies were ignored without a word: the responses were recorded for another version of the
+    instance (a turn removed since), and the first replies were scored against turns they did not answer."""
+    monkeypatch.chdir(tmp_path)
+    suite = write_suite(tmp_path, "scored.yaml", SCORE_SUITE)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"id": "lower-ok", "responses": ["hi", "there"]}) + "\n", encoding="utf-8")
+    main(["score", "--suite", str(suite), "--responses", str(responses), "--", "-q", "-k", "lower-ok"])
+    (record,) = json.loads((tmp_path / "ifbench-results.json").read_text())["instances"]
+    assert record["status"] == "error", record
+    assert record["error"] == ("instance 'lower-ok' has 1 turn(s), but its recorded responses hold 2 replies: "
+                               "recorded for another version of it?"), record["error"]
+
+
 # --------------------------------------------------------------------------- the installed script
 
 
