@@ -58,6 +58,13 @@ def cache_key(
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def kept_reply(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reply a response-cache entry keeps; None for none or a damaged one (then the model is asked). The
+    shared tier judges an entry it fetches by this rule too (:func:`~..scale.tier.usable`)."""
+    response = entry.get("response") if entry is not None else None
+    return response if isinstance(response, dict) and isinstance(response.get("raw_text"), str) else None
+
+
 class SharedTier(Protocol):
     """What the cache asks behind its directory. No call may raise; ``fetch`` returns the entry's JSON
     text or None (``fresh``: even one the tier did not know of when the run started), ``offer`` takes

@@ -28,7 +28,7 @@ from .._text import strip_reasoning, utf8_safe, utf8_safe_value
 from .._types import GenerationParams
 from .background import call_over, call_sent
 from .breaker import Breakers, CircuitOpen, is_connection_failure
-from .cache import ResponseCache, cache_key
+from .cache import ResponseCache, cache_key, kept_reply
 from .call_errors import (
     EndpointDown,
     ModelCallError,
@@ -40,7 +40,7 @@ from .call_errors import (
     is_retryable,
     retry_after,
 )
-from .in_flight import Slot, kept_reply, reply_or_turn
+from .in_flight import Slot, reply_or_turn
 from .openai_compat import DirectTransport, direct_route
 from .provider_api import Transport
 from .replies import MalformedReply, as_malformed, checked_reply, status_of

@@ -16,21 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .cache import ResponseCache
+from .cache import ResponseCache, kept_reply
 
 #: How often a request waiting on another process's identical one looks for its reply.
 POLL_SECONDS = 0.05
 #: The longest pause between two looks when each look asks a shared tier over the network.
 POLL_SHARED_SECONDS = 0.5
-
-
-def kept_reply(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The reply a response-cache entry keeps; None for none or a damaged one (then the model is asked)."""
-    response = entry.get("response") if entry is not None else None
-    return response if isinstance(response, dict) and isinstance(response.get("raw_text"), str) else None
 
 
 class Slot:

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 from .._owner import gone, this_process
 from .._redact import redact
+from ..models.cache import kept_reply
 from .stores import Store, hint
 
 #: How long the end of a run waits for queued writes.
@@ -450,15 +451,14 @@ def warning(display: str, problem: str, *, during_run: bool, where: str = "", st
 
 
 def usable(data: bytes) -> str | None:
-    """An entry's text when the cache can answer from it -- a JSON object keeping a reply, ``response`` with its
-    ``raw_text`` (what :func:`~..models.in_flight.kept_reply` takes) -- or None: damaged (cut short, not JSON)."""
+    """An entry's text when the cache can answer from it -- a JSON object keeping a reply (the cache's own rule,
+    :func:`~..models.cache.kept_reply`) -- or None: damaged (cut short, not JSON)."""
     try:
         text = data.decode("utf-8")
         entry = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    response = entry.get("response") if isinstance(entry, dict) else None
-    return text if isinstance(response, dict) and isinstance(response.get("raw_text"), str) else None
+    return text if isinstance(entry, dict) and kept_reply(entry) is not None else None
 
 
 def _gone(owner: str) -> bool:
