@@ -22,7 +22,7 @@ from pytest_ifbench._owner import gone, started, this_process
 from pytest_ifbench._types import GenerationParams
 from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
-from pytest_ifbench.models.in_flight import reply_or_claim
+from pytest_ifbench.models.in_flight import reply_or_turn
 from tests._support import closing_sessions
 
 HOST = socket.gethostname()
@@ -124,10 +124,10 @@ def test_a_wait_that_ran_out_claims_nothing(tmp_path, sleeper):
     """Another live process marked the key: patience run out, this one asks without the claim."""
     cache = ResponseCache(tmp_path / "cache")
     mark = _marked_by(cache, "cd" * 32, sleeper)
-    assert asyncio.run(reply_or_claim(cache, "cd" * 32, 0.2)) == (None, False)
+    assert asyncio.run(reply_or_turn(cache, "cd" * 32, 0.2))[:2] == (None, False)
     assert mark.read_text() == _owner(sleeper.pid)
     mark.unlink()
-    assert asyncio.run(reply_or_claim(cache, "cd" * 32, 0.2)) == (None, True)
+    assert asyncio.run(reply_or_turn(cache, "cd" * 32, 0.2))[:2] == (None, True)
     assert mark.read_text() == this_process()
 
 
@@ -176,5 +176,5 @@ def test_a_claim_whose_read_fails_is_not_left_held(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cache, "get", broken)
     with pytest.raises(OSError, match="the disk went away"):
-        asyncio.run(reply_or_claim(cache, "ef" * 32, 1.0))
+        asyncio.run(reply_or_turn(cache, "ef" * 32, 1.0))
     assert ResponseCache(tmp_path / "cache").claim("ef" * 32)  # another process takes it at once

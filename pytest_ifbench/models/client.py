@@ -344,8 +344,8 @@ class ModelClient:
 
     async def _call_with_retries(self, messages, params, *, tools, response_format, marks=(),
                                  slot: Slot | None = None) -> dict[str, Any]:
-        """The reply's cache entry; ``slot``: the limiter's slot the first attempt holds already (each
-        retry waits for one of its own)."""
+        """The reply's cache entry; ``slot``: the limiter's slot held already for the first attempt that
+        reaches the limiter (it is released with that attempt; each retry after it waits for one of its own)."""
         litellm = await litellm_module() if self.direct is None else None
         kwargs: dict[str, Any] = dict(self.extra) | params.litellm_kwargs()
         if self.api_base:
@@ -390,7 +390,7 @@ class ModelClient:
             try:
                 breaker.check()
                 if self.limiter is not None:
-                    async with slot if attempt == 1 and slot is not None and slot.held else self.limiter:
+                    async with slot if slot is not None and slot.held else self.limiter:
                         start = time.perf_counter()
                         response = await send()
                 else:

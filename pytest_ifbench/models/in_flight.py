@@ -87,13 +87,6 @@ def _give_back(taking: asyncio.Future[Any], limiter: Any) -> None:
         limiter.release()
 
 
-async def reply_or_claim(cache: ResponseCache, key: str,
-                         patience: float) -> tuple[dict[str, Any] | None, bool]:
-    """:func:`reply_or_turn` without a concurrency limit: ``(reply, claimed)``."""
-    reply, claimed, _ = await reply_or_turn(cache, key, patience)
-    return reply, claimed
-
-
 async def reply_or_turn(cache: ResponseCache, key: str, patience: float,
                         limiter: Any = None) -> tuple[dict[str, Any] | None, bool, Slot | None]:
     """``(reply, claimed, slot)``: the reply another process is fetching for ``key``, once it is kept
