@@ -78,12 +78,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         raise UsageError(f"--out {out} is one of the shards' files: it would be overwritten")
     lock = ResultsLock(out)  # a run writing --out at the same time would replace the merge's file
     try:
-        lock.acquire()
+        lock.acquire()  # (none taken where it cannot be: the merge's own write says why)
     except ResultsInUse as exc:
         print(f"ifbench merge: refused: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    except OSError:  # a directory that cannot be written: the merge's own write says so
-        pass
     try:
         merged = merge(inputs, out=out, expect=args.expect, on_file=_progress)
         lines = write_reports(merged, out, summary)

@@ -78,12 +78,10 @@ class ResultsCollector:
             return
         lock = ResultsLock(target)
         try:
-            lock.acquire()
+            if lock.acquire():
+                self.lock = lock
         except ResultsInUse as exc:
             raise pytest.UsageError(f"pytest-ifbench: {exc}") from None
-        except OSError:  # a directory that cannot be written: so is the results file, which the summary reports
-            return
-        self.lock = lock
 
     def pytest_unconfigure(self) -> None:
         if self.lock is not None:

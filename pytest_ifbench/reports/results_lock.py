@@ -39,9 +39,27 @@ class ResultsLock:
         self.path = lock_path(Path(os.path.realpath(results)))
         self._fd = -1
 
-    def acquire(self) -> None:
-        """Take the lock, or raise :class:`ResultsInUse` saying who holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def acquire(self) -> bool:
+        """Take the lock: True; False when none can be taken here (a directory that cannot be written, a
+        filesystem without ``flock``), and the run goes on unlocked -- a results file that cannot be written
+        says so itself. Raises :class:`ResultsInUse` saying who holds it."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = self._locked()
+        except OSError:  # (ResultsInUse is no OSError: it goes to the caller)
+            return False
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+        text = f"pid {os.getpid()} on {socket.gethostname()}, since {started}".encode()
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, text, 0)
+        except OSError:  # opened read-only: the lock holds, a second run names no holder
+            pass
+        self._fd = fd
+        return True
+
+    def _locked(self) -> int:
+        """A descriptor of the lock file, locked."""
         while True:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -54,21 +72,16 @@ class ResultsLock:
                 os.close(fd)
                 raise ResultsInUse(f"the results file {self.results} is being written by another run ({holder}): "
                                    "let it finish, or give this run another --ifbench-results") from None
+            except OSError:
+                os.close(fd)
+                raise
             try:
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
             except FileNotFoundError:
                 same = False
             if same:
-                break
+                return fd
             os.close(fd)  # the holder removed the file between our open and our lock: its lock is not ours
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
-        text = f"pid {os.getpid()} on {socket.gethostname()}, since {started}".encode()
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, text, 0)
-        except OSError:  # opened read-only: the lock holds, a second run names no holder
-            pass
-        self._fd = fd
 
     def release(self) -> None:
         """Remove the file and let the lock go (at the run's end)."""
