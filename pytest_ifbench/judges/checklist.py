@@ -282,18 +282,18 @@ def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
     """The strict majority of the panel; not applicable when most judges say so (the others' votes then
     do not count either), else the mean over the judges that found it applicable. A judge that left the
     check out of its answer makes it an error: counting the omission as a failure scored a zero nobody gave."""
-    details = []
-    omitted = [client.model for client, verdicts in zip(judges, per_judge) if check_id not in verdicts]
+    details, omitted = [], []
     for client, verdicts in zip(judges, per_judge):
-        if check_id in verdicts:
-            passed, reasoning = verdicts[check_id]
-            details.append({"judge": client.model, "passed": passed, "reasoning": reasoning})
+        if check_id not in verdicts:
+            omitted.append(client.model)
+            continue
+        passed, reasoning = verdicts[check_id]
+        details.append({"judge": client.model, "passed": passed, "reasoning": reasoning})
+    word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
     if omitted:
-        word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
         others = "; ".join(f"{d['judge']}: {word[d['passed']]}" for d in details)
         return JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"
                                     + (f" (the others said {others})" if others else ""))
-    word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
     evidence = "\n".join(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details)
     votes = [1.0 if d["passed"] else 0.0 for d in details if d["passed"] is not None]
     if len(votes) * 2 < len(details):
