@@ -267,14 +267,16 @@ class StoreTier:
             self._damaged.pop(key, None)  # replaced since by another process
             self._fetched.add(key)
             self.stats.fetched = len(self._fetched)
-            self.stats.unread = len(self._unread - self._fetched)
+            self._unread.discard(key)  # read after all
+            self.stats.unread = len(self._unread)
         return text
 
     def _not_read(self, key: str) -> None:
         with self._lock:
-            if self._reads.stopped is None and key in self._index:  # (once stopped, the warning says it)
+            # a listed key not fetched before (once reads stopped, the warning says it)
+            if self._reads.stopped is None and key in self._index and key not in self._fetched:
                 self._unread.add(key)
-                self.stats.unread = len(self._unread - self._fetched)
+                self.stats.unread = len(self._unread)
 
     def offer(self, key: str, text: str) -> None:
         if self._writes.stopped is not None:
