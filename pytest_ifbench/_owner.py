@@ -49,13 +49,31 @@ def started(pid: int) -> str:
     return _stat(pid)[1]
 
 
+def parent(pid: int) -> int | None:
+    """The parent of process ``pid``; None where unknown (ended, not Linux)."""
+    fields = _fields(pid)
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def _stat(pid: int) -> tuple[str, str]:
     """The state (``R``, ``S``, ``Z``...) and start time of process ``pid`` from ``/proc/<pid>/stat``;
-    "-" for each where unknown. The name before them is in parentheses and may hold anything (spaces,
-    parentheses, bytes that are not UTF-8): the fields are the text after its last ``)``."""
+    "-" for each where unknown."""
+    fields = _fields(pid)
+    try:
+        return fields[0].decode("ascii", "replace"), fields[19].decode("ascii", "replace")
+    except IndexError:
+        return "-", "-"
+
+
+def _fields(pid: int) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after the process's name (state, parent, ...); none where unknown.
+    The name is in parentheses and may hold anything (spaces, parentheses, bytes that are not UTF-8): the
+    fields are the text after its last ``)``."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return fields[0].decode("ascii", "replace"), fields[19].decode("ascii", "replace")
+            return handle.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
-        return "-", "-"
+        return []

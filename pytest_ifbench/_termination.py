@@ -21,6 +21,7 @@ Two cases differ from Ctrl-C in a terminal, which reaches every process of the r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -28,6 +29,8 @@ import threading
 from types import FrameType
 
 import pytest
+
+from ._owner import parent
 
 __all__ = ["Terminated", "install", "uninstall"]
 
@@ -86,13 +89,7 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
 def _interrupt_children() -> None:
     """SIGINT to this process's children: an xdist controller's are its workers."""
     me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            if int(fields[1]) == me:
-                os.kill(int(entry), signal.SIGINT)
-        except (OSError, IndexError, ValueError):
-            continue
+    for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
+        if parent(pid) == me:
+            with contextlib.suppress(OSError):  # ended meanwhile
+                os.kill(pid, signal.SIGINT)
