@@ -97,6 +97,20 @@ def test_a_process_marks_only_the_requests_it_is_sending(stub_env, tmp_path):
     assert not list(root.glob("*/*.inflight")) and process.idle()
 
 
+def race(slow, fast, stub_env) -> tuple[list, list]:
+    """The same sixteen requests: ``slow`` (concurrency 2) starts and is sending two, then ``fast`` asks them
+    all; both ``close()``. Their replies: (slow's, fast's). ``slow`` and ``fast`` have ``submit(requests,
+    tag)`` -> jobs (processes sharing a cache directory here, machines sharing a store in tests/scale)."""
+    try:
+        slow_jobs = slow.submit(range(16), "slow")
+        assert stub_env.wait_in_flight(2)
+        fast_replies = [job.result(timeout=60) for job in fast.submit(range(16), "fast")]
+        return [job.result(timeout=60) for job in slow_jobs], fast_replies
+    finally:
+        slow.close()
+        fast.close()
+
+
 def test_a_second_process_is_not_throttled_by_the_firsts_queue(stub_env, tmp_path):
     """The same sixteen requests in two processes sharing the cache directory, the first at concurrency 2
     and sending, the second at 16: the second sends what the first is not sending yet, waits only for the
@@ -105,14 +119,7 @@ def test_a_second_process_is_not_throttled_by_the_firsts_queue(stub_env, tmp_pat
     stub_env.latency = 1.0
     root = tmp_path / "cache"
     slow, fast = Process(stub_env, root, concurrency=2), Process(stub_env, root, concurrency=16)
-    try:
-        slow_jobs = slow.submit(range(16), "slow")
-        assert stub_env.wait_in_flight(2)
-        fast_replies = [job.result(timeout=60) for job in fast.submit(range(16), "fast")]
-        slow_replies = [job.result(timeout=60) for job in slow_jobs]
-    finally:
-        slow.close()
-        fast.close()
+    slow_replies, fast_replies = race(slow, fast, stub_env)
     assert stub_env.calls == 16, "each request paid once"
     # (no clock: what it waited on is counted) the two the first was sending, or a few more had the first
     # sent its next ones before the second claimed them; not all sixteen, as before

@@ -90,14 +90,13 @@ def test_a_cached_reply_s_cost_is_what_a_call_reserves_before_any_is_paid(tmp_pa
     assert ledger.start(MODEL) == WAIT and ledger.start(MODEL, wait=False) is None
 
 
-def test_each_model_s_calls_reserve_that_model_s_costliest_call(tmp_path):
-    """A cheap model's calls came back first: the judge's reserved their price, and a run at concurrency 8
-    started eight judge calls at once, paying 30% past its limit. Each model reserves its own costliest
-    call, and until it has one, its calls go one at a time (what the run's first call did)."""
-    ledger = _ledger(tmp_path, 1.0)
+def each_model_reserves_its_own_costliest_call(ledger, other, settled=lambda: True):
+    """The per-model rule on a ledger with a limit of 1.0 (``other``: another process's view of it;
+    ``settled()``: the settlements sent, where the ledger sends them from a thread). Returns its status."""
     first = ledger.start(MODEL)
     assert first == 0.0 and ledger.start(MODEL) == WAIT
     ledger.end(MODEL, first, 0.01)
+    assert settled()
     cheap = [ledger.start(MODEL) for _ in range(3)]
     assert cheap == [0.01] * 3
     judged = ledger.start(JUDGE)
@@ -105,16 +104,26 @@ def test_each_model_s_calls_reserve_that_model_s_costliest_call(tmp_path):
     assert ledger.start(JUDGE) == WAIT, "not the cheap model's price: the judge's first call is on its way"
     assert ledger.start(MODEL) == 0.01, "the cheap model's calls are not held back by the judge's first"
     ledger.end(JUDGE, judged, 0.3)
+    assert settled()
     assert [ledger.start(JUDGE), ledger.start(JUDGE)] == [0.3, 0.3]
     assert ledger.start(JUDGE) == WAIT, "0.31 paid + 0.64 held: no room for another 0.3 beside them"
     assert ledger.start(MODEL) == 0.01, "... where a cheap call still fits"
-    other = SpendingLimit(ledger.path)  # another process (an xdist worker)
     other.saw("openai/other", 0.5)
     assert other.start("openai/other", wait=False) is None, "its cached price does not fit beside what is held"
     assert ledger.start("openai/other", wait=False) is None, "... and is the model's price for every process"
     now = ledger.status()
-    assert (now.largest, now.in_flight, now.refused) == (0.5, 7, 2), "largest: the run's costliest of any model"
+    assert (now.in_flight, now.refused) == (7, 2)
     assert now.reserved == pytest.approx(0.01 * 5 + 0.3 * 2)
+    return now
+
+
+def test_each_model_s_calls_reserve_that_model_s_costliest_call(tmp_path):
+    """A cheap model's calls came back first: the judge's reserved their price, and a run at concurrency 8
+    started eight judge calls at once, paying 30% past its limit. Each model reserves its own costliest
+    call, and until it has one, its calls go one at a time (what the run's first call did)."""
+    ledger = _ledger(tmp_path, 1.0)
+    now = each_model_reserves_its_own_costliest_call(ledger, SpendingLimit(ledger.path))  # (an xdist worker's)
+    assert now.largest == 0.5, "largest: the run's costliest of any model"
     assert now.to_json()["largest_call"] == 0.5
 
 

@@ -27,6 +27,7 @@ from pytest_ifbench.scale.tier import StoreTier
 from pytest_ifbench.testing import StubServer
 from tests._support import closing_sessions
 from tests.scale import _suite
+from tests.test_claims_behind_limiter import race
 
 STORES = ["redis", "s3"]
 MESSAGES = [{"role": "user", "content": "one request, two machines"}]
@@ -268,14 +269,7 @@ def test_a_second_machine_is_not_throttled_by_the_firsts_queue(store_url, tmp_pa
     stub_env.latency = 1.0
     slow = _Machine(stub_env, tmp_path / "slow", store_url, concurrency=2)
     fast = _Machine(stub_env, tmp_path / "fast", store_url, concurrency=16)
-    try:
-        slow_jobs = slow.submit(range(16), "slow")
-        assert stub_env.wait_in_flight(2)
-        fast_replies = [job.result(timeout=60) for job in fast.submit(range(16), "fast")]
-        slow_replies = [job.result(timeout=60) for job in slow_jobs]
-    finally:
-        slow.close()
-        fast.close()
+    slow_replies, fast_replies = race(slow, fast, stub_env)
     assert stub_env.calls == 16, "each request paid once"
     # (no clock: what it waited on is counted) the two the first was sending, or a few more had the first
     # sent its next ones before the second claimed them; not all sixteen, as before

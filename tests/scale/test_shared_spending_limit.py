@@ -32,6 +32,7 @@ from tests.test_spending_limit import (
     _call_prices,
     _complete,
     _write_suite,
+    each_model_reserves_its_own_costliest_call,
     four_processes_make_exactly_the_calls_the_limit_allows,
 )
 
@@ -82,28 +83,10 @@ def test_each_model_s_calls_reserve_that_model_s_costliest_call(redis_url):
     started eight judge calls at once, paying 30% past its limit. Each model reserves its own costliest
     call, and until it has one, its calls go one at a time (what the run's first call did)."""
     ledger = RedisLedger(_url(redis_url), 1.0)
-    first = ledger.start(MODEL)
-    assert first == 0.0 and ledger.start(MODEL) == WAIT
-    ledger.end(MODEL, first, 0.01)
-    assert ledger.flush()  # (a settlement is sent by the ledger's thread)
-    cheap = [ledger.start(MODEL) for _ in range(3)]
-    assert cheap == [0.01] * 3
-    judged = ledger.start(JUDGE)
-    assert judged == 0.0, "no price of the judge known: it reserves nothing, and goes alone"
-    assert ledger.start(JUDGE) == WAIT, "not the cheap model's price: the judge's first call is on its way"
-    assert ledger.start(MODEL) == 0.01, "the cheap model's calls are not held back by the judge's first"
-    ledger.end(JUDGE, judged, 0.3)
-    assert ledger.flush()
-    assert [ledger.start(JUDGE), ledger.start(JUDGE)] == [0.3, 0.3]
-    assert ledger.start(JUDGE) == WAIT, "0.31 paid + 0.64 held: no room for another 0.3 beside them"
-    assert ledger.start(MODEL) == 0.01, "... where a cheap call still fits"
     other = RedisLedger(_url(redis_url), 1.0)  # another shard's process
-    other.saw("openai/other", 0.5)
-    assert other.start("openai/other", wait=False) is None, "its cached price does not fit beside what is held"
-    assert ledger.start("openai/other", wait=False) is None, "... and is the model's price for every process"
-    now = ledger.status()
-    assert (now.largest, now.in_flight, now.refused) == (pytest.approx(0.5), 7, 2)
-    assert now.reserved == pytest.approx(0.01 * 5 + 0.3 * 2)
+    # (a settlement is sent by the ledger's thread)
+    now = each_model_reserves_its_own_costliest_call(ledger, other, settled=ledger.flush)
+    assert now.largest == pytest.approx(0.5)
     other.close()
     ledger.close()
 
