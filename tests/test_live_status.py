@@ -341,3 +341,30 @@ def test_a_sample_whose_judge_fails_keeps_the_other_sample_s_judge_call(pytester
     assert final_line(out).startswith(
         f"ifbench: 1/1 instances done, 0 agent runs going, 6 steps, {tokens:,} tokens, ${cost:.4f}, ")
     assert _summary_totals(out) == (tokens, f"${cost:.4f}")
+
+
+CHATTY_TEST = """
+import time
+
+
+def test_chatty():
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        print("CAPTURED-" * 4)
+        time.sleep(0.00005)
+"""
+
+
+def test_a_test_s_captured_output_stays_captured_while_the_line_is_redrawn(pytester, stub_env):
+    """The line is redrawn from a thread while a test runs with its output captured: the redraw reaches the
+    terminal without lifting the capture, which would let the test's prints through (and, racing pytest's
+    own suspending of the capture around a subtest's report, drop pytest's output into the capture)."""
+    stub_env.default = endless
+    write_suite(pytester.path, "suites/live.yaml", SUITE)
+    pytester.makepyfile(test_chatty=CHATTY_TEST)
+    result = pytester.runpytest_subprocess("suites", "test_chatty.py", *stub_args(stub_env),
+                                           "--ifbench-live-status=tty", "--ifbench-no-cache")
+    raw = result.stdout.str()
+    assert result.ret == 0, raw[-3000:]
+    assert "\x1b[" in raw  # the line was drawn while the test ran
+    assert "CAPTURED-" not in raw, repr(raw[raw.index("test_chatty"):][:600])

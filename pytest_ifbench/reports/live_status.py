@@ -25,6 +25,14 @@ Where it shows (``--ifbench-live-status``):
   ``--ifbench-live-status-every`` seconds (default 60; 0: none). Either way one plain final line.
 - ``tty`` / ``plain`` force either form; ``off`` shows nothing.
 
+The line is written from a thread, and most of a long run is spent inside a test whose output pytest
+captures (fd 1 then points at a temporary file). The thread writes to its own duplicate of the terminal's
+file descriptor, taken before the first item, and never touches the capture: lifting it from another
+thread let the test's prints through to the terminal for that moment, and raced pytest's own lifting of
+it around a subtest's report (which then put pytest's output, or the line's erasing, into the capture).
+The main thread flushes pytest's writer before the line is erased and after each writing hook, so the
+two writers' bytes reach the terminal in the order they were written.
+
 Under ``-n`` the steps happen in the workers. xdist has no public channel for a worker to tell the
 controller something in the middle of a test (its report channel carries test reports, which come only
 when an item ends -- and an agent run's steps happen long before, in the background generation loop),
@@ -227,6 +235,8 @@ class _View(_Items):
         self._thread: threading.Thread | None = None
         self._drawn = 0
         self._shown = ""
+        #: The line's own duplicate of the terminal's descriptor (:meth:`start`).
+        self._out: int | None = None
         self._began = time.monotonic()
         self._last_plain = self._began
         #: Whether an item has started (the line is shown from then on).
@@ -260,6 +270,12 @@ class _View(_Items):
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         return None if reporter is None else reporter._tw
 
+    def _emit(self, text: str) -> None:
+        """``text`` on the terminal through the line's own descriptor, whatever the capture is doing."""
+        data = text.encode(getattr(self._tw._file, "encoding", None) or "utf-8", "replace")
+        while data and self._out is not None:
+            data = data[os.write(self._out, data):]
+
     def _draw(self, line: str) -> None:
         """TTY: the line after whatever pytest left on the current line (cut to fit), cursor after it."""
         tw = self._tw
@@ -267,31 +283,27 @@ class _View(_Items):
         if self._drawn or room < 24:
             return
         text = ("  " + line)[:room]
-        tw._file.write(text)
-        tw._file.flush()
+        self._emit(text)
         self._drawn, self._shown = len(text), line
 
     def _erase(self) -> None:
         """TTY: back to where pytest left the cursor, the line's rest cleared."""
         if not self._drawn:
             return
-        tw = self._tw
-        tw._file.write(f"\x1b[{self._drawn}D\x1b[K")
-        tw._file.flush()
+        self._emit(f"\x1b[{self._drawn}D\x1b[K")
         self._drawn = 0
 
     def _plain(self, line: str) -> None:
         tw = self._tw
-        if tw.width_of_current_line:
-            tw.line()
-        tw.line(line)
+        self._emit(("\n" if tw.width_of_current_line else "") + line + "\n")
+        tw._current_line = ""  # pytest's writer goes on at the start of a line, as after its own tw.line()
 
-    @contextlib.contextmanager
-    def _screen(self) -> Iterator[None]:
-        """The real terminal, even while a test's output is captured (as live logging does it)."""
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            yield
+    def _flush_pytest(self) -> None:
+        """What pytest's writer holds, onto the terminal (main thread, in a writing hook: not captured)."""
+        tw = self._tw
+        if self._out is not None and tw is not None:
+            with contextlib.suppress(OSError, ValueError):
+                tw._file.flush()
 
     def _run(self) -> None:
         """Redraw (TTY) or print (plain) from a thread; the capture is touched only when a line is written."""
@@ -303,7 +315,7 @@ class _View(_Items):
             line = self.line()
             if line is None or (self._drawn and line == self._shown):  # unchanged: the capture is left alone
                 continue
-            with self._lock, self._screen():
+            with self._lock:
                 if self.mode == "tty":
                     self._erase()
                     self._draw(line)
@@ -315,13 +327,22 @@ class _View(_Items):
     def quiet(self) -> Iterator[None]:
         """No status on screen while pytest writes (held on the main thread around its writing hooks)."""
         with self._lock:
+            self._flush_pytest()
             self._erase()
-            yield
+            try:
+                yield
+            finally:
+                self._flush_pytest()
 
     def start(self) -> None:
+        """Called before the first item, with the capture lifted: fd 1 is the terminal (or the log) here."""
         self.mode = _mode(self.config) if self._tw is not None else "off"
         self._began = self._last_plain = time.monotonic()
         if self.mode == "off":
+            return
+        try:
+            self._out = os.dup(self._tw._file.fileno())
+        except (AttributeError, OSError, ValueError):  # no descriptor (an in-process pytester run): the final line only
             return
         self._thread = threading.Thread(target=self._run, name="ifbench-live-status", daemon=True)
         self._thread.start()
@@ -330,9 +351,12 @@ class _View(_Items):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)
-        if self._drawn:
-            with self._lock, self._screen():
-                self._erase()
+        with self._lock:
+            self._flush_pytest()
+            self._erase()
+            if self._out is not None:
+                os.close(self._out)
+                self._out = None
 
     # -- hooks ----------------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
