@@ -4,10 +4,15 @@
 on any machine, reads what any other shard paid for and adds what it pays for itself
 (:mod:`.tier`). Each process (an xdist worker too) opens the store at configure time,
 lists its keys while collection runs and waits for the listing before generation starts;
-queued writes are sent before the process ends. A store that cannot be reached, or whose reads or
-writes stop during the run (refused, or failing on), is one warning line at the end of the run saying
-what stopped (under xdist, a worker's comes to the controller with its counts and names the workers it
-happened on); the run goes on with the local cache.
+queued writes are sent before the process ends.
+
+A store that does not answer at start stops the run there, before anything is paid for: the URL or the
+credentials are wrong more often than the store is down, and every shard would otherwise pay for what
+the store holds, said only in a warning at its end. ``--ifbench-shared-cache-optional`` makes it a
+warning and the run goes on with the local cache. A store whose reads or writes stop during the run
+(refused, or failing on) is one warning line at the end of the run saying what stopped (under xdist, a
+worker's comes to the controller with its counts and names the workers it happened on); the run goes on
+with the local cache.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import pytest
 from .tier import StoreTier, warning
 
 TIER_KEY = pytest.StashKey[StoreTier]()
+#: How often the run asks a store that fails without refusing at start (0.5 s, then 1 s apart) before it stops.
+START_ATTEMPTS = 3
 _STATS_KEY = pytest.StashKey[dict[str, int]]()
 #: xdist workers whose tier stood aside, by (the problem's exception type, whether during the run, what stopped):
 #: the first worker's problem and every worker's id. (Two workers' texts differ by what each was asking: an S3
@@ -36,6 +43,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a shared response cache behind the local one, read and written by every shard: "
                          "s3://bucket/prefix (AWS_ENDPOINT_URL and credentials from the environment) or "
                          "redis://host:port/db")
+    group.addoption("--ifbench-shared-cache-optional", dest="ifbench_shared_cache_optional", action="store_true",
+                    help="when the shared cache does not answer at start, run on the local cache alone (a warning "
+                         "at the end) instead of stopping before anything is paid for")
 
 
 def _controller(config: pytest.Config) -> bool:
@@ -61,7 +71,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # Its problem is said in the terminal summary (a worker's goes to the controller with its counts).
     tier = StoreTier(store)
     config.stash[TIER_KEY] = tier
-    if not tier.ping() or _controller(config) or config.getoption("collectonly"):
+    worker = hasattr(config, "workerinput")  # the controller asked before it started the workers
+    if not tier.ping(attempts=1 if worker else START_ATTEMPTS):
+        if not (worker or config.getoption("ifbench_shared_cache_optional") or config.getoption("collectonly")):
+            raise pytest.UsageError(f"pytest-ifbench: the shared cache {store.display} does not answer "
+                                    f"({tier.problem}); nothing was paid for. Check its URL and credentials, or "
+                                    "give --ifbench-shared-cache-optional to run on the local cache alone")
+        return
+    if _controller(config) or config.getoption("collectonly"):
         return
     tier.start()
     state.cache.shared = tier

@@ -174,14 +174,19 @@ class StoreTier:
 
     # -- life cycle -------------------------------------------------------------------------
 
-    def ping(self) -> bool:
-        """Whether the store answers (on the calling thread); False after the one warning."""
-        try:
-            self.store.ping()
-            return True
-        except Exception as exc:  # noqa: BLE001 - any client error means: go on without it
-            self._fail(exc)
-            return False
+    def ping(self, attempts: int = 1) -> bool:
+        """Whether the store answers (on the calling thread), asked up to ``attempts`` times while it fails
+        without refusing (a store restarting); False after the one warning (:attr:`problem`)."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self.store.ping()
+                return True
+            except Exception as exc:  # noqa: BLE001 - any client error means: go on without it
+                if attempt == attempts or self._refused(exc):
+                    self._fail(exc)
+                    return False
+                time.sleep(REST_SECONDS * attempt)
+        return False
 
     def start(self) -> None:
         """List the store's keys on a background thread (:meth:`wait_ready` waits for it)."""

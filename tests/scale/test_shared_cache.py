@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import redis
 
 from pytest_ifbench.cli.main import main as ifbench
 from pytest_ifbench.scale.stores import open_store
@@ -63,7 +64,39 @@ def test_write_once_first_writer_wins(redis_url, s3_url):
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "n2"])
-def test_a_store_that_is_down_is_one_warning_and_the_run_goes_on(pytester, stub_server, xdist):
+def test_a_store_that_does_not_answer_at_start_stops_the_run_before_it_pays(pytester, stub_env, xdist):
+    """A wrong port (or host, or a store down): every shard would pay for what the store holds, said only in a
+    warning at its end. The run stops at start-up instead, asking the store three times first."""
+    _suite.write(pytester.path)
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, f"--ifbench-shared-cache={dead}", *xdist))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    said = result.stderr.str()
+    assert f"the shared cache {dead} does not answer (ConnectionError: " in said, said
+    assert "nothing was paid for" in said and "--ifbench-shared-cache-optional" in said
+    assert stub_env.calls == 0 and not (pytester.path / "ifbench-results.json").exists()
+
+
+@pytest.mark.parametrize("store", ["redis-password", "s3-bucket"])
+def test_a_store_refusing_the_run_at_start_stops_it_naming_the_store_not_its_password(pytester, stub_env, store,
+                                                                                       request):
+    _suite.write(pytester.path)
+    if store == "redis-password":
+        server = request.getfixturevalue("redis_server")
+        redis.Redis.from_url(server.url).config_set("requirepass", "right-one")
+        url = server.url.replace("redis://", "redis://:wrong-one@")
+    else:  # the bucket's name mistyped
+        url = request.getfixturevalue("s3_url").replace("ifbench-cache-", "ifbench-cahce-")
+    result = pytester.runpytest_subprocess("suites", *stub_args(stub_env, f"--ifbench-shared-cache={url}"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    said = result.stderr.str()
+    assert "does not answer" in said and "nothing was paid for" in said, said
+    assert "wrong-one" not in said + result.stdout.str()
+    assert stub_env.calls == 0
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_a_store_that_is_down_is_one_warning_and_the_run_goes_on_when_optional(pytester, stub_server, xdist):
     _suite.write(pytester.path)
     pytester.makeconftest('''
 import pathlib, pytest
@@ -76,7 +109,8 @@ def pytest_runtest_logreport(report):
 ''')
     dead = f"redis://127.0.0.1:{free_port()}/0"
     run = pytester.runpytest_subprocess if xdist else pytester.runpytest
-    result = run("suites", *stub_args(stub_server, f"--ifbench-shared-cache={dead}", *xdist))
+    result = run("suites", *stub_args(stub_server, f"--ifbench-shared-cache={dead}", "--ifbench-shared-cache-optional",
+                                      *xdist))
     assert result.ret == 1  # the suite's own failing instances; none errored
     warnings = [line for line in result.outlines if "shared cache" in line]
     assert len(warnings) == 1 and "unavailable" in warnings[0] and "local cache" in warnings[0]
