@@ -306,14 +306,14 @@ class _View(_Items):
                 tw._file.flush()
 
     def _run(self) -> None:
-        """Redraw (TTY) or print (plain) from a thread; the capture is touched only when a line is written."""
+        """Redraw (TTY) or print (plain) from a thread, only when the line changed."""
         while not self._stop.wait(0.5 if self.mode == "tty" else 1.0):
             if not self.items_started or self._tw is None:  # xdist's own lines come before the first item
                 continue
             if self.mode != "tty" and (self.every <= 0 or time.monotonic() - self._last_plain < self.every):
                 continue
             line = self.line()
-            if line is None or (self._drawn and line == self._shown):  # unchanged: the capture is left alone
+            if line is None or (self._drawn and line == self._shown):
                 continue
             with self._lock:
                 if self.mode == "tty":
