@@ -17,6 +17,13 @@ Two cases differ from Ctrl-C in a terminal, which reaches every process of the r
 - once the session is finishing (its results file, summary and reports being written), the work is done:
   SIGTERM then lets it finish (a line says so) instead of cutting the results file with a traceback and
   exit status 1; a second one kills.
+
+Either signal is also noted here, before the exception is raised. pytest marks the session interrupted
+only once it has taken the first ``KeyboardInterrupt`` and called ``pytest_keyboard_interrupt`` (which
+waits for the calls already sent); a second Ctrl-C before that, or during the wait, skips the marking,
+and the session finished as if the run had -- a results file of the instances that happened to finish
+written over an earlier complete one, the journal removed. The session is marked interrupted at its end
+whenever a stop was noted.
 """
 
 from __future__ import annotations
@@ -35,9 +42,12 @@ from ._owner import parent
 __all__ = ["Terminated", "install", "uninstall"]
 
 _INSTALLED = pytest.StashKey[bool]()
+_NOTING = pytest.StashKey[bool]()  # this run's SIGINT handler is ours
 #: Set while the session finishes (see the module docstring); whether this process is an xdist controller.
 _FINISHING = threading.Event()
 _CONTROLLER = threading.Event()
+#: A SIGINT or SIGTERM stopped the run (see the module docstring).
+_STOPPED = threading.Event()
 
 
 class Terminated(KeyboardInterrupt):
@@ -45,23 +55,30 @@ class Terminated(KeyboardInterrupt):
 
 
 def install(config: pytest.Config) -> None:
-    """Turn this process's SIGTERM into :class:`Terminated`, unless another handler is set (or this is not
-    the main thread, where Python takes signals)."""
+    """Turn this process's SIGTERM into :class:`Terminated` and note its SIGINT, unless another handler is set
+    for either (or this is not the main thread, where Python takes signals)."""
     if threading.current_thread() is not threading.main_thread():
         return
+    _STOPPED.clear()
+    _FINISHING.clear()
+    config.pluginmanager.register(_Finishing(), "ifbench-termination")
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted)
+        config.stash[_NOTING] = True
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
     signal.signal(signal.SIGTERM, _terminated)
     config.stash[_INSTALLED] = True
-    _FINISHING.clear()
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         _CONTROLLER.set()
     else:
         _CONTROLLER.clear()
-    config.pluginmanager.register(_Finishing(), "ifbench-termination")
 
 
 def uninstall(config: pytest.Config) -> None:
+    if config.stash.get(_NOTING, False) and signal.getsignal(signal.SIGINT) is _interrupted:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.stash[_NOTING] = False
     if config.stash.get(_INSTALLED, False) and signal.getsignal(signal.SIGTERM) is _terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     config.stash[_INSTALLED] = False
@@ -71,8 +88,16 @@ def uninstall(config: pytest.Config) -> None:
 
 class _Finishing:
     @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         _FINISHING.set()
+        if _STOPPED.is_set():  # however pytest took the signal(s): the run did not finish
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: noted, then Python's own ``KeyboardInterrupt``."""
+    _STOPPED.set()
+    signal.default_int_handler(signum, frame)
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
@@ -81,6 +106,7 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
         sys.stderr.write("pytest-ifbench: SIGTERM while the run writes its results and summary: it ends once they "
                          "are written (a second SIGTERM kills it)\n")
         return
+    _STOPPED.set()
     if _CONTROLLER.is_set():
         _interrupt_children()
     raise Terminated("the run got SIGTERM (stopped as by Ctrl-C; a second SIGTERM kills it)")

@@ -219,6 +219,24 @@ def _signal_once_journaled(tmp_path, stub_env, env, signum: int, stdout=subproce
     return proc
 
 
+@pytest.mark.parametrize("gap", [0.0, 0.02, 0.1])
+def test_ctrl_c_twice_in_quick_succession_keeps_the_journal_and_the_earlier_file(tmp_path, stub_env, gap):
+    """The second Ctrl-C came while pytest was still taking the first (before it had marked the session
+    interrupted): the session then finished as if the run had, wrote a results file of the instances that
+    happened to finish over an earlier complete one, and removed the journal (4 times in 4 in the audit)."""
+    earlier = tmp_path / "ifbench-results.json"
+    earlier.write_text('{"an": "earlier complete run"}')
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    proc = _signal_once_journaled(tmp_path, stub_env, env, signal.SIGINT, stdout=subprocess.PIPE)
+    time.sleep(gap)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode in (2, -signal.SIGINT), output[-3000:]
+    assert earlier.read_text() == '{"an": "earlier complete run"}', output[-3000:]
+    done = read_results_text(journal_path(earlier).read_text(encoding="utf-8"))["instances"]
+    assert 3 <= len(done) < 40
+
+
 def test_a_killed_run_leaves_its_finished_records_in_the_journal(tmp_path, stub_env):
     """SIGKILL in the middle of a run: the journal holds every instance reported so far, and
     ``ifbench merge`` turns it into a results file."""
