@@ -169,7 +169,8 @@ def test_turn_checks_get_turn_prefixed_ids(tmp_path, registry):
 
 
 def test_turn_prefixed_id_collides_with_instance_check(registry):
-    raw = data(checks=[dict(CASE, id="turn1.x")], turns=[{"user": "u", "checks": [dict(CASE, id="x")]}])
+    raw = data(protocol="multi_turn", checks=[dict(CASE, id="turn1.x")],
+               turns=[{"user": "u", "checks": [dict(CASE, id="x")]}])
     err = parse_error(registry, raw)
     assert str(err) == "s.yaml: instance 'abc': checks: duplicate check id 'turn1.x'"
 
@@ -239,7 +240,7 @@ def test_param_choice_and_range_errors(registry):
 
 
 def test_turn_check_error_names_turn(registry):
-    raw = data(turns=[{"user": "u", "checks": [dict(CASE)]},
+    raw = data(protocol="multi_turn", turns=[{"user": "u", "checks": [dict(CASE)]},
                       {"user": "v", "checks": [{"id": "w", "verifier": "tmp.wrap", "params": {"line_length": "x"}}]}])
     err = parse_error(registry, raw)
     assert str(err) == "s.yaml: instance 'abc': turns[1].checks[0].params.line_length: expected int, got 'x'"
@@ -381,13 +382,14 @@ def test_duplicate_check_ids(registry):
 
 
 def test_same_check_id_in_different_turns_is_fine(registry):
-    raw = data(turns=[{"user": "u", "checks": [dict(CASE)]}, {"user": "v", "checks": [dict(CASE)]}])
+    raw = data(protocol="multi_turn",
+               turns=[{"user": "u", "checks": [dict(CASE)]}, {"user": "v", "checks": [dict(CASE)]}])
     inst = parse_suite(Path("s.yaml"), raw, registry).instances[0]
     assert [c.id for c in inst.all_checks()] == ["upper", "turn1.upper", "turn2.upper"]
 
 
 def test_duplicate_check_ids_within_a_turn(registry):
-    raw = data(turns=[{"user": "u", "checks": [dict(CASE), dict(CASE)]}])
+    raw = data(protocol="multi_turn", turns=[{"user": "u", "checks": [dict(CASE), dict(CASE)]}])
     err = parse_error(registry, raw)
     assert str(err) == "s.yaml: instance 'abc': checks: duplicate check id 'turn1.upper'"
 
@@ -795,3 +797,15 @@ def test_one_malformed_instance_is_reported_alone(registry):
     raw = data()
     raw["instances"].append({"id": "b", "prompt": 3})
     assert str(parse_error(registry, raw)) == "s.yaml: instance 'b': prompt: expected str, got 3"
+
+
+def test_turns_on_a_single_turn_instance_are_refused_not_dropped(registry):
+    """One request: turn 2 was never sent and its checks never run (a recorded reply for turn 1 passed alone)."""
+    turns = [{"user": "Hi.", "checks": [dict(CASE)]}, {"user": "Again.", "checks": [dict(CASE, id="c2")]}]
+    raw = data(turns=turns, checks=[])
+    del raw["instances"][0]["prompt"]
+    err = parse_error(registry, raw)
+    assert str(err) == ("s.yaml: instance 'abc': turns: scripted turns need protocol: multi_turn (or agent); this "
+                        "instance's protocol is single_turn, one request")
+    raw["instances"][0]["protocol"] = "multi_turn"
+    assert len(parse_suite(Path("s.yaml"), raw, registry).instances[0].turns) == 2

@@ -318,6 +318,9 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
         r.expect(response, str, "response")
     if prompt is None and not messages and not turns:
         raise r.fail("prompt", "an instance needs a prompt, messages or turns")
+    if turns and protocol == "single_turn":  # one request: the turns would be neither sent nor checked
+        raise r.fail("turns", "scripted turns need protocol: multi_turn (or agent); this instance's protocol is "
+                              "single_turn, one request")
     all_ids = [c.id for c in checks] + [c.id for t in turns for c in t.checks]
     duplicates = sorted(i for i, n in Counter(all_ids).items() if n > 1)
     if duplicates:
