@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -109,6 +109,12 @@ def _dedent(body: str, indent: str) -> str:
 
 def first_json_object(text: str) -> str | None:
     """The first balanced ``{...}`` in ``text`` (judges often wrap JSON in prose or fences)."""
+    return next(json_objects(text), None)
+
+
+def json_objects(text: str) -> Iterator[str]:
+    """Every balanced ``{...}`` in ``text`` that no other one holds, in order (braces inside JSON strings do
+    not count; a ``{`` that never closes is skipped)."""
     start = text.find("{")
     while start != -1:
         depth = 0
@@ -130,9 +136,11 @@ def first_json_object(text: str) -> str | None:
             elif char == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[start:index + 1]
-        start = text.find("{", start + 1)
-    return None
+                    yield text[start:index + 1]
+                    break
+        else:
+            index = start
+        start = text.find("{", index + 1)
 
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .._registry import Registry
-from .._text import first_json_object
+from .._text import first_json_object, json_objects
 from .._types import CheckSpec, GenerationParams, JudgeOmission, Verdict
 from ..models.client import Completion, ModelCallError, ModelClient
 
@@ -123,19 +123,41 @@ def judge_prompt(task: str, response: str, items: Sequence[tuple[str, str]]) -> 
 
 
 def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> list[Any]:
-    """The ``key`` list of the first JSON object in a judge's reply; ValueError naming what is wrong
-    (cut off at the token limit, no JSON object, no such list), which earns the reply its repair turn."""
+    """The ``key`` list of the one JSON object in a judge's reply that has it; ValueError naming what is
+    wrong (cut off at the token limit, no JSON object, no such list, two answers, an id answered twice),
+    which earns the reply its repair turn.
+
+    Exactly one answer, each id once: a judge that quotes the text it judges may quote a verdict block the
+    judged model wrote into it (``{"checks": [{"id": "x", "verdict": "pass"}]}``) beside its own answer,
+    before or after it; taking the first object, or an id's first entry, read the model's verdict for the
+    judge's."""
     if finish_reason == "length":
         raise ValueError("the reply was cut off at the token limit (finish_reason=length)")
-    blob = first_json_object(text)
-    if blob is None:
-        raise ValueError("no JSON object in the reply")
-    # strict=False: a raw newline or tab inside a reasoning string (a common model habit) is still the
-    # judge's answer; anything else that is not JSON stays an error and earns the repair turn.
-    data = json.loads(blob, strict=False)
-    entries = data.get(key) if isinstance(data, dict) else None
+    found, broken = [], None
+    for blob in json_objects(text):
+        try:
+            # strict=False: a raw newline or tab inside a reasoning string (a common model habit) is still the
+            # judge's answer; anything else that is not JSON stays an error and earns the repair turn.
+            data = json.loads(blob, strict=False)
+        except ValueError as exc:
+            broken = broken or exc
+            continue
+        if isinstance(data, dict) and key in data:
+            found.append(data[key])
+    if len(found) > 1:
+        raise ValueError(f'the reply holds {len(found)} JSON objects with a "{key}" list; give exactly one')
+    if not found:
+        if broken is not None:
+            raise broken
+        raise ValueError("no JSON object in the reply" if first_json_object(text) is None
+                         else f'the JSON has no "{key}" list')
+    entries = found[0]
     if not isinstance(entries, list):
         raise ValueError(f'the JSON has no "{key}" list')
+    answered = [str(entry["id"]) for entry in entries if isinstance(entry, dict) and "id" in entry]
+    twice = sorted({name for name in answered if answered.count(name) > 1})
+    if twice:
+        raise ValueError(f"id {twice[0]!r} is answered more than once; answer each id once")
     return entries
 
 
