@@ -94,6 +94,7 @@ def test_a_check_the_judge_left_out_of_its_answer_is_an_error_not_a_failure(pyte
         {"id": "short", "verifier": "ifbench.judge", "params": {"criterion": "is short"}}]}
     write_suite(pytester.path, "suites/j.yaml", demo_suite(instance))
     stub_env.add_rule("REQUIREMENTS", verdicts({"polite": "pass"}))
+    stub_env.add_rule("it leaves out 'short'", verdicts({"polite": "pass"}))  # asked again: still left out
     result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
     result.stdout.fnmatch_lines(["*error: judge openai/stub left this check out of its answer*"])
     record = results_of(pytester)["j"]
@@ -101,7 +102,7 @@ def test_a_check_the_judge_left_out_of_its_answer_is_an_error_not_a_failure(pyte
     checks = {c["check"]: c for c in record["checks"]}
     assert checks["polite"]["passed"] is True
     assert checks["short"]["error"] == "judge openai/stub left this check out of its answer", checks["short"]
-    assert len(record["judge_calls"]) == 1 and stub_env.calls == 2
+    assert len(record["judge_calls"]) == 2 and stub_env.calls == 3, "asked for it once more, both paid calls kept"
     row = dict(zip(COLUMNS, core_tables("demo", [record])[0].rows[0]))
     assert row["errors"] == 1 and row["ISR"] == "-", row
 
@@ -131,7 +132,8 @@ def test_a_dialogue_failing_at_turn_two_lists_turn_one_s_judge_call(pytester, st
                                            "params": {"criterion": "The reply is polite."}}]},
         {"user": "second turn", "checks": [{"id": "t2", "verifier": "ifbench.word_count", "params": {"min": 1}}]}]}
     write_suite(pytester.path, "suites/d.yaml", demo_suite(instance))
-    stub_env.add_rule("REQUIREMENTS", Reply(content='{"checks": [{"id": "t1", "reasoning": "ok", "result": "yes"}]}'))
+    stub_env.add_rule("REQUIREMENTS", Reply(content='{"checks": [{"id": "turn1.t1", "reasoning": "ok", '
+                                                    '"verdict": "pass"}]}'))
     stub_env.inject_faults(Fault(kind="status", status=400, message="refused"), match="second turn")
     result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
     result.assert_outcomes(errors=1)

@@ -16,6 +16,7 @@ judges; the mean and the spread are recorded.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import statistics
@@ -162,8 +163,9 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
 
 
 def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | None = None,
-                   conditional: Collection[str] = ()) -> dict[str, tuple[bool | None, str]]:
-    """Parse the judge's JSON; raise ValueError with a reason when it is malformed.
+                   conditional: Collection[str] = (), *, complete: bool = False) -> dict[str, tuple[bool | None, str]]:
+    """Parse the judge's JSON; raise ValueError with a reason when it is malformed (``complete``: or when it
+    leaves out a requirement).
 
     ``scored`` maps the ids of scored requirements to their pass threshold: those
     pass when their integer ``score`` exceeds it (the reasoning is prefixed with it).
@@ -190,6 +192,9 @@ def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | 
             allowed = "pass/fail/not_applicable" if entry["id"] in conditional else "pass/fail"
             raise ValueError(f"check {entry.get('id')!r} has verdict {str(entry.get('verdict'))[:40]!r}, not {allowed}")
         out.setdefault(entry["id"], (verdict == "pass", str(entry.get("reasoning", ""))))
+    missing = [check_id for check_id in ids if check_id not in out]
+    if complete and missing:
+        raise ValueError(f"it leaves out {', '.join(map(repr, missing))}; answer every requirement id")
     return out
 
 
@@ -217,9 +222,13 @@ async def call_judge(client: ModelClient, messages: list[dict[str, Any]], params
 
 async def ask_with_repair(call: Callable[[list[dict[str, Any]]], Awaitable[Completion]],
                           messages: list[dict[str, Any]], parse: Callable[[Completion], Parsed], *, model: str,
-                          hint: str = "") -> tuple[Parsed, list[Completion]]:
+                          hint: str = "", repaired_parse: Callable[[Completion], Parsed] | None = None,
+                          ) -> tuple[Parsed, list[Completion]]:
     """``parse`` (raising ValueError when the reply is malformed) of one judge answer; a malformed reply gets
-    ONE repair turn naming what was wrong, then :class:`JudgeError`. Returns every completion made."""
+    ONE repair turn naming what was wrong, then :class:`JudgeError`. Returns every completion made.
+
+    ``repaired_parse`` reads the repaired reply when it may be less than the first had to be: a first answer
+    that left a check out is asked again, and a repaired one that still does makes that check an error."""
     reply = await call(messages)
     try:
         return parse(reply), [reply]
@@ -233,7 +242,7 @@ async def ask_with_repair(call: Callable[[list[dict[str, Any]]], Awaitable[Compl
         exc.completions = [reply]
         raise
     try:
-        return parse(repaired), [reply, repaired]
+        return (repaired_parse or parse)(repaired), [reply, repaired]
     except (ValueError, json.JSONDecodeError) as exc:
         error = JudgeError(f"judge {model!r} returned malformed JSON twice ({exc}); reply: {repaired.text[:300]!r}")
         error.completions = [reply, repaired]
@@ -254,7 +263,8 @@ async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Map
         return await call_judge(client, sent, JUDGE_PARAMS, fmt, material="the reply and its checklist")
 
     return await ask_with_repair(
-        call, messages, lambda c: parse_verdicts(c.text, ids, scored, conditional), model=client.model)
+        call, messages, lambda c: parse_verdicts(c.text, ids, scored, conditional, complete=True),
+        model=client.model, repaired_parse=lambda c: parse_verdicts(c.text, ids, scored, conditional))
 
 
 async def judge_checks(
@@ -296,14 +306,29 @@ async def judge_checks(
             raise_failed(answers)
     per_judge = [verdicts for verdicts, _ in answers]
     completions = [c for _, done in answers for c in done]
-    return {check_id: _panel_verdict(check_id, judges, per_judge) for check_id in ids}, completions
+    return {check_id: _panel_verdict(check_id, judges, per_judge, check_id in conditional) for check_id in ids}, \
+        completions
+
+
+def _decision(answers: Sequence[bool | None]) -> tuple[bool, bool]:
+    """(passed, applicable) of a panel's answers: not applicable when most say so, else the strict majority of
+    those that found it applicable."""
+    votes = [answer for answer in answers if answer is not None]
+    if len(votes) * 2 < len(answers):
+        return False, False
+    return sum(votes) * 2 > len(votes), True
 
 
 def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
-                   per_judge: Sequence[Mapping[str, tuple[bool | None, str]]]) -> Verdict | JudgeOmission:
+                   per_judge: Sequence[Mapping[str, tuple[bool | None, str]]], conditional: bool = False,
+                   ) -> Verdict | JudgeOmission:
     """The strict majority of the panel; not applicable when most judges say so (the others' votes then
-    do not count either), else the mean over the judges that found it applicable. A judge that left the
-    check out of its answer makes it an error: counting the omission as a failure scored a zero nobody gave."""
+    do not count either), else the mean over the judges that found it applicable.
+
+    A judge that left the check out of its answer (after its repair turn) makes it an error -- counting the
+    omission as a failure scored a zero nobody gave -- unless the judges that answered decide it whatever the
+    others would have said (two of three said fail): a reply that talks one judge of a panel into leaving a
+    check out then gains nothing."""
     details, omitted = [], []
     for client, verdicts in zip(judges, per_judge):
         if check_id not in verdicts:
@@ -312,17 +337,25 @@ def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
         passed, reasoning = verdicts[check_id]
         details.append({"judge": client.model, "passed": passed, "reasoning": reasoning})
     word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
+    answered = [d["passed"] for d in details]
     if omitted:
-        others = "; ".join(f"{d['judge']}: {word[d['passed']]}" for d in details)
-        return JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"
-                                    + (f" (the others said {others})" if others else ""))
-    evidence = "\n".join(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details)
-    votes = [1.0 if d["passed"] else 0.0 for d in details if d["passed"] is not None]
-    if len(votes) * 2 < len(details):
-        return Verdict(passed=False, applicable=False, evidence=evidence, details={"judges": details})
-    mean = statistics.fmean(votes)
+        possible = (True, False, None) if conditional else (True, False)
+        outcomes = {_decision([*answered, *rest]) for rest in itertools.product(possible, repeat=len(omitted))}
+        if len(outcomes) > 1:
+            others = "; ".join(f"{d['judge']}: {word[d['passed']]}" for d in details)
+            return JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"
+                                        + (f" (the others said {others})" if others else ""))
+    evidence = "\n".join([*(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details),
+                          *(f"[{name}] left this check out; the others decide it" for name in omitted)])
+    passed, applicable = _decision([*answered, *([False] * len(omitted))])  # decided: any answer gives the same
+    extra = {"omitted": omitted} if omitted else {}
+    if not applicable:
+        return Verdict(passed=False, applicable=False, evidence=evidence, details={"judges": details, **extra})
+    votes = [1.0 if answer else 0.0 for answer in answered if answer is not None]
+    mean = statistics.fmean(votes) if votes else 0.0
     spread = statistics.pstdev(votes) if len(votes) > 1 else 0.0
-    return Verdict(passed=mean > 0.5, evidence=evidence, details={"judges": details, "mean": mean, "spread": spread})
+    return Verdict(passed=passed, evidence=evidence, details={"judges": details, "mean": mean, "spread": spread,
+                                                              **extra})
 
 
 def judged_subset(registry: Registry, checks: Sequence[CheckSpec]) -> list[CheckSpec]:
