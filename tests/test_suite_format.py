@@ -809,3 +809,16 @@ def test_turns_on_a_single_turn_instance_are_refused_not_dropped(registry):
                         "instance's protocol is single_turn, one request")
     raw["instances"][0]["protocol"] = "multi_turn"
     assert len(parse_suite(Path("s.yaml"), raw, registry).instances[0].turns) == 2
+
+
+def test_protocol_options_merge_key_by_key_with_the_defaults(registry):
+    """An agent instance naming only its tools lost the suite's max_steps, command_timeout and max_seconds
+    (the shipped agent smoke suite's read-notes ran under the 30-step, 600 s defaults)."""
+    raw = data(protocol="multi_turn", protocol_options={"subtests": "turn"},
+               turns=[{"user": "u", "checks": [dict(CASE)]}], checks=[])
+    raw["defaults"] = {"protocol_options": {"patience": 2, "subtests": "check"}}
+    del raw["instances"][0]["prompt"]
+    (instance,) = parse_suite(Path("s.yaml"), raw, registry).instances
+    assert instance.protocol_options == {"patience": 2, "subtests": "turn"}
+    raw["defaults"] = {"protocol_options": ["patience"]}
+    assert str(parse_error(registry, raw)).endswith("defaults.protocol_options: expected mapping, got list")

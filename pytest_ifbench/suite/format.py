@@ -336,7 +336,9 @@ def _instance(r: _Reader, raw: Mapping[str, Any], defaults: Mapping[str, Any], b
     system = merged.get("system")
     if system is not None:
         r.expect(system, str, "system")
-    options = r.expect(merged.get("protocol_options", {}), dict, "protocol_options")
+    # merged key by key, as generation is: an instance naming one option keeps the suite's others
+    options = {**r.expect(defaults.get("protocol_options", {}), dict, "defaults.protocol_options"),
+               **r.expect(raw.get("protocol_options", {}), dict, "protocol_options")}
     if options.get("subtests", "check") not in ("check", "turn"):
         raise r.fail("protocol_options.subtests", f"expected check or turn, got {short_repr(options['subtests'])}")
     if "patience" in options and (type(options["patience"]) is not int or not 1 <= options["patience"] <= MAX_PATIENCE):
