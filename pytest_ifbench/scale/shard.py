@@ -19,7 +19,9 @@ selection's assignment), which ``ifbench merge`` uses to refuse another run's fi
 to name a missing shard and the instances it would have run. The run's id is
 ``--ifbench-run-id``, ``IFBENCH_RUN_ID``, or an engine's id that is the same in every
 shard of one run (:data:`ENGINE_RUN_IDS`). A shard that drew no instance still writes
-its (empty) results file, so the merge knows it ran; one that drew instances and
+its (empty) results file, so the merge knows it ran, and when the selection had instances
+(the split, not ``-k``/``-m`` or an empty directory, left it none) it exits 0 where pytest
+would exit 5 (no tests ran); one that drew instances and
 recorded none (interrupted before the first finished) writes none, leaving an earlier
 attempt's file alone; under ``--collect-only`` it writes none, as an unsharded run does.
 """
@@ -190,6 +192,11 @@ def pytest_sessionfinish(session: pytest.Session):
             and drew_no_instance(meta)):
         path = Path(target)
         write_empty_results(path if path.is_absolute() else Path(config.invocation_params.dir) / path, meta, config)
+    # A shard the split left empty ran and had nothing to do: exit 0, not pytest's 5, which a CI job takes for a
+    # failure. After the other sessionfinish hooks: one (syrupy's) sets the status again from the one it was given.
+    if workeroutput is None and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED \
+            and split_left_it_empty(meta):
+        session.exitstatus = pytest.ExitCode.OK
     return result
 
 
@@ -224,6 +231,13 @@ def pytest_ifbench_results_meta(config: pytest.Config) -> dict[str, Any] | None:
 def drew_no_instance(meta: Mapping[str, Any]) -> bool:
     """Whether the split (the entry's ``assignment``) gave this shard no instance of the selection."""
     return meta["index"] not in set((meta.get("assignment") or {}).values())
+
+
+def split_left_it_empty(meta: Mapping[str, Any] | None) -> bool:
+    """Whether the selection had instances and the split gave this shard none of them. A selection with no
+    instance at all (a ``-k`` or ``-m`` that matches none, an empty suite directory) is not the split's doing:
+    that run keeps pytest's exit status 5."""
+    return meta is not None and bool(meta.get("assignment")) and drew_no_instance(meta)
 
 
 def write_empty_results(path: Path, meta: Mapping[str, Any], config: pytest.Config) -> None:

@@ -97,12 +97,23 @@ def test_bad_shard_is_a_usage_error(pytester, stub_server, monkeypatch):
                                  "--ifbench-shard=1/1 to run every instance*"])
 
 
-def test_an_empty_shard_still_writes_its_results_file(pytester, stub_server):
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "n2"])
+def test_an_empty_shard_still_writes_its_results_file_and_succeeds(pytester, stub_server, xdist):
+    """A shard the split gave no instance ran and had nothing to do: it exited 5 (no tests ran), which the
+    CI examples (``|| [ $? -eq 1 ]``) took for a failed job. It exits 0; a selection with no instance at all
+    (``-k`` matching none, an empty directory) is not the split's doing and keeps pytest's 5."""
     (pytester.path / "suites").mkdir()
     (pytester.path / "suites" / "one.yaml").write_text(_suite.suite_text(1).split("  - id: dialogue")[0])
-    _run(pytester, stub_server, "--ifbench-shard=2/2", "--ifbench-results=empty.json")
+    result = _run(pytester, stub_server, "--ifbench-shard=2/2", "--ifbench-results=empty.json", *xdist)
+    assert result.ret == pytest.ExitCode.OK
     data = json.loads((pytester.path / "empty.json").read_text())
     assert data["instances"] == [] and data["shard"]["assignment"] == {"suites/one.yaml::q0": 1}
+    result = _run(pytester, stub_server, "--ifbench-shard=1/2", "-k", "no_such_instance", *xdist)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    (pytester.path / "nothing").mkdir()
+    result = pytester.runpytest("nothing", *stub_args(stub_server), "--ifbench-shard=1/2", *xdist)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert stub_server.calls == 0
 
 
 def test_a_shard_writes_its_entry_with_the_results_file_and_never_reads_it_back(pytester, stub_server,
