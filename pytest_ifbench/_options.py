@@ -48,17 +48,29 @@ def add_options(parser: pytest.Parser) -> None:
                      help="the sandbox backend agent commands run on: bubblewrap (default), docker, or one a "
                           "plugin adds (pytest_ifbench_sandbox_backend); never a fallback to another")
     from .agents.clis import BUILTIN_CLIS
+    from .agents.options import AUTO_RUNNER, BUILT_IN_RUNNER, AgentOptions
 
     shipped = ", ".join(cli.name for cli in BUILTIN_CLIS)
     agents.addoption("--ifbench-agent-runner", dest="ifbench_agent_runner", default=None, metavar="NAME",
-                     help="run agent instances with this runner: loop (the built-in tool loop) or a real agent "
-                          f"CLI ({shipped}, or a plugin's; see `ifbench agents status`)")
+                     help=f"run agent instances with this runner: {AUTO_RUNNER} (each instance's scaffold CLI where "
+                          f"installed, else the built-in loop with that scaffold's tool profile), {BUILT_IN_RUNNER} "
+                          f"(the built-in tool loop) or a real agent CLI ({shipped}, or a plugin's; see `ifbench "
+                          f"agents status`); default: the instance's protocol_options.runner, else {BUILT_IN_RUNNER}")
     agents.addoption("--ifbench-agent-tools", dest="ifbench_agent_tools", default=None, metavar="PROFILE",
                      help="tool profile of the built-in loop (generic, claude_code, kilo, droid, ...)")
-    for name, kind, unit in (("max-steps", int, "N"), ("max-tokens", int, "N"), ("max-seconds", float, "SECONDS"),
-                             ("max-cost", float, "USD"), ("command-timeout", float, "SECONDS")):
-        agents.addoption(f"--ifbench-agent-{name}", dest=f"ifbench_agent_{name.replace('-', '_')}", type=kind,
-                         default=None, metavar=unit, help=f"agent runs stop at this {name.split('-', 1)[-1]}")
+    defaults = AgentOptions()
+    for name, kind, unit, what in (
+            ("max-steps", int, "N", "stop each agent run after N model calls (steps)"),
+            ("max-tokens", int, "N", "stop each agent run once it has used N completion tokens in all"),
+            ("max-seconds", float, "SECONDS", "stop each agent run after SECONDS of wall-clock time (model calls "
+                                              "and tools)"),
+            ("max-cost", float, "USD", "stop each agent run once its model calls cost USD, where the provider "
+                                       "reports cost; 0 for no limit"),
+            ("command-timeout", float, "SECONDS", "stop one tool command of an agent run after SECONDS")):
+        option = name.replace("-", "_")
+        agents.addoption(f"--ifbench-agent-{name}", dest=f"ifbench_agent_{option}", type=kind, default=None,
+                         metavar=unit, help=f"{what}; default: the instance's protocol_options.{option}, else "
+                                            f"{getattr(defaults, option):g}")
     agents.addoption("--ifbench-agent-concurrency", dest="ifbench_agent_concurrency", type=int, default=2,
                      metavar="N", help="agent runs in flight at once per process (default: 2)")
     agents.addoption("--ifbench-keep-workspaces", dest="ifbench_keep_workspaces", action="store_true",

@@ -150,7 +150,7 @@ def episode_record(
               "passed" if all(c["passed"] for c in scored) else "failed")
     return plain(_base(nodeid, instance, model, judges) | {
         "status": status,
-        "error": None, "ended": episode.ended,
+        "error": None, "error_kind": None, "ended": episode.ended,
         "turns": [
             {"index": t.index, "messages": t.messages, "response": t.completion.to_json()}
             for t in episode.turns
