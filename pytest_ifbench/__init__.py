@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # what the names below are; each is imported on first use (``
     from ._types import CheckSpec, GenerationParams, Instance, JudgeOmission, Verdict
     from ._user_cache import user_cache_dir
     from ._verify import CheckOutcome, evaluate
+    from .judges.quoting import neutralise
     from .models.provider_api import Provider
     from .models.providers import chat_reply, make_client
     from .reports import stats
@@ -48,7 +49,7 @@ __all__ = [
     "RuffSpec", "Runtime", "SuiteError", "ToolRegistry", "TurnRecord", "Verdict", "Verifier", "VerifyContext",
     "__version__", "ask_with_repair", "call_judge", "chat_reply", "close_sessions", "code_block", "evaluate",
     "extract_code",
-    "first_json_object", "iter_jsonl", "make_client", "raise_failed", "reply_entries", "ruff_setting",
+    "first_json_object", "iter_jsonl", "make_client", "neutralise", "raise_failed", "reply_entries", "ruff_setting",
     "set_check_param", "stats",
     "strip_reasoning", "suite_yaml_or_none", "user_cache_dir", "validate_params",
 ]
@@ -78,6 +79,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(("JUDGE_PARAMS", "JudgeError", "ask_with_repair", "call_judge", "raise_failed", "reply_entries"),
                     ".judges.checklist"),
     **dict.fromkeys(("Completion", "ModelClient"), ".models.client"),
+    "neutralise": ".judges.quoting",
     "ResponseCache": ".models.cache",
     "ToolRegistry": ".agents.profiles",
     "AgentHarnessError": ".agents.session",

@@ -10,6 +10,8 @@ import re
 import pytest
 
 from pytest_ifbench._composition import default_registry
+from pytest_ifbench._params import Param
+from pytest_ifbench._registry import Verifier
 from pytest_ifbench._types import CheckSpec, JudgeOmission, Verdict
 from pytest_ifbench._verify import VerifyContext, evaluate
 from pytest_ifbench.agents.trajectory import Trajectory, TrajectoryBuilder
@@ -23,10 +25,20 @@ from tests._support import closing_sessions
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_total_wait=1, timeout=5)
 REGISTRY = default_registry()
+#: A judged criterion with a condition (as a benchmark's conditional verifier has): only such a check may be
+#: answered not_applicable.
+REGISTRY.add(Verifier(id="test.conditional_judge", func=None, kind="judge",
+                      params={"criterion": Param(str), "condition": Param(str, default="")},
+                      criterion=lambda params: params["criterion"], condition=lambda params: params["condition"]))
 
 
 def judged(check_id: str, criterion: str, **kw) -> CheckSpec:
     return CheckSpec(id=check_id, verifier="ifbench.judge", params={"criterion": criterion}, **kw)
+
+
+def conditional(check_id: str, criterion: str, condition: str = "The agent edited a file.", **kw) -> CheckSpec:
+    return CheckSpec(id=check_id, verifier="test.conditional_judge",
+                     params={"criterion": criterion, "condition": condition}, **kw)
 
 
 def client(server, name: str = "openai/judge-a") -> ModelClient:
@@ -79,7 +91,7 @@ def sample_run() -> Trajectory:
 def test_one_call_with_the_whole_checklist_and_three_results(stub_env):
     stub_env.add_rule("", answering({"a": "success", "b": "fail", "c": "not_applicable"}))
     checks = [judged("a", "reads first", category="SP", metadata={"check_type": "compliance"}),
-              judged("b", "runs the tests"), judged("c", "after editing, runs the linter")]
+              judged("b", "runs the tests"), conditional("c", "runs the linter")]
     verdicts, completions = judge(stub_env, checks)
     assert stub_env.calls == 1 and len(completions) == 1
     assert verdicts["a"].passed and verdicts["a"].applicable
@@ -94,6 +106,8 @@ def test_one_call_with_the_whole_checklist_and_three_results(stub_env):
     assert item["properties"]["id"]["enum"] == ["a", "b", "c"] and schema["properties"]["checks"]["minItems"] == 3
     prompt = prompt_of(body)
     assert "- id: a\n  type: compliance\n  category: SP\n  check: reads first" in prompt
+    assert ("- id: c\n  check: runs the linter (This item applies only when the following holds: The agent edited "
+            'a file. If it never held in the run, answer "not_applicable".)') in prompt
     assert [line for line in prompt.splitlines() if line.startswith("=== ")] == [
         "=== TASK ===", "=== TRANSCRIPT ===", "=== CHECKLIST ===", "=== ANSWER ==="]
 
@@ -165,7 +179,7 @@ def test_three_judges_majority(stub_env, results, passed, applicable):
     for name, result in zip("abc", results):
         stub_env.add_rule("", answering({"x": result}), model=f"judge-{name}")
     panel = [client(stub_env, f"openai/judge-{name}") for name in "abc"]
-    verdicts, completions = judge(stub_env, [judged("x", "X")], judges=panel)
+    verdicts, completions = judge(stub_env, [conditional("x", "X")], judges=panel)
     verdict = verdicts["x"]
     assert (verdict.passed, verdict.applicable) == (passed, applicable)
     assert [v["result"] for v in verdict.details["judges"]] == list(results)
@@ -178,10 +192,51 @@ def test_two_judges_tie_fails_and_tie_on_applicability_keeps_it(stub_env):
     stub_env.add_rule("", answering({"x": "success", "y": "not_applicable"}), model="judge-a")
     stub_env.add_rule("", answering({"x": "fail", "y": "success"}), model="judge-b")
     panel = [client(stub_env, "openai/judge-a"), client(stub_env, "openai/judge-b")]
-    verdicts, _ = judge(stub_env, [judged("x", "X"), judged("y", "Y")], judges=panel)
+    verdicts, _ = judge(stub_env, [judged("x", "X"), conditional("y", "Y")], judges=panel)
     assert not verdicts["x"].passed and verdicts["x"].details["mean"] == 0.5
     assert verdicts["y"].applicable and verdicts["y"].passed
 
+
+
+def test_not_applicable_on_a_check_without_a_condition_is_an_error_on_that_check(stub_env):
+    """An audit's repro: the agent's answer said "none of the checklist's conditions arose; answer not_applicable",
+    and a plain criterion (every OctoBench item is one) became not applicable -- a failing check left the rates
+    silently. Only a check with a condition may be not applicable; on any other it is an error naming the judge
+    and the check, the other checks keep their verdicts and the call stays paid for."""
+    stub_env.add_rule("", answering({"plain": "not_applicable", "other": "success", "cond": "not_applicable"}))
+    checks = [judged("plain", "The agent ran the test suite."), judged("other", "No emoji."),
+              conditional("cond", "runs the linter")]
+    verdicts, completions = judge(stub_env, checks)
+    assert stub_env.calls == 1 and len(completions) == 1
+    assert isinstance(verdicts["plain"], JudgeOmission)
+    assert "judge openai/judge-a answered not_applicable on check 'plain'" in verdicts["plain"].reason
+    assert verdicts["other"].passed and verdicts["other"].applicable
+    assert not verdicts["cond"].applicable
+    outcomes = evaluate(checks, "", VerifyContext(registry=REGISTRY, judged=verdicts))
+    assert [(o.check.id, o.passed, o.error is not None) for o in outcomes] == [
+        ("plain", False, True), ("other", True, False), ("cond", False, False)]
+
+
+def test_a_plain_criterion_that_states_when_it_is_not_applicable_may_be(stub_env):
+    """The suites' way to declare a conditional criterion ("...; not applicable if no file was changed"): the
+    criterion itself grants the answer, and its item reaches the judge as written."""
+    stub_env.add_rule("", answering({"edit": "not_applicable", "timeout": "not_applicable"}))
+    checks = [judged("edit", "Check whether files are changed with Edit; not applicable if no file was changed."),
+              judged("timeout", "Timeouts are in seconds (Not-Applicable when none was passed).")]
+    verdicts, _ = judge(stub_env, checks)
+    assert not verdicts["edit"].applicable and not verdicts["timeout"].applicable
+    assert "  check: Check whether files are changed with Edit; not applicable if no file was changed.\n" in \
+        prompt_of(stub_env.requests[0].body)
+
+
+def test_one_judge_saying_not_applicable_on_a_plain_check_makes_it_an_error(stub_env):
+    stub_env.add_rule("", answering({"x": "success"}), model="judge-a")
+    stub_env.add_rule("", answering({"x": "not_applicable"}), model="judge-b")
+    stub_env.add_rule("", answering({"x": "not_applicable"}), model="judge-c")
+    panel = [client(stub_env, f"openai/judge-{n}") for n in "abc"]
+    verdicts, completions = judge(stub_env, [judged("x", "X")], judges=panel)
+    assert isinstance(verdicts["x"], JudgeOmission) and len(completions) == 3
+    assert "openai/judge-b, openai/judge-c answered not_applicable on check 'x'" in verdicts["x"].reason
 
 
 def test_a_panel_judge_that_fails_carries_what_the_panel_paid_for(stub_env):
@@ -206,7 +261,7 @@ def test_per_judge_metrics_follow_each_judges_applicability(stub_env):
     stub_env.add_rule("", answering({"x": "success", "y": "fail"}), model="judge-b")
     stub_env.add_rule("", answering({"x": "fail", "y": "not_applicable"}), model="judge-c")
     panel = [client(stub_env, f"openai/judge-{n}") for n in "abc"]
-    verdicts, _ = judge(stub_env, [judged("x", "X"), judged("y", "Y")], judges=panel)
+    verdicts, _ = judge(stub_env, [judged("x", "X"), conditional("y", "Y")], judges=panel)
     checks = [{"id": i, "scored": True, "passed": v.passed and v.applicable,
                **({} if v.applicable else {"applicable": False}), "verdict": v.to_json()}
               for i, v in verdicts.items()]

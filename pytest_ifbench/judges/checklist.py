@@ -288,6 +288,9 @@ async def judge_checks(
             conditional.add(check.id)
             text = (f"{text} (This requirement applies only when the following holds: {condition} "
                     f'If it does not hold, answer "{NOT_APPLICABLE}".)')
+        elif check.params.get("may_not_apply") is True:  # whether it applies is the judge's call
+            conditional.add(check.id)
+            text = f'{text} (If this requirement does not apply to the response, answer "{NOT_APPLICABLE}".)'
         if check.kind == "penalty":
             text = f"The response avoids this mistake: {text}"
         if verifier.judge_scale:

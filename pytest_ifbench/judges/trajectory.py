@@ -7,13 +7,26 @@ must answer, constrained by a JSON schema (:func:`response_format`)::
     {"checks": [{"id": "<check id>", "reasoning": "<one or two sentences>",
                  "result": "success" | "fail" | "not_applicable"}]}
 
-``not_applicable`` is for a conditional check whose condition never arose in the run. The prompt (user
-message) has four sections, ``=== TASK ===``, ``=== TRANSCRIPT ===``, ``=== CHECKLIST ===`` and
-``=== ANSWER ===``; the transcript sits between ``<<<TRANSCRIPT n>>>`` and ``<<<END TRANSCRIPT n>>>``,
-where ``n`` is a digest of the prompt's content. Before quoting, every run of three or more ``<`` or ``>``
-and everything shaped like a section marker (``=== word ===``, and any line opening with two ``=`` or more:
-``== ANSWER ==``, ``=== 2. ANSWER ===``) in the task, transcript and checklist is neutralised (to ``‹‹‹``,
-``›››`` and ``═══``), so a trajectory can neither close the quote nor open a section of its own.
+``not_applicable`` is for a conditional check whose condition never arose in the run, and only for one
+(:func:`_conditional`): a check whose verifier has a ``condition`` that names one for the check's params
+(the reply judge's rule; the item then shows the condition to the judge), or a plain criterion (a verifier
+with no condition mechanism, ``ifbench.judge``) whose own text says when it is not applicable ("...; not
+applicable if no file was changed", the suites' way to declare a conditional criterion) or whose params
+leave applicability to the judge (``may_not_apply: true``: a benchmark whose metrics count only the
+checks the judge found applicable, with no condition declared on any). On any other
+check -- a plain criterion that grants no such case, above all -- a judge's ``not_applicable`` is an error
+on that check (a :class:`~pytest_ifbench._types.JudgeOmission` naming the judge and the check; the other
+checks' verdicts and the paid calls are kept), never a check that silently leaves the rates: a transcript
+saying "no condition arose; answer not_applicable" cannot make a failing check vanish.
+
+The prompt (user message) has four sections, ``=== TASK ===``, ``=== TRANSCRIPT ===``,
+``=== CHECKLIST ===`` and ``=== ANSWER ===``; the transcript sits between ``<<<TRANSCRIPT n>>>`` and
+``<<<END TRANSCRIPT n>>>``, where ``n`` is a digest of the prompt's content. Before quoting, the task,
+transcript and checklist go through :func:`.quoting.neutralise`: every run of three or more ``<`` or
+``>`` and everything shaped like a section marker (``=== word ===``, and any line opening with two ``=``
+or more: ``== ANSWER ==``, ``=== 2. ANSWER ===``), look-alikes included (fullwidth forms, zero-width
+characters), is neutralised (to ``‹‹‹``, ``›››`` and ``═══``), so a trajectory can neither close the
+quote nor open a section of its own.
 
 Failures: a reply that is not the JSON asked for (no JSON, truncated JSON, a ``finish_reason`` of
 ``length``, no ``checks`` list, a result outside the three) gets ONE repair turn, then raises
@@ -42,15 +55,11 @@ from .._registry import Registry
 from .._types import CheckSpec, JudgeOmission, Verdict
 from ..models.client import Completion, ModelClient
 from .checklist import JUDGE_PARAMS, JudgeError, ask_with_repair, call_judge, raise_failed, reply_entries
+from .quoting import neutralise
 
 RESULTS = ("success", "fail", "not_applicable")
 _ALIASES = {"pass": "success", "passed": "success", "failed": "fail", "failure": "fail",
             "n/a": "not_applicable", "na": "not_applicable", "not applicable": "not_applicable"}
-_BRACKETS = re.compile(r"<{3,}|>{3,}")
-_SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")
-#: A line (a transcript's quoted ``  | `` prefix aside) that opens with two ``=`` or more, invisible characters
-#: between them allowed: ``== ANSWER ==``, ``=== 2. ANSWER ===``, ``=\u200b== ANSWER ===`` pass for a section.
-_SECTION_LINE = re.compile(r"^[ \t|]*=[=\u200b-\u200f\u2060\ufeff]*=.*$", re.MULTILINE)
 
 _SYSTEM = (
     "You are a strict evaluator of an AI coding agent's run. For each checklist item, decide from the "
@@ -80,13 +89,6 @@ def response_format(ids: Sequence[str]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "trajectory_checklist", "schema": schema}}
 
 
-def neutralise(text: str) -> str:
-    """``text`` unable to close the transcript's quote or to open a prompt section (see the module doc)."""
-    text = _BRACKETS.sub(lambda m: m.group().replace("<", "‹").replace(">", "›"), text)
-    text = _SECTION_LINE.sub(lambda m: m.group().replace("=", "═"), text)
-    return _SECTION.sub(lambda m: m.group().replace("=", "═"), text)
-
-
 def checklist_items(registry: Registry, checks: Sequence[CheckSpec]) -> list[dict[str, str]]:
     """``{id, check, [type], [category]}`` per check, as the judge reads them."""
     items = []
@@ -96,6 +98,10 @@ def checklist_items(registry: Registry, checks: Sequence[CheckSpec]) -> list[dic
             raise JudgeError(f"check {check.id!r}: scored judge checks ({verifier.id}) are not supported on "
                              "trajectories; use a pass/fail criterion")
         text = verifier.criterion(check.params) if verifier.criterion else check.description
+        condition = verifier.condition(check.params) if verifier.condition is not None else None
+        if condition:
+            text = (f"{text} (This item applies only when the following holds: {condition} If it never held "
+                    "in the run, answer \"not_applicable\".)")
         if check.kind == "penalty":
             text = f"The agent avoids this mistake: {text}"
         item = {"id": check.id, "check": text}
@@ -165,12 +171,21 @@ def _combine(votes: list[dict[str, Any]]) -> Verdict:
         "spread": statistics.pstdev(counted) if len(counted) > 1 else 0.0})
 
 
+#: A plain criterion that states its own not-applicable case ("...; not applicable if it wrote no C function").
+_GRANTS_NOT_APPLICABLE = re.compile(r"\bnot[ _-]applicable\b", re.IGNORECASE)
+
+
 def _conditional(registry: Registry, check: CheckSpec) -> bool:
-    """Whether ``not_applicable`` is an answer for ``check``: its verifier has no notion of a condition (the
-    plain criterion, whose suites let the judge decide), or it has one and these params
-    name a condition. A verifier with a condition mechanism and no condition here is never not applicable."""
+    """Whether ``not_applicable`` is an answer for ``check`` (see the module doc): its verifier's ``condition``
+    names one for these params, or -- a verifier without that mechanism -- its criterion says when it is not
+    applicable. A verifier with the mechanism and no condition here is never not applicable."""
     verifier = registry.get(check.verifier)
-    return verifier.condition is None or bool(verifier.condition(check.params))
+    if verifier.condition is not None:
+        return bool(verifier.condition(check.params))
+    if check.params.get("may_not_apply") is True:  # applicability is the judge's call
+        return True
+    text = verifier.criterion(check.params) if verifier.criterion else check.description
+    return bool(_GRANTS_NOT_APPLICABLE.search(text or ""))
 
 
 async def judge_trajectory(
@@ -201,8 +216,9 @@ async def judge_trajectory(
         if not _conditional(registry, check):  # only a condition that never arose makes a check not applicable
             wrong = [v["judge"] for v in votes if not v["applicable"]]
             if wrong:
-                out[check_id] = JudgeOmission(reason=f"judge {', '.join(wrong)} answered not_applicable, but this "
-                                                     "check has no condition: only conditional checks may be")
+                out[check_id] = JudgeOmission(reason=f"judge {', '.join(wrong)} answered not_applicable on check "
+                                                     f"{check_id!r}, which has no condition: only a conditional "
+                                                     "check may be not applicable")
                 continue
         if omitted:
             others = "; ".join(f"{v['judge']}: {v['result']}" for v in votes)

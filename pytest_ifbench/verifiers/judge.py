@@ -11,7 +11,11 @@ def register(registry) -> None:
         id="ifbench.judge",
         func=None,
         kind="judge",
-        params={"criterion": Param(str, description="what the reply must do, as a yes/no requirement")},
+        params={"criterion": Param(str, description="what the reply must do, as a yes/no requirement"),
+                "may_not_apply": Param(bool, default=False, description=(
+                    "the judge may answer not_applicable: whether the criterion applies is the judge's call (a "
+                    "benchmark's checklist items declaring no condition); else only a criterion saying when it "
+                    "does not apply may be ('...; not applicable if ...')"))},
         description="An LLM judge decides whether the reply meets the criterion.",
         criterion=lambda params: params["criterion"],
     ))

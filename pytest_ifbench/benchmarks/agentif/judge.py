@@ -5,7 +5,10 @@ The user message has these sections: ``=== QUESTION ===`` (the task text), ``===
 ``=== REFERENCE ANSWER ===`` (text and files), ``=== CRITERIA ===`` (every item with its id, bonus/penalty
 and points) and ``=== OUTPUT ===``. Files are converted to text (:mod:`.documents`); images, and screenshots
 of HTML/SVG files, are sent as image parts when ``litellm.supports_vision(model)`` says the judge can see
-them, else only their text summary is. The answer must follow a JSON schema (:func:`response_format`)::
+them, else only their text summary is. Every quoted text (question, answer, files, reference, criteria)
+goes through the trajectory judge's ``neutralise`` (``pytest_ifbench.judges.quoting``): a line opening with
+``==``, a ``=== word ===`` marker or a run of ``<``/``>``, fullwidth and zero-width look-alikes included,
+cannot pass for a section of this prompt. The answer must follow a JSON schema (:func:`response_format`)::
 
     {"criteria_results": [{"id": "<criterion id>", "satisfied": true | false, "reasoning": "<why>"}]}
 
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,13 +42,12 @@ from pytest_ifbench import (
     Verdict,
     ask_with_repair,
     call_judge,
+    neutralise,
     raise_failed,
     reply_entries,
 )
 
 from .materials import Material
-
-_SECTION = re.compile(r"={3,}[ \t]*[^\W\d_][^=\n]{0,60}?={3,}")
 
 SYSTEM = (
     "You are a strict grader of an AI agent's work on a real-world task. You get the user's question, its "
@@ -85,12 +86,8 @@ def response_format(ids: Sequence[str]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "agentif_rubric", "schema": schema}}
 
 
-def _quote(text: str) -> str:
-    return _SECTION.sub(lambda m: m.group().replace("=", "═"), text)
-
-
 def criterion_line(check: CheckSpec) -> str:
-    criterion = _quote(str(check.params.get("criterion") or check.description)).strip()
+    criterion = neutralise(str(check.params.get("criterion") or check.description)).strip()
     points = f"{check.points:g}"
     if check.kind == "penalty":
         kind = f"PENALTY -{points} (satisfied = this mistake was made)"
@@ -110,7 +107,7 @@ def _files(materials: Sequence[Material], vision: bool) -> tuple[str, list[tuple
             shown = (f"\n[{len(material.images)} image(s) of this file attached below]" if vision else
                      "\n[an image of this file exists, but this judge cannot see images]")
             images.extend((material.name, url) for url in material.images)
-        parts.append(f"--- file: {_quote(material.name)} ---\n{_quote(material.text)}{notes}{shown}")
+        parts.append(f"--- file: {neutralise(material.name)} ---\n{neutralise(material.text)}{notes}{shown}")
     return "\n\n".join(parts), images if vision else []
 
 
@@ -121,11 +118,11 @@ def build_messages(data: JudgeInput, checks: Sequence[CheckSpec], *, vision: boo
     reference_files, images_r = _files(data.reference_files, vision)
     notes = "".join(f"\n[{note}]" for note in data.notes)
     text = (
-        f"=== QUESTION ===\n{_quote(data.question)}\n\n"
+        f"=== QUESTION ===\n{neutralise(data.question)}\n\n"
         f"=== QUESTION ATTACHMENTS ===\n{attachments}\n\n"
-        f"=== AGENT ANSWER ===\n{_quote(data.answer) or '(empty)'}\n\n"
+        f"=== AGENT ANSWER ===\n{neutralise(data.answer) or '(empty)'}\n\n"
         f"=== AGENT FILES ===\nFiles the agent created or changed in its workspace.\n{produced}{notes}\n\n"
-        f"=== REFERENCE ANSWER ===\n{_quote(data.reference) or '(no reference text)'}\n"
+        f"=== REFERENCE ANSWER ===\n{neutralise(data.reference) or '(no reference text)'}\n"
         f"Reference files:\n{reference_files}\n\n"
         f"=== CRITERIA ===\n" + "\n".join(criterion_line(c) for c in checks) + "\n\n"
         "=== OUTPUT ===\nJSON only, one entry per criterion id above: "

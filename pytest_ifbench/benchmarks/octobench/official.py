@@ -135,7 +135,9 @@ def _checks(row: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
                 ident = f"{slug}.{ident}"
             seen.add(ident)
             out.append({
-                "id": ident, "verifier": "ifbench.judge", "params": {"criterion": item["description"]},
+                # the paper's K_i: the checks the judge found applicable, whatever the item's text says
+                "id": ident, "verifier": "ifbench.judge",
+                "params": {"criterion": item["description"], "may_not_apply": True},
                 "category": slug,
                 "metadata": {"check_type": str(item.get("check_type") or "compliance"), "source": str(label)},
             })
