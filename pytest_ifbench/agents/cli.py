@@ -25,12 +25,17 @@ last recorded reply asked for tools and no model call was in flight: its own com
 limit (disk, memory, processes, output, time), killed the CLI (``kill -9 -1``) or otherwise took the run
 down; or the CLI was killed by a signal only another process sends while its model call ran, once the
 agent's commands had run (:func:`_killed`: in the sandbox only the CLI's own user can send it; the call
-is waited for and counted, paid as it is). That sets :attr:`CliResult.agent_fault`: the instance
+is waited for and counted, paid as it is); or a sandbox limit stopped the CLI outside a tool call once the
+agent's commands had run (a process they left running filled the disk during a model call) -- unless the
+model's final answer had been received, which is then scored, as the built-in loop scores the answer
+after a tool command hit a limit; or, in a later user turn, the CLI made no model call at all (its settings
+pointed elsewhere), whatever else it sent the relay. That sets :attr:`CliResult.agent_fault`: the instance
 **fails**, with the reason recorded. The
 harness, otherwise: a failed model call (the proxy's failures; a request it could not translate when the
-CLI then gave no answer), the sandbox being unavailable, the CLI
-crashing or exiting non-zero without a final answer (or making no model call at all) while no tool of
-the agent ran, the run's time running out during a model call. That sets
+CLI then gave no answer), the sandbox being unavailable, a sandbox limit before the agent ran any command
+(the CLI too big for it), the CLI crashing or exiting non-zero without a final answer (or making no model
+call at all, in the first user turn) while no tool of the agent ran, the run's time running out during a
+model call. That sets
 :attr:`CliResult.harness_error`: the caller reports the instance as an error, never as failed checks.
 Each command is judged as it ends and the run stops at the first of either. (A failed model call
 reaches the CLI as a non-retryable error; Claude Code, Kilo and Droid then give up within seconds.)
@@ -186,6 +191,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 starts.append(_records_in(log_path))
                 done = await workspace.arun(call.argv, limits=limits, env={**env, **call.env}, stdin=call.stdin,
                                             route=route, extra_ro=[directory])
+                ran = meter.tool_replies > 0  # the agent's commands had run (a call in flight not counted yet)
                 in_flight = proxy.answering > 0
                 if in_flight:  # the CLI ended during a model call: paid for all the same, so counted when done
                     await asyncio.to_thread(proxy.settle, meter.seconds_left())
@@ -197,16 +203,9 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 # even when a limit was reached too: the refused call took the last step, and the run was
                 # scored as a max_steps stop, passed, with the limit reached)
                 error = _classify(name, done, proxy, before, options)
-                # The agent's own doing first: a request refused earlier in the command (an MCP server the
-                # agent pointed at the relay) must not turn the agent's kill into the harness's error.
-                if error is not None and in_flight and _killed(done) and meter.tool_replies and not proxy.failures:
-                    error, fault = None, _killed_in_call(name, done)
-                elif error is not None and _tool_was_running(proxy):
-                    error, fault = None, _fault(name, done)
-                elif error is not None and len(proxy.untranslatable) > refused and not proxy.failures:  # no answer
-                    error = f"model call through the proxy failed: {proxy.untranslatable[-1]}"
-                elif error is not None and acted and proxy.calls == before and not proxy.failures:
-                    error, fault = None, _unreachable(name, turn, done)
+                if error is not None and not proxy.failures:
+                    error, fault = _blame(error, name, turn, done, proxy, before=before, acted=acted, ran=ran,
+                                          in_flight=in_flight, refused=refused)
                 if error is not None or fault is not None:
                     break
         except SandboxUnavailable as exc:
@@ -233,12 +232,38 @@ def _classify(name: str, done: CommandResult, proxy: RecordingProxy, before: int
     denied = "sandbox denied access? " if any(word in done.stderr for word in _DENIED) else ""
     if proxy.calls == before:
         return f"{denied}{name} made no model call (exit {done.returncode}): {said}"
-    last = proxy.last_response
-    answered = last.get("stop_reason") != "tool_use" and any(
-        block.get("type") == "text" and block.get("text") for block in last.get("content") or ())
-    if done.returncode != 0 and not answered:
+    if done.returncode != 0 and not _answered(proxy):
         return f"{denied}{name} exited with {done.returncode} without a final answer: {said}"
     return None
+
+
+def _answered(proxy: RecordingProxy) -> bool:
+    """Whether the last recorded reply is a final answer: text, asking for no tool."""
+    last = proxy.last_response
+    return last.get("stop_reason") != "tool_use" and any(
+        block.get("type") == "text" and block.get("text") for block in last.get("content") or ())
+
+
+def _blame(error: str, name: str, turn: int, done: CommandResult, proxy: RecordingProxy, *, before: int,
+           acted: bool, ran: bool, in_flight: bool, refused: int) -> tuple[str | None, str | None]:
+    """(harness error, agent fault) of a command ``_classify`` found an ``error`` in, no model call having
+    failed: the agent's own doing is looked for first (see the module doc), so that a request the agent
+    made its CLI send (an MCP server it pointed at the relay: untranslatable) cannot turn its failure into
+    an error. ``acted``: the agent's commands had run before this command; ``ran``: by the time it ended
+    (a reply in flight then not counted); ``refused``: the untranslatable requests before it."""
+    if in_flight and ran and _killed(done):
+        return None, _killed_in_call(name, done)
+    if _tool_was_running(proxy):
+        return None, _fault(name, done)
+    if done.limit not in (None, "timeout") and ran:  # a process the agent left running, or what it left behind
+        if proxy.calls > before and _answered(proxy):  # the final answer was received: scored on it
+            return None, None
+        return None, _limited(name, done)
+    if acted and proxy.calls == before:  # the CLI that reached the model in the turns before cannot now
+        return None, _unreachable(name, turn, done)
+    if len(proxy.untranslatable) > refused:  # and no answer: a gap of the translation
+        return f"model call through the proxy failed: {proxy.untranslatable[-1]}", None
+    return error, None
 
 
 def _tool_was_running(proxy: RecordingProxy) -> bool:
@@ -276,6 +301,13 @@ def _killed_in_call(name: str, done: CommandResult) -> str:
     status = done.returncode or 0
     return (f"{name} was killed (signal {status - 128}) while its model call ran, after the agent's own commands "
             "had run in its sandbox")
+
+
+def _limited(name: str, done: CommandResult) -> str:
+    """The agent-fault reason for a CLI a sandbox limit stopped outside the agent's tool call (a process
+    the agent's command left running, a workspace it left over budget), without a final answer."""
+    return (f"the sandbox's {done.limit} limit stopped {name} without a final answer, after the agent's own "
+            "commands had run in its sandbox")
 
 
 def _unreachable(name: str, turn: int, done: CommandResult) -> str:
