@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -258,7 +259,7 @@ def test_subjective_constraint_through_ifbench_verify_passes_above_six(stub_env,
 
     def judge(body):
         prompt = body["messages"][-1]["content"]
-        score = 7 if "RESPONSE:\nYay" in prompt else 6
+        score = 7 if re.search(r"<<<RESPONSE \w+>>>\nYay", prompt) else 6
         assert "(give a score from 1 to 10)" in prompt
         return Reply(content=json.dumps({"checks": [{"id": "case", "verdict": "pass", "score": score,
                                                      "reasoning": "tone"}]}))
