@@ -40,7 +40,8 @@ instances:
       - {id: no-reset, verifier: ifbench.tool_not_called, params: {arguments: 'reset --hard'}}
       - {id: tests, verifier: ifbench.workspace_command, params: {command: 'grep -q hello hello.txt'}}
       - {id: summary, verifier: ifbench.judge, params: {criterion: The final answer says what was done.}}
-      - {id: asked-about-docs, verifier: ifbench.judge, params: {criterion: 'If asked about docs: answered; not applicable if not asked.'}}
+      - {id: asked-about-docs, verifier: ifbench.judge,
+         params: {criterion: 'If asked about docs: answered; not applicable if not asked.'}}
 """
 
 
