@@ -9,7 +9,13 @@ without it Kilo asks at some calls its configuration allows (a command naming tw
 workspace: ``external_directory``), finds no one to answer in ``run``, rejects the call and exits 1 --
 the agent's run ended for an ordinary command. The sandbox, not Kilo's prompts, is the boundary.
 ``KILO_*`` variables turn off model-list fetches, updates, telemetry, sharing and LSP downloads, and allow
-one retry. ``kilo`` is a node script that
+one retry. ``KILO_PURE=1`` (Kilo's ``--pure``) loads no external plugin: Kilo imports the plugins of
+``{plugin,plugins}/*.{js,ts}`` in its global and project configuration directories (``~/.config/kilo``,
+``.kilo``, ``.kilocode``) and the ``plugin`` lists of its configuration files into its own process at
+start-up, and all of them lie where the agent's tool commands write -- a plugin written in one turn would
+run as the CLI in the next (posting to the relay as the CLI, rewriting tool outputs). Its custom tools
+(``{tool,tools}/*.{js,ts}`` of the same directories) are imported whatever ``KILO_PURE`` says: a known gap.
+``kilo`` is a node script that
 starts the native executable (``bin/.kilo``) as its child: a launcher, whose child calls the model.
 """
 
@@ -48,6 +54,8 @@ class Kilo(AgentCli):
         write_home(ws, CONFIG, json.dumps(config, indent=2))
         return {"KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_TELEMETRY_LEVEL": "off",
                 "KILO_DISABLE_SHARE": "1", "KILO_DISABLE_LSP_DOWNLOAD": "1",
+                # No plugin from anywhere: the agent can write every place Kilo loads one from (see above).
+                "KILO_PURE": "1",
                 # One retry of a failed call, not five: the proxy's client has already retried.
                 "KILO_SESSION_RETRY_LIMIT": "1"}
 
