@@ -387,13 +387,15 @@ def test_parse_partial_verdicts_omitted_ids_are_absent():
     assert "polite" not in result and "offers-credit" not in result
 
 
-def test_parse_ignores_unknown_ids_and_junk_entries_and_keeps_first_duplicate():
-    text = json.dumps({"checks": [
-        "not an entry", {"verdict": "pass"}, {"id": "invented", "verdict": "pass"},
-        {"id": "polite", "verdict": "fail", "reasoning": "first"},
-        {"id": "polite", "verdict": "pass", "reasoning": "second"},
-    ]})
-    assert parse_verdicts(text, IDS) == {"polite": (False, "first")}
+def test_parse_ignores_unknown_ids_and_junk_entries_and_refuses_an_id_answered_twice():
+    """An id answered twice was read as its first entry: a judge quoting a verdict the judged reply wrote had
+    the reply's verdict read for its own. It is malformed now (the repair turn says so)."""
+    entries = ["not an entry", {"verdict": "pass"}, {"id": "invented", "verdict": "pass"},
+               {"id": "polite", "verdict": "fail", "reasoning": "first"}]
+    assert parse_verdicts(json.dumps({"checks": entries}), IDS) == {"polite": (False, "first")}
+    twice = [*entries, {"id": "polite", "verdict": "pass", "reasoning": "second"}]
+    with pytest.raises(ValueError, match="id 'polite' is answered more than once"):
+        parse_verdicts(json.dumps({"checks": twice}), IDS)
 
 
 @pytest.mark.parametrize("verdict", ["yes", "passed", "", None, True, 1, "pass/fail"])

@@ -563,10 +563,14 @@ def test_a_judge_call_refused_at_the_limit_keeps_the_paid_reply_in_the_record(py
     probe = pytester.runpytest(*_args(stub_env, None, f"--judge-model={MODEL}", "--ifbench-no-cache",
                                       "--ifbench-results=probe.json", "--ifbench-summary=", "-k", "q0"))
     assert probe.ret in (0, 1)
-    one = json.loads((pytester.path / "probe.json").read_text())["instances"][0]["cost"]  # a reply and its judge
+    probed = json.loads((pytester.path / "probe.json").read_text())["instances"][0]
+    one, judge = probed["cost"], probed["judge_calls"][0]["cost"]  # a reply and its judge; the judge's call
+    # Three instances paid, then a fourth's reply admitted (a call reserves its model's costliest: the judge's)
+    # and its judge call refused: the limit lies between 3 * one + judge and 3 * one + reply + judge.
+    limit = 3 * one + judge + (one - judge) / 2
     stub_env.reset()
     stub_env.add_rule("REQUIREMENTS", polite)
-    result = pytester.runpytest(*_args(stub_env, one * 3.2, f"--judge-model={MODEL}", "--ifbench-summary="))
+    result = pytester.runpytest(*_args(stub_env, limit, f"--judge-model={MODEL}", "--ifbench-summary="))
     data = json.loads((pytester.path / "ifbench-results.json").read_text())
     entry = data["spending_limit"]
     assert entry["refused"] > 0 and entry["calls"] == stub_env.calls, entry
