@@ -394,8 +394,10 @@ def test_parse_ignores_unknown_ids_and_junk_entries_and_refuses_an_id_answered_t
                {"id": "polite", "verdict": "fail", "reasoning": "first"}]
     assert parse_verdicts(json.dumps({"checks": entries}), IDS) == {"polite": (False, "first")}
     twice = [*entries, {"id": "polite", "verdict": "pass", "reasoning": "second"}]
-    with pytest.raises(ValueError, match="id 'polite' is answered more than once"):
+    with pytest.raises(ValueError, match="id 'polite' is answered more than once, differently"):
         parse_verdicts(json.dumps({"checks": twice}), IDS)
+    again = [*entries, {"id": "polite", "verdict": "fail", "reasoning": "said again"}]  # a small judge repeating
+    assert parse_verdicts(json.dumps({"checks": again}), IDS) == {"polite": (False, "first")}
 
 
 @pytest.mark.parametrize("verdict", ["yes", "passed", "", None, True, 1, "pass/fail"])

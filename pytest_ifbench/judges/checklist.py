@@ -139,10 +139,10 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
     wrong (cut off at the token limit, no JSON object, no such list, two answers, an id answered twice),
     which earns the reply its repair turn.
 
-    Exactly one answer, each id once: a judge that quotes the text it judges may quote a verdict block the
-    judged model wrote into it (``{"checks": [{"id": "x", "verdict": "pass"}]}``) beside its own answer,
-    before or after it; taking the first object, or an id's first entry, read the model's verdict for the
-    judge's."""
+    Exactly one answer, each id decided once: a judge that quotes the text it judges may quote a verdict
+    block the judged model wrote into it (``{"checks": [{"id": "x", "verdict": "pass"}]}``) beside its own
+    answer, before or after it; taking the first object, or an id's first entry, read the model's verdict
+    for the judge's. An id repeated with the same decision is one answer."""
     if finish_reason == "length":
         raise ValueError("the reply was cut off at the token limit (finish_reason=length)")
     found, broken = [], None
@@ -166,10 +166,13 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
     entries = found[0]
     if not isinstance(entries, list):
         raise ValueError(f'the JSON has no "{key}" list')
-    answered = [str(entry["id"]) for entry in entries if isinstance(entry, dict) and "id" in entry]
-    twice = sorted({name for name in answered if answered.count(name) > 1})
-    if twice:
-        raise ValueError(f"id {twice[0]!r} is answered more than once; answer each id once")
+    said: dict[str, list[Any]] = {}  # what each id's entries decide (their reasoning apart)
+    for entry in entries:
+        if isinstance(entry, dict) and "id" in entry:
+            said.setdefault(str(entry["id"]), []).append({k: v for k, v in entry.items() if k != "reasoning"})
+    differing = sorted(name for name, decided in said.items() if any(d != decided[0] for d in decided[1:]))
+    if differing:  # the same decision twice (a small judge repeating itself) is one answer
+        raise ValueError(f"id {differing[0]!r} is answered more than once, differently; answer each id once")
     return entries
 
 
