@@ -57,7 +57,9 @@ def add_options(parser: pytest.Parser) -> None:
                           f"(the built-in tool loop) or a real agent CLI ({shipped}, or a plugin's; see `ifbench "
                           f"agents status`); default: the instance's protocol_options.runner, else {BUILT_IN_RUNNER}")
     agents.addoption("--ifbench-agent-tools", dest="ifbench_agent_tools", default=None, metavar="PROFILE",
-                     help="tool profile of the built-in loop (generic, claude_code, kilo, droid, ...)")
+                     help="tool profile of the built-in loop (generic, claude_code, kilo, droid, ...); default: the "
+                          "instance's protocol_options.tools, else (runner loop or auto) its scaffold's profile, "
+                          "else generic")
     defaults = AgentOptions()
     for name, kind, unit, what in (
             ("max-steps", int, "N", "stop each agent run after N model calls (steps)"),
