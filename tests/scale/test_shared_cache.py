@@ -104,8 +104,9 @@ import pathlib, pytest
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logreport(report):
     journal = pathlib.Path("ifbench-results.partial.jsonl")
-    if report.when == "teardown" and journal.exists() and not pathlib.Path("header.json").exists():
-        pathlib.Path("header.json").write_text(journal.read_text().splitlines()[0])
+    lines = journal.read_text().splitlines() if journal.exists() else []  # created before its header is written
+    if report.when == "teardown" and lines and not pathlib.Path("header.json").exists():
+        pathlib.Path("header.json").write_text(lines[0])
 ''')
     dead = f"redis://127.0.0.1:{free_port()}/0"
     run = pytester.runpytest_subprocess if xdist else pytester.runpytest
