@@ -16,7 +16,6 @@ judges; the mean and the spread are recorded.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import re
@@ -26,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .._registry import Registry
-from .._text import first_json_object, json_objects
+from .._text import json_objects
 from .._types import CheckSpec, GenerationParams, JudgeOmission, Verdict
 from ..models.client import Completion, ModelCallError, ModelClient
-from .quoting import neutralise
+from .quoting import marker_nonce, neutralise
 
 JUDGE_PARAMS = GenerationParams(temperature=0.0, max_tokens=1024)
 
@@ -128,7 +127,7 @@ def judge_prompt(task: str, response: str, items: Sequence[tuple[str, str]]) -> 
     section (or a verdict) read as the prompt's own, ahead of the real one; quoted and neutralised
     (:func:`.quoting.neutralise`), it can neither close its quote nor open a section."""
     requirements = "\n".join(f"- id: {check_id}\n  requirement: {text}" for check_id, text in items)
-    nonce = hashlib.sha256("\0".join((task, response, requirements)).encode()).hexdigest()[:16]
+    nonce = marker_nonce(task, response, requirements)
     return (f"TASK GIVEN TO THE MODEL:\n{task}\n\n"
             f"RESPONSE (the model's reply, between the two marker lines):\n<<<RESPONSE {nonce}>>>\n"
             f"{neutralise(response)}\n<<<END RESPONSE {nonce}>>>\n\nREQUIREMENTS:\n{requirements}\n")
@@ -145,8 +144,8 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
     for the judge's. An id repeated with the same decision is one answer."""
     if finish_reason == "length":
         raise ValueError("the reply was cut off at the token limit (finish_reason=length)")
-    found, broken = [], None
-    for blob in json_objects(text):
+    found, broken, blobs = [], None, list(json_objects(text))
+    for blob in blobs:
         try:
             # strict=False: a raw newline or tab inside a reasoning string (a common model habit) is still the
             # judge's answer; anything else that is not JSON stays an error and earns the repair turn.
@@ -161,8 +160,7 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
     if not found:
         if broken is not None:
             raise broken
-        raise ValueError("no JSON object in the reply" if first_json_object(text) is None
-                         else f'the JSON has no "{key}" list')
+        raise ValueError(f'the JSON has no "{key}" list' if blobs else "no JSON object in the reply")
     entries = found[0]
     if not isinstance(entries, list):
         raise ValueError(f'the JSON has no "{key}" list')
@@ -327,9 +325,9 @@ async def judge_checks(
         completions
 
 
-def _decision(answers: Sequence[bool | None]) -> tuple[bool, bool]:
-    """(passed, applicable) of a panel's answers: not applicable when most say so, else the strict majority of
-    those that found it applicable."""
+def panel_decision(answers: Sequence[bool | None]) -> tuple[bool, bool]:
+    """(passed, applicable) of a panel's answers (None: not applicable): not applicable when most say so, else
+    the strict majority of those that found it applicable. The reply and the trajectory judges' one rule."""
     votes = [answer for answer in answers if answer is not None]
     if len(votes) * 2 < len(answers):
         return False, False
@@ -357,14 +355,14 @@ def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
     answered = [d["passed"] for d in details]
     if omitted:
         possible = (True, False, None) if conditional else (True, False)
-        outcomes = {_decision([*answered, *rest]) for rest in itertools.product(possible, repeat=len(omitted))}
+        outcomes = {panel_decision([*answered, *rest]) for rest in itertools.product(possible, repeat=len(omitted))}
         if len(outcomes) > 1:
             others = "; ".join(f"{d['judge']}: {word[d['passed']]}" for d in details)
             return JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"
                                         + (f" (the others said {others})" if others else ""))
     evidence = "\n".join([*(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details),
                           *(f"[{name}] left this check out; the others decide it" for name in omitted)])
-    passed, applicable = _decision([*answered, *([False] * len(omitted))])  # decided: any answer gives the same
+    passed, applicable = panel_decision([*answered, *([False] * len(omitted))])  # decided: any answer gives the same
     extra = {"omitted": omitted} if omitted else {}
     if not applicable:
         return Verdict(passed=False, applicable=False, evidence=evidence, details={"judges": details, **extra})

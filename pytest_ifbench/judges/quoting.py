@@ -20,6 +20,7 @@ prompt (and the judge's cache key) of ordinary material does not change.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 
@@ -60,3 +61,9 @@ def neutralise(text: str) -> str:
     for index, marks in marked.items():
         out[index] = "".join(_SUBSTITUTES[c] if c in marks else c for c in folded[index])
     return "".join(out)
+
+
+def marker_nonce(*parts: str) -> str:
+    """The name of a prompt's quote markers (``<<<RESPONSE n>>>``): a digest of the prompt's parts, which the
+    quoted text cannot know before it is written."""
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]

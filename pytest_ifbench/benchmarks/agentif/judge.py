@@ -140,7 +140,8 @@ def build_messages(data: JudgeInput, checks: Sequence[CheckSpec], *, vision: boo
 
 
 def parse(completion: Completion, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The entries by id (first wins; unknown ids ignored); ValueError when the reply is not the JSON asked."""
+    """The entries by id (unknown ids ignored; an id repeated with the same decision is one, ``reply_entries``
+    refusing differing ones); ValueError when the reply is not the JSON asked."""
     results = reply_entries(completion.text, "criteria_results", finish_reason=completion.finish_reason)
     out: dict[str, dict[str, Any]] = {}
     for entry in results:
