@@ -43,11 +43,33 @@ __all__ = ["Terminated", "install", "uninstall"]
 
 _INSTALLED = pytest.StashKey[bool]()
 _NOTING = pytest.StashKey[bool]()  # this run's SIGINT handler is ours
+
+
+class _Flag:
+    """A flag the signal handlers set and read without a lock. ``threading.Event.set`` takes one: a second
+    Ctrl-C arriving while the first one's handler held it ran the handler again on the same thread, inside the
+    first, which then waited for that lock for ever (the run hung instead of stopping)."""
+
+    __slots__ = ("_on",)
+
+    def __init__(self) -> None:
+        self._on = False
+
+    def set(self) -> None:
+        self._on = True
+
+    def clear(self) -> None:
+        self._on = False
+
+    def is_set(self) -> bool:
+        return self._on
+
+
 #: Set while the session finishes (see the module docstring); whether this process is an xdist controller.
-_FINISHING = threading.Event()
-_CONTROLLER = threading.Event()
+_FINISHING = _Flag()
+_CONTROLLER = _Flag()
 #: A SIGINT or SIGTERM stopped the run (see the module docstring).
-_STOPPED = threading.Event()
+_STOPPED = _Flag()
 
 
 class Terminated(KeyboardInterrupt):

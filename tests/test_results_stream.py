@@ -198,6 +198,17 @@ def pytest_sessionfinish(session):
     assert data["kept"] == 0  # dropped once every plugin saw it
 
 
+def _output_or_stacks(proc: subprocess.Popen, timeout: float) -> str:
+    """The run's output once it ended; if it is still running after ``timeout`` s, every thread's stack
+    (its faulthandler, enabled by ``PYTHONFAULTHANDLER``, dumps them on SIGABRT) in the failure."""
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        stacks = proc.communicate(timeout=30)[0]
+        pytest.fail(f"the run did not end within {timeout:g} s of the signal:\n{stacks[-12000:]}")
+
+
 def _signal_once_journaled(tmp_path, stub_env, env, signum: int, stdout=subprocess.DEVNULL) -> subprocess.Popen:
     """A run of 40 slow instances in a child pytest, sent ``signum`` once its journal holds 3 records."""
     stub_env.add_rule("", Reply(content="hello there", latency=0.3))
@@ -226,11 +237,11 @@ def test_ctrl_c_twice_in_quick_succession_keeps_the_journal_and_the_earlier_file
     happened to finish over an earlier complete one, and removed the journal (4 times in 4 in the audit)."""
     earlier = tmp_path / "ifbench-results.json"
     earlier.write_text('{"an": "earlier complete run"}')
-    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="")
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, PYTEST_ADDOPTS="", PYTHONFAULTHANDLER="1")
     proc = _signal_once_journaled(tmp_path, stub_env, env, signal.SIGINT, stdout=subprocess.PIPE)
     time.sleep(gap)
     proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=60)
+    output = _output_or_stacks(proc, 60)
     assert proc.returncode in (2, -signal.SIGINT), output[-3000:]
     assert earlier.read_text() == '{"an": "earlier complete run"}', output[-3000:]
     done = read_results_text(journal_path(earlier).read_text(encoding="utf-8"))["instances"]
