@@ -319,3 +319,13 @@ def test_half_an_emoji_in_a_reply_is_a_failed_check_not_an_error(pytester, stub_
     assert record["status"] == "failed" and record["turns"][0]["response"]["text"] == "a cut emoji \ufffd here"
     for path in (pytester.path / "allure").iterdir():
         path.read_bytes().decode("utf-8")
+
+
+def test_the_judges_block_names_each_vote_and_each_judge_that_left_the_check_out():
+    checks = [{"id": "short", "passed": False, "description": "is short", "verdict": {"details": {
+        "judges": [{"judge": "a", "passed": False, "reasoning": "too long"},
+                   {"judge": "b", "result": "not_applicable", "passed": False, "applicable": False, "reasoning": "-"}],
+        "omitted": ["c"]}}}]
+    assert _allure_render.render_judges(checks).splitlines() == [
+        "short: FAIL (0 of 2 judge(s))", "  criterion: is short", "  [a] fail: too long", "  [b] not_applicable: -",
+        "  [c] left this check out; the others decided it"]

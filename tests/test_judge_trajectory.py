@@ -122,6 +122,41 @@ def test_an_omitted_check_is_an_error_on_that_check_only(stub_env):
     assert not second.passed and second.verdict is None and "left this check out" in second.error
 
 
+def test_a_judge_leaving_a_check_out_is_asked_for_it_once(stub_env):
+    """A transcript that talks the judge into leaving its failing check out must not trade the failure for an
+    exclusion: the judge is asked for the check it left out, in the repair turn, and its answer counts."""
+    answers = iter([{"a": "success"}, {"a": "success", "b": "fail"}])
+    stub_env.add_rule("", lambda body: answering(next(answers))(body))
+    verdicts, completions = judge(stub_env, [judged("a", "A"), judged("b", "B")])
+    assert verdicts["a"].passed and isinstance(verdicts["b"], Verdict) and verdicts["b"].passed is False
+    assert stub_env.calls == 2 and len(completions) == 2
+    repair = stub_env.requests[1].body["messages"][-1]["content"]
+    assert "it leaves out 'b'; answer every checklist id" in repair
+
+
+@pytest.mark.parametrize(("said", "passed", "applicable"), [
+    ({"a": "fail", "b": "fail"}, False, True),                      # two of three: the third cannot overturn it
+    ({"a": "success", "b": "success"}, True, True),
+    ({"a": "fail"}, False, True),                                   # of two, one fail: a tie fails at best
+    ({"a": "not_applicable", "b": "not_applicable"}, False, False),  # conditional: most say it never arose
+])
+def test_a_check_judges_left_out_is_decided_by_the_others_when_nothing_they_said_could_change_it(
+        stub_env, said, passed, applicable):
+    panel = "abc" if len(said) == 2 else "ab"
+    for name in panel:
+        answer = {"x": said[name]} if name in said else {}
+        stub_env.add_rule("", answering({"y": "success", **answer}), model=f"judge-{name}")
+    judges = [client(stub_env, f"openai/judge-{name}") for name in panel]
+    verdicts, _ = judge(stub_env, [conditional("x", "X"), judged("y", "Y")], judges=judges)
+    verdict = verdicts["x"]
+    assert isinstance(verdict, Verdict) and (verdict.passed, verdict.applicable) == (passed, applicable), verdict
+    left_out = [f"openai/judge-{name}" for name in panel if name not in said]
+    assert verdict.details["omitted"] == left_out and [v["judge"] for v in verdict.details["judges"]] == [
+        f"openai/judge-{name}" for name in said]
+    assert f"[{left_out[0]}] left this check out; the others decide it" in verdict.evidence
+    assert verdicts["y"].passed and "omitted" not in verdicts["y"].details
+
+
 @pytest.mark.parametrize("garbage", [
     "The agent did fine.",                                                    # no JSON at all
     '{"checks": [{"id": "a", "reasoning": "ok", "result": "succ',             # truncated JSON

@@ -334,6 +334,22 @@ def panel_decision(answers: Sequence[bool | None]) -> tuple[bool, bool]:
     return sum(votes) * 2 > len(votes), True
 
 
+def panel_decided(answered: Sequence[bool | None], omitted: int, conditional: bool) -> tuple[bool, bool] | None:
+    """(passed, applicable) of a panel where ``omitted`` judges left the check out, when the ``answered`` ones
+    decide it whatever the others would have said (two of three said fail); None when they would not. The reply
+    and the trajectory judges' one rule: a judge talked into leaving a check out then changes nothing."""
+    possible = (True, False, None) if conditional else (True, False)
+    outcomes = {panel_decision([*answered, *rest]) for rest in itertools.product(possible, repeat=omitted)}
+    return outcomes.pop() if len(outcomes) == 1 else None
+
+
+def omission_reason(omitted: Sequence[str], others: str) -> str:
+    """The error on a check the judges ``omitted`` left out and the others (``others``: what they said) could
+    not decide alone."""
+    return f"judge {', '.join(omitted)} left this check out of its answer" + (f" (the others said {others})"
+                                                                              if others else "")
+
+
 def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
                    per_judge: Sequence[Mapping[str, tuple[bool | None, str]]], conditional: bool = False,
                    ) -> Verdict | JudgeOmission:
@@ -353,16 +369,13 @@ def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
         details.append({"judge": client.model, "passed": passed, "reasoning": reasoning})
     word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
     answered = [d["passed"] for d in details]
-    if omitted:
-        possible = (True, False, None) if conditional else (True, False)
-        outcomes = {panel_decision([*answered, *rest]) for rest in itertools.product(possible, repeat=len(omitted))}
-        if len(outcomes) > 1:
-            others = "; ".join(f"{d['judge']}: {word[d['passed']]}" for d in details)
-            return JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"
-                                        + (f" (the others said {others})" if others else ""))
+    decided = panel_decided(answered, len(omitted), conditional)
+    if decided is None:
+        others = "; ".join(f"{d['judge']}: {word[d['passed']]}" for d in details)
+        return JudgeOmission(reason=omission_reason(omitted, others))
+    passed, applicable = decided
     evidence = "\n".join([*(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details),
                           *(f"[{name}] left this check out; the others decide it" for name in omitted)])
-    passed, applicable = panel_decision([*answered, *([False] * len(omitted))])  # decided: any answer gives the same
     extra = {"omitted": omitted} if omitted else {}
     if not applicable:
         return Verdict(passed=False, applicable=False, evidence=evidence, details={"judges": details, **extra})

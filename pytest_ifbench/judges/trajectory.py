@@ -31,14 +31,18 @@ quote nor open a section of its own.
 Failures: a reply that is not the JSON asked for (no JSON, truncated JSON, a ``finish_reason`` of
 ``length``, no ``checks`` list, a result outside the three) gets ONE repair turn, then raises
 :class:`~._judge.JudgeError` (the instance errors). A failing call -- a context-window error included --
-raises ``JudgeError`` too: never a silent zero. A check a judge leaves out of its answer gets a
-:class:`~pytest_ifbench._types.JudgeOmission` (an error outcome on that check only).
+raises ``JudgeError`` too: never a silent zero. A judge whose answer leaves checks out is asked for them in
+the same repair turn (a transcript that talks the judge into leaving its failing check out must not trade the
+failure for an exclusion); a check still left out after it gets a :class:`~pytest_ifbench._types.JudgeOmission`
+(an error outcome on that check only), unless the panel decides it without that judge (below).
 
 Panels: every judge answers on its own. A check's verdict keeps each judge's answer in
 ``details["judges"]`` (``{judge, result, passed, applicable, reasoning}``, the shape the metrics read per
 judge), plus ``mean`` and ``spread`` of the applicable votes. The check is not applicable when a strict
 majority of the judges says so (a tie keeps it applicable); it passes when a strict majority of the judges
-that found it applicable says ``success`` (a tie fails). One judge's omission makes the check an error.
+that found it applicable says ``success`` (a tie fails). A check some judges left out is decided by the others
+when nothing the missing judges could have said would change the outcome (two of three said fail; of two, one
+said fail), and is an error otherwise -- the reply judge's rule (:func:`.checklist.panel_decided`).
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ from .checklist import (
     JudgeError,
     ask_with_repair,
     call_judge,
-    panel_decision,
+    omission_reason,
+    panel_decided,
     raise_failed,
     reply_entries,
 )
@@ -136,10 +141,11 @@ def judge_prompt(task: str, transcript: str, items: Sequence[Mapping[str, str]])
     return _SYSTEM.format(nonce=nonce), user
 
 
-def parse_results(completion: Completion, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """(result, reasoning) by id from the judge's reply; ValueError with the reason when it is malformed.
-    Unknown ids are ignored; an id repeated with the same result is one answer (:func:`.checklist.reply_entries`
-    refuses differing ones)."""
+def parse_results(completion: Completion, ids: Sequence[str], *, complete: bool = False,
+                  ) -> dict[str, tuple[str, str]]:
+    """(result, reasoning) by id from the judge's reply; ValueError with the reason when it is malformed
+    (``complete``: or when it leaves out a checklist id). Unknown ids are ignored; an id repeated with the same
+    result is one answer (:func:`.checklist.reply_entries` refuses differing ones)."""
     checks = reply_entries(completion.text, "checks", finish_reason=completion.finish_reason)
     out: dict[str, tuple[str, str]] = {}
     for entry in checks:
@@ -151,6 +157,9 @@ def parse_results(completion: Completion, ids: Sequence[str]) -> dict[str, tuple
             raise ValueError(f"check {entry['id']!r} has result {entry.get('result')!r}, "
                              f"not one of {', '.join(RESULTS)}")
         out.setdefault(entry["id"], (result, str(entry.get("reasoning", ""))))
+    missing = [check_id for check_id in ids if check_id not in out]
+    if complete and missing:
+        raise ValueError(f"it leaves out {', '.join(map(repr, missing))}; answer every checklist id")
     return out
 
 
@@ -164,17 +173,24 @@ async def _ask(client: ModelClient, system: str, user: str, ids: Sequence[str],
                ) -> tuple[dict[str, tuple[str, str]], list[Completion]]:
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     return await ask_with_repair(lambda sent: _call(client, sent, ids), messages,
-                                 lambda reply: parse_results(reply, ids), model=client.model,
-                                 hint="one entry per checklist id")
+                                 lambda reply: parse_results(reply, ids, complete=True), model=client.model,
+                                 hint="one entry per checklist id",
+                                 repaired_parse=lambda reply: parse_results(reply, ids))
 
 
-def _combine(votes: list[dict[str, Any]]) -> Verdict:
-    passed, applicable = panel_decision([bool(v["passed"]) if v["applicable"] else None for v in votes])
+def _combine(votes: list[dict[str, Any]], omitted: Sequence[str], conditional: bool) -> Verdict | JudgeOmission:
+    """The panel's verdict on one check; an omission when judges left it out and the others do not decide it."""
+    decided = panel_decided([bool(v["passed"]) if v["applicable"] else None for v in votes], len(omitted),
+                            conditional)
+    if decided is None:
+        return JudgeOmission(reason=omission_reason(omitted, "; ".join(f"{v['judge']}: {v['result']}" for v in votes)))
+    passed, applicable = decided
     counted = [1.0 if v["passed"] else 0.0 for v in votes if v["applicable"]]
-    evidence = "\n".join(f"[{v['judge']}] {v['result']}: {v['reasoning']}" for v in votes)
+    evidence = "\n".join([*(f"[{v['judge']}] {v['result']}: {v['reasoning']}" for v in votes),
+                          *(f"[{name}] left this check out; the others decide it" for name in omitted)])
     return Verdict(passed=passed, applicable=applicable, evidence=evidence, details={
         "judges": votes, "mean": statistics.fmean(counted) if counted else 0.0,
-        "spread": statistics.pstdev(counted) if len(counted) > 1 else 0.0})
+        "spread": statistics.pstdev(counted) if len(counted) > 1 else 0.0, **({"omitted": omitted} if omitted else {})})
 
 
 #: A plain criterion that states its own not-applicable case ("...; not applicable if it wrote no C function").
@@ -219,17 +235,12 @@ async def judge_trajectory(
             votes.append({"judge": client.model, "result": result, "passed": result == "success",
                           "applicable": result != "not_applicable", "reasoning": reasoning})
         check = next(c for c in checks if c.id == check_id)
-        if not _conditional(registry, check):  # only a condition that never arose makes a check not applicable
-            wrong = [v["judge"] for v in votes if not v["applicable"]]
-            if wrong:
-                out[check_id] = JudgeOmission(reason=f"judge {', '.join(wrong)} answered not_applicable on check "
-                                                     f"{check_id!r}, which has no condition: only a conditional "
-                                                     "check may be not applicable")
-                continue
-        if omitted:
-            others = "; ".join(f"{v['judge']}: {v['result']}" for v in votes)
-            out[check_id] = JudgeOmission(reason=f"judge {', '.join(omitted)} left this check out of its answer"
-                                                 + (f" (the others said {others})" if others else ""))
+        conditional = _conditional(registry, check)
+        wrong = [] if conditional else [v["judge"] for v in votes if not v["applicable"]]
+        if wrong:  # only a condition that never arose makes a check not applicable
+            out[check_id] = JudgeOmission(reason=f"judge {', '.join(wrong)} answered not_applicable on check "
+                                                 f"{check_id!r}, which has no condition: only a conditional "
+                                                 "check may be not applicable")
         else:
-            out[check_id] = _combine(votes)
+            out[check_id] = _combine(votes, omitted, conditional)
     return out, completions

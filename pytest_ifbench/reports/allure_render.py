@@ -111,9 +111,9 @@ def render_judges(checks: Sequence[Mapping[str, Any]]) -> str:
         if check.get("description"):
             lines.append(f"  criterion: {check['description']}")
         for judge in judges or []:
-            omitted = " (omitted by the judge)" if judge.get("omitted") else ""
-            lines.append(f"  [{judge.get('judge')}] {'pass' if judge.get('passed') else 'fail'}{omitted}: "
-                         f"{judge.get('reasoning', '')}")
+            said = judge.get("result") or {True: "pass", False: "fail", None: "not_applicable"}.get(judge.get("passed"))
+            lines.append(f"  [{judge.get('judge')}] {said}: {judge.get('reasoning', '')}")
+        lines += [f"  [{name}] left this check out; the others decided it" for name in details.get("omitted") or ()]
         if check.get("error"):
             lines.append(f"  error: {check['error']}")
         blocks.append("\n".join(lines))

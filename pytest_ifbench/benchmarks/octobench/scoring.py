@@ -53,8 +53,10 @@ def omitted(check: Check) -> bool:
 
 
 def check_result(check: Check, judge: str | None = None) -> str:
-    """``success``, ``fail``, ``not_applicable`` or ``omitted``, as ``judge`` saw it (None: the verdict)."""
-    if omitted(check):
+    """``success``, ``fail``, ``not_applicable`` or ``omitted``, as ``judge`` saw it (None: the verdict). A
+    judge that left the check out of a panel that decided it without that judge omitted it, as it saw it."""
+    if omitted(check) or (judge is not None and judge in (((check.get("verdict") or {}).get("details") or {})
+                                                         .get("omitted") or ())):
         return "omitted"
     vote = _vote(check, judge)
     if vote is not None:

@@ -43,7 +43,9 @@ def test_authors_sample_trajectory_scored_offline(pytester, stub_env):
     stub_env.default = lambda body: judge_reply(body, results, omit)
     result = pytester.runpytest(str(path), *stub_args(stub_env),
                                 f"--ifbench-recorded-trajectories={trajectory}")
-    assert stub_env.calls == 1  # the judge only: nothing ran
+    assert stub_env.calls == 2  # the judge and its repair turn asking for what it left out: nothing ran
+    assert "it leaves out 'UserQuery_document_generated', 'Agents_correct_file_reference'" in json.dumps(
+        stub_env.requests[1].body)
     (record,) = results_of(pytester.path)
     assert record["status"] == "failed", result.stdout.str()
     checks = {c["id"]: c for c in record["checks"]}

@@ -114,6 +114,20 @@ def test_panel_mean_and_std_across_judges():
                               "50.0% ±35.4 [9.5, 90.5]", "75.0% ±25.0 [0.0, 100.0]")
 
 
+def test_a_judge_that_left_a_check_out_the_panel_decided_omitted_it_in_its_own_rates():
+    """Two of three said fail, the third left the check out: the panel's verdict is a fail, and in the third
+    judge's own rates the check is its omission (a fail in paper mode, not counted in reference), never the
+    others' verdict taken for its own."""
+    decided = check("c2", "fail", "fail")
+    decided["verdict"]["details"]["omitted"] = ["j3"]
+    rec = record("a", check("c1", "success", "success", "success"), decided)
+    assert scoring.check_result(decided) == "fail" and scoring.check_result(decided, "j3") == "omitted"
+    assert scoring.instance_score(rec, judge="j3") == scoring.Score(passed=False, share=0.5, checks=2)
+    assert scoring.instance_score(rec, judge="j3", mode="reference") == scoring.Score(passed=True, share=1.0,
+                                                                                     checks=1)
+    assert scoring.instance_score(rec, judge="j1") == scoring.Score(passed=False, share=0.5, checks=2)
+
+
 def test_breakdowns_by_source_type_and_counts():
     records = [record("a", check("c1", "success", category="user_query", check_type="implementation"),
                       check("c2", "fail"), deterministic("d", True)),
