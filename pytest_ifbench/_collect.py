@@ -388,11 +388,14 @@ def agent_summary(run: Any, kept: bool) -> str:
     """The report section of an agent run: how it ended, where the time went, where to look."""
     lines = [f"runner: {run.runner}    stopped: {run.stop_reason}    steps: {run.steps}",
              f"time: {run.duration:.1f} s (model {run.model_seconds:.1f} s, tools {run.tool_seconds:.1f} s)"]
-    rewrites = sum(len(t.meta.get("history_rewrites") or ()) for t in run.trajectory.walk())
-    if rewrites:  # the agent edited the CLI's saved conversation (agents/normalize.py put the replies back)
-        lines.append(f"history: {rewrites} earlier repl{'y' if rewrites == 1 else 'ies'} of the model rewritten in "
-                     "the CLI's saved conversation; the trajectory keeps what the model answered "
-                     "(meta.history_rewrites)")
+    rewrites = [r for t in run.trajectory.walk() for r in t.meta.get("history_rewrites") or ()]
+    if rewrites:  # the agent edited the CLI's saved conversation (agents/normalize.py put what was sent back)
+        outputs = sum("tool_result" in r for r in rewrites)
+        replies = len(rewrites) - outputs
+        what = [f"{replies} earlier repl{'y' if replies == 1 else 'ies'} of the model"] if replies else []
+        what += [f"{outputs} tool output{'' if outputs == 1 else 's'}"] if outputs else []
+        lines.append(f"history: {' and '.join(what)} rewritten in the CLI's saved conversation; the trajectory "
+                     "keeps what the relay saw (meta.history_rewrites)")
     if kept and run.workspace is not None:
         lines.append(f"workspace (kept): {run.workspace.path}")
     if run.trajectory_path is not None:

@@ -24,7 +24,8 @@ Rules, per session (``session_id``):
    the first call that carried it, ``turn``, the ``history`` blocks and the ``logged`` ones, ``answered_at``
    (that reply's call). A history-only message reusing the id of a logged tool call with other contents is
    recorded the same way (it has no request to be repaired by). Thinking, empty text and transport keys are
-   ignored as in rule 2, so a CLI dropping them rewrites nothing.
+   ignored as in rule 2, so a CLI dropping them rewrites nothing. A tool result is the one the first request
+   carrying it sent (:mod:`.sent_results`); another text later is recorded too, with ``tool_result`` (the call id).
 4. A call whose request a later call with the same system prompt contains, but not its response (a retry, an
    abandoned branch), adds no message; its response is kept in ``meta["abandoned"]`` with the index of the
    message it would have followed.
@@ -73,6 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from ..suite.jsonl import JsonlError, iter_jsonl
+from .sent_results import ResultRewrite, SentResults
 from .trajectory import Message, Trajectory, blocks_of, openai_tool, strings_in
 
 #: A tool-call argument that is only contained in (not equal to) a sub-agent's first message must be this long.
@@ -97,6 +99,7 @@ class _Call:
     rank: int = 0
     ids: list[int] = field(default_factory=list)  # ids[n]: the id of the first n request messages
     rewrites: list[tuple[int, tuple[dict[str, Any], ...], _Call]] = field(default_factory=list)  # rule 3
+    result_rewrites: list[ResultRewrite] = field(default_factory=list)  # rule 3, tool results
     ext: int | None = None  # the id of the request messages plus the response
     succ: _Call | None = None
 
@@ -236,9 +239,14 @@ def _session(session: str, calls: list[_Call]) -> Trajectory:
     containing: dict[int, list[_Call]] = defaultdict(list)  # prefix id -> calls whose request has it, by time
     producers: dict[int, _Call] = {}  # request-plus-response id -> the (first) call that produced it
     asked: dict[int, list[_Call]] = defaultdict(list)  # request id -> the earlier calls with that request
+    sent = SentResults()
     for rank, call in enumerate(calls):
         call.rank, call.ids = rank, [0]
         for n, (role, blocks) in enumerate(call.messages):
+            if role == "user":  # each tool result as first sent (rule 3)
+                blocks, rewritten = sent.restore(n, blocks, call.time)
+                call.messages[n] = (role, blocks)
+                call.result_rewrites += rewritten
             key = _key(role, blocks)
             if role == "assistant" and asked.get(call.ids[-1]) and producers.get(trie.get((call.ids[-1], key))) is None:
                 # The relay saw the model answer this very request otherwise: the history was rewritten (rule 3).
@@ -281,10 +289,16 @@ def _rewrites(members: list[_Call], items: list[tuple[str, tuple[dict[str, Any],
               turns: list[int | None], replies: Mapping[str, tuple[_Call, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The thread's assistant messages whose history contradicts what the relay saw the model answer (rule 3)."""
     found: dict[int, dict[str, Any]] = {}
+    results: dict[tuple[int, str], dict[str, Any]] = {}
     for call in members:  # each member's request is a prefix of the thread's: the same message indices
         for n, history, logged in call.rewrites:
             found.setdefault(n, {"request_time": call.time, "turn": turns[n], "history": [dict(b) for b in history],
                                  "logged": [dict(b) for b in logged.response], "answered_at": logged.time})
+        for rewrite in call.result_rewrites:  # after the assistant turn whose call it answers
+            results.setdefault((rewrite.message, str(rewrite.history.get("tool_use_id"))), {
+                "request_time": call.time, "turn": max((t for t in turns[:rewrite.message] if t), default=None),
+                "tool_result": str(rewrite.history.get("tool_use_id")), "history": [rewrite.history],
+                "logged": [rewrite.sent], "answered_at": rewrite.sent_at})
     for n, (role, blocks, producer) in enumerate(items):
         uses = [b for b in blocks if b.get("type") == "tool_use"]
         if role != "assistant" or producer is not None or n in found:
@@ -295,7 +309,7 @@ def _rewrites(members: list[_Call], items: list[tuple[str, tuple[dict[str, Any],
             found[n] = {"request_time": min(c.time for c in members), "turn": turns[n],
                         "history": [dict(b) for b in blocks], "logged": [dict(b) for b in seen[0].response],
                         "answered_at": seen[0].time}
-    return [found[n] for n in sorted(found)]
+    return [found[n] for n in sorted(found)] + [results[key] for key in sorted(results)]
 
 
 def _thread(session: str, end: _Call, members: list[_Call], abandoned: list[_Call],

@@ -82,6 +82,8 @@ def test_each_command_of_a_real_cli_gives_its_turns_answer(name, agents, stub_en
     assert result.turn_texts == (HELLO, GOODBYE), [m.content for m in result.trajectory.assistant_turns()]
     assert result.trajectory.meta["turn_answers"] == [HELLO, GOODBYE]
     assert result.final_text == GOODBYE
+    # what each CLI resends of turn 1 in turn 2 (its tool output included) is what it sent: no rewrite found
+    assert not [t.meta["history_rewrites"] for t in result.trajectory.walk() if t.meta.get("history_rewrites")]
 
 
 def test_a_turn_cut_short_keeps_what_it_has_and_a_turn_never_sent_has_no_answer(agents, stub_env, tmp_path):
