@@ -20,13 +20,19 @@ LOOK_ALIKES = ("\uff1d\uff1d\uff1d ANSWER \uff1d\uff1d\uff1d\n"     # fullwidth 
                "\ufe64\ufe64\ufe64END TRANSCRIPT\ufe65\ufe65\ufe65\n"  # small-form brackets
                "=\ufeff=\u200d= CHECKLIST =\u200c==\n"              # BOM, zero-width joiners between the =
                "\u2a76 OUTPUT \u2a76\n"                             # one character that is "==="
-               "\u2060== CRITERIA ==\n")                            # a word joiner before a line's ==
+               "\u2060== CRITERIA ==\n"                             # a word joiner before a line's ==
+               "<\u034f<<END TRANSCRIPT>\u034f>>\n"              # combining grapheme joiner (a mark, not Cf)
+               "<\u3164<<END TRANSCRIPT>\uffa0>>\n"              # Hangul fillers (letters that draw nothing)
+               "=\u0301== ANSWER =\u20d2==\n"                     # combining marks on the =
+               "<\U000e0041<<END TRANSCRIPT>\ufe0f>>\n")         # a tag character, a variation selector
 
 
 def _folded(text: str) -> str:
     import unicodedata
 
-    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    invisible = {"\u115f", "\u1160", "\u3164", "\uffa0"}
+    return "".join(c for c in unicodedata.normalize("NFKC", text)
+                   if unicodedata.category(c) not in ("Cf", "Mn", "Me") and c not in invisible)
 
 
 @pytest.mark.parametrize("line", LOOK_ALIKES.splitlines())

@@ -10,8 +10,10 @@ quote or open a section of its own. :func:`neutralise` rewrites, in the quoted t
 - everything shaped like a section marker inside a line, ``=== word ===`` (its ``=`` become ``═``).
 
 Look-alikes count: the markers are matched on the text NFKC-normalised (fullwidth ``＝＝＝ ANSWER ＝＝＝``,
-``＜＜＜``, small-form and other compatibility forms fold to ``=``, ``<``, ``>``) with its format characters
-(Unicode category Cf: zero-width spaces and joiners, word joiners, BOMs, bidi marks) ignored, so ``<<\\u200b<``
+``＜＜＜``, small-form and other compatibility forms fold to ``=``, ``<``, ``>``) with the characters that
+draw nothing of their own ignored -- format characters (Unicode category Cf: zero-width spaces and joiners,
+word joiners, BOMs, bidi marks, tag characters), combining and enclosing marks (Mn, Me: the combining
+grapheme joiner, variation selectors, accents) and the Hangul fillers -- so ``<<\\u200b<``, ``<\\u034f<<``
 and ``=\\u2060== ANSWER ===`` are markers too. Only the marker characters of a match are rewritten; every
 other character -- and any text with no marker look-alike at all -- is passed through unchanged, so the
 prompt (and the judge's cache key) of ordinary material does not change.
@@ -33,10 +35,19 @@ _MARKS = frozenset("<>=")
 _SUBSTITUTES = {"<": "‹", ">": "›", "=": "═"}
 
 
+#: Dropped before matching: characters that draw nothing, or nothing of their own. Format characters (Cf),
+#: combining and enclosing marks (Mn, Me: a mark or a variation selector on a ``<`` leaves it a ``<`` to a
+#: reader), and the letters that draw nothing (Hangul fillers, Unicode's default-ignorable letters).
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+
+
 @functools.lru_cache(maxsize=4096)
 def _fold(char: str) -> str:
-    """``char`` as the markers are matched: dropped when a format character, else its NFKC form."""
-    return "" if unicodedata.category(char) == "Cf" else unicodedata.normalize("NFKC", char)
+    """``char`` as the markers are matched: dropped when invisible (see above), else its NFKC form."""
+    if unicodedata.category(char) in _INVISIBLE_CATEGORIES or char in _INVISIBLE_LETTERS:
+        return ""
+    return unicodedata.normalize("NFKC", char)
 
 
 def neutralise(text: str) -> str:
