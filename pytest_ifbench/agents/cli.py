@@ -173,6 +173,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     deadline = meter.deadline
     done: CommandResult | None = None
     starts: list[int] = []  # per command run: the raw log's records before it (its turn's answer is its own)
+    limited: list[dict[str, object]] = []  # turns a sandbox limit stopped after their answer (scored all the same)
     error: str | None = None
     fault: str | None = None
     with proxy:
@@ -206,6 +207,8 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 if error is not None and not proxy.failures:
                     error, fault = _blame(error, name, turn, done, proxy, before=before, acted=acted, ran=ran,
                                           in_flight=in_flight, refused=refused)
+                    if error is None and fault is None and done.limit is not None:
+                        limited.append({"turn": turn + 1, "limit": done.limit})
                 if error is not None or fault is not None:
                     break
         except SandboxUnavailable as exc:
@@ -213,7 +216,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     usage = meter.usage()
     return _result(name, session, log_path, done, error, proxy.notes, clis, fault, usage=usage, starts=starts,
                    meta={"runner_version": running, "version_named": version, "system_prompt": system_note,
-                         "limits": options.to_json(), **usage.to_meta()})
+                         "limits": options.to_json(), "sandbox_limits": limited, **usage.to_meta()})
 
 
 _DENIED = ("EACCES", "EPERM", "Permission denied", "Operation not permitted", "ECONNREFUSED")

@@ -86,9 +86,12 @@ def test_a_process_the_agent_left_filling_the_disk_during_a_model_call_is_no_err
     if then == "answer":
         assert result.agent_fault is None and result.turn_texts == (REAL_ANSWER,), result.agent_fault
         assert result.stop_reason == "end_turn"
+        # scored, and the record still says the limit stopped the CLI (it said nothing)
+        assert result.trajectory.meta["sandbox_limits"] == [{"turn": 1, "limit": "disk"}]
     else:
         assert result.agent_fault is not None and "disk limit" in result.agent_fault, result.agent_fault
         assert result.stop_reason == "agent_fault"
+        assert result.trajectory.meta["sandbox_limits"] == []
 
 
 # -- the decisions, on _blame itself ------------------------------------------------------------------------
