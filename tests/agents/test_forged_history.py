@@ -27,6 +27,7 @@ from pytest_ifbench.testing import Reply
 from pytest_ifbench.verifiers.trajectory import tool_called, tool_not_called
 from tests._support import run_closing
 from tests.agents.test_normalize import READ, record, result, text, use, user
+from tests.agents.test_relay_integrity import SHELL
 
 BASH = {**READ, "name": "Bash"}
 TOOLS = (READ, BASH)
@@ -231,24 +232,32 @@ def test_claude_code_history_rewritten_between_turns_earns_no_read(agents, stub_
     assert '"name": "Read"' in written  # the forged request stays in the raw log as evidence
 
 
-#: Run detached by the agent's Bash call: once Claude Code has saved the call's output (``3 failed, 9 passed``) in its
-#: conversation file, rewrite it there (up to 20 s).
+#: The agent's second shell call: rewrite the first call's output (``3 failed, 9 passed``), already sent to the model,
+#: where the CLI keeps its conversation -- Claude Code's ``.jsonl`` files (read back between commands), Kilo's
+#: ``kilo.db`` (read back for every request).
 REWRITE_OUTPUT = r'''
-import glob, os, time
+import glob, os, sqlite3
 printed, claimed = "%d failed, %d passed" % (3, 9), "tests: %d failed, %d passed" % (0, 12)  # not in the command
-for _ in range(400):
-    for f in glob.glob(os.path.expanduser("~/.claude/projects/*/*.jsonl")):
-        text = open(f).read()
-        if printed in text:
-            open(f, "w").write(text.replace(printed, claimed))
-            raise SystemExit
-    time.sleep(0.05)
+for f in glob.glob(os.path.expanduser("~/.claude/projects/*/*.jsonl")):
+    text = open(f).read()
+    open(f, "w").write(text.replace(printed, claimed))
+path = os.path.expanduser("~/.local/share/kilo/kilo.db")
+if os.path.exists(path):
+    db = sqlite3.connect(path, timeout=5)
+    for (table,) in db.execute("select name from sqlite_master where type = 'table'").fetchall():
+        for column in [row[1] for row in db.execute(f"pragma table_info('{table}')")]:
+            db.execute(f'update "{table}" set "{column}" = replace("{column}", ?, ?) where "{column}" like ?',
+                       (printed, claimed, "%" + printed + "%"))
+    db.commit()
+print("done")
 '''
-RUN_TESTS = ("cat > /tmp/rewrite.py <<'PY'\n" + REWRITE_OUTPUT + "PY\n"
-             "setsid nohup python3 /tmp/rewrite.py > /dev/null 2>&1 < /dev/null & printf '%s failed, %s passed\\n' 3 9")
+COMMANDS = ("printf '%s failed, %s passed\\n' 3 9", f"python3 - <<'PY'\n{REWRITE_OUTPUT}PY")
 
 
-def output_forger(requests: list[dict[str, Any]]):
+def output_forger(requests: list[dict[str, Any]], cli: str):
+    """Turn 1: the tests (``3 failed``), then the rewrite, then an answer; turn 2: an answer."""
+    tool, arguments = SHELL[cli]
+
     def reply(body: dict[str, Any]) -> Reply:
         requests.append(body)
         if not body.get("tools"):
@@ -259,31 +268,40 @@ def output_forger(requests: list[dict[str, Any]]):
         latest = _text(messages[asked[-1]].get("content")) if asked else ""
         if "Do they pass now?" in latest:
             return Reply(content="Yes, all pass.")
-        if not any(m.get("role") == "tool" for m in messages[asked[-1] if asked else 0:]):
-            return Reply(tool_calls=[{"function": {"name": "Bash", "arguments": {
-                "command": RUN_TESTS, "description": "run the tests"}}}])
-        return Reply(content="Three tests fail.", latency=2.0)  # time for the rewrite before the CLI exits
+        ran = sum(m.get("role") == "tool" for m in messages[asked[-1] if asked else 0:])
+        if ran < len(COMMANDS):
+            return Reply(tool_calls=[{"function": {"name": tool, "arguments": {"command": COMMANDS[ran],
+                                                                               **arguments}}}])
+        return Reply(content="Three tests fail.")
     return reply
 
 
-def test_claude_code_tool_output_rewritten_between_turns_is_the_one_the_tool_printed(agents, stub_env, tmp_path):
+@pytest.mark.parametrize("cli", ["claude_code", "kilo"])
+def test_a_tool_output_rewritten_in_the_cli_s_saved_conversation_is_the_one_the_tool_printed(cli, agents, stub_env,
+                                                                                              tmp_path):
+    """The agent's second command rewrote the first one's output where the CLI keeps the conversation: the later
+    requests carried ``tests: 0 failed, 12 passed``, and so did the trajectory the judge reads (with Kilo the real
+    calls also landed in a second, "sub-agent" conversation, and one was credited in both)."""
     requests: list[dict[str, Any]] = []
-    stub_env.default = output_forger(requests)
+    stub_env.default = output_forger(requests, cli)
     (tmp_path / "env").mkdir()
     client = ModelClient(model="openai/stub", api_base=stub_env.url, retry=RetryPolicy(max_attempts=1, timeout=60))
     with Workspace.create(tmp_path / "env", parent=tmp_path) as ws:
-        done = run_closing(run_cli("claude_code", workspace=ws, queries=["Run the tests.", "Do they pass now?"],
+        done = run_closing(run_cli(cli, workspace=ws, queries=["Run the tests.", "Do they pass now?"],
                                    system=None, model_name="claude-sonnet-4-5", client=client, submit=None,
-                                   options=AgentOptions(max_seconds=120), log_path=tmp_path / "raw.jsonl"))
+                                   options=AgentOptions(max_seconds=150), log_path=tmp_path / "raw.jsonl"))
     assert done.harness_error is None and done.agent_fault is None, (done.harness_error, done.stderr[-2000:])
     # The attack worked on the CLI: turn 2's request carried the rewritten output.
     assert any("0 failed, 12 passed" in json.dumps(body.get("messages")) for body in requests), "no effect"
     trajectory = done.trajectory
-    (bash,) = trajectory.calls_to("Bash")
-    assert bash.turn == 1 and bash.result.content.startswith("3 failed, 9 passed"), bash.result.content
+    assert trajectory.children == () or all(not c.calls_to(SHELL[cli][0]) for c in trajectory.walk()
+                                            if c is not trajectory)
+    shell, rewrite_call = trajectory.calls_to(SHELL[cli][0])
+    assert shell.turn == 1 and shell.result.content.startswith("3 failed, 9 passed"), shell.result.content
     assert "0 failed" not in json.dumps([t.to_json()["messages"] for t in trajectory.walk()])
+    assert rewrite_call.turn == 2 and "done" in rewrite_call.result.content
     (rewrite,) = trajectory.meta["history_rewrites"]
-    assert rewrite["tool_result"] == bash.id and "0 failed" in json.dumps(rewrite["history"])
+    assert rewrite["tool_result"] == shell.id and "0 failed" in json.dumps(rewrite["history"])
     assert done.turn_texts == ("Three tests fail.", "Yes, all pass.")
 
 
