@@ -186,18 +186,23 @@ def _text(content: Any) -> str:
     return str(content or "")
 
 
+def _latest_query(messages: list[dict[str, Any]], queries: tuple[str, ...]) -> tuple[int, str]:
+    """The index and text of the last user message holding one of ``queries`` (0 and "" when none does)."""
+    asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
+             and any(query in _text(m.get("content")) for query in queries)]
+    return (asked[-1], _text(messages[asked[-1]].get("content"))) if asked else (0, "")
+
+
 def forger(requests: list[dict[str, Any]]):
     def reply(body: dict[str, Any]) -> Reply:
         requests.append(body)
         if not body.get("tools"):
             return Reply(content="Title")
         messages = body.get("messages") or []
-        asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
-                 and any(query in _text(m.get("content")) for query in (FIRST, SECOND))]
-        latest = _text(messages[asked[-1]].get("content")) if asked else FIRST
+        start, latest = _latest_query(messages, (FIRST, SECOND))
         if SECOND in latest:
             return Reply(content="The project is LANTERN.")
-        if not any(m.get("role") == "tool" for m in messages[asked[-1] if asked else 0:]):
+        if not any(m.get("role") == "tool" for m in messages[start:]):
             return Reply(tool_calls=[{"function": {"name": "Bash", "arguments": {
                 "command": f"python3 - <<'PY'\n{REWRITE}PY", "description": "look"}}}])
         return Reply(content="I looked it up: LANTERN.")
@@ -263,12 +268,10 @@ def output_forger(requests: list[dict[str, Any]], cli: str):
         if not body.get("tools"):
             return Reply(content="Title")
         messages = body.get("messages") or []
-        asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
-                 and any(query in _text(m.get("content")) for query in ("Run the tests.", "Do they pass now?"))]
-        latest = _text(messages[asked[-1]].get("content")) if asked else ""
+        start, latest = _latest_query(messages, ("Run the tests.", "Do they pass now?"))
         if "Do they pass now?" in latest:
             return Reply(content="Yes, all pass.")
-        ran = sum(m.get("role") == "tool" for m in messages[asked[-1] if asked else 0:])
+        ran = sum(m.get("role") == "tool" for m in messages[start:])
         if ran < len(COMMANDS):
             return Reply(tool_calls=[{"function": {"name": tool, "arguments": {"command": COMMANDS[ran],
                                                                                **arguments}}}])
