@@ -112,7 +112,8 @@ def test_claude_code_is_configured_by_its_environment(tmp_path):
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and not list(tmp_path.iterdir())
     first = scaffold.invocation("/x/claude", "do it", turn=0, model=MODEL, system="S")
     assert first.argv == ("/x/claude", "-p", "--model", MODEL, "--permission-mode", "bypassPermissions",
-                          "--output-format", "json", "--append-system-prompt", "S") and first.stdin == "do it"
+                          "--output-format", "json", "--settings", '{"disableAllHooks": true, "apiKeyHelper": ""}',
+                          "--append-system-prompt", "S") and first.stdin == "do it"
     assert scaffold.invocation("/x/claude", "more", turn=1, model=MODEL, system=None).argv[-1] == "-c"
 
 
@@ -136,7 +137,7 @@ def test_kilo_and_droid_keep_their_configuration_in_home(tmp_path):
     assert entry["baseUrl"] == "http://127.0.0.1:9" and entry["provider"] == "anthropic" and entry["model"] == MODEL
     assert droid.invocation("/x/droid", "-q", turn=0, model=MODEL, system="S").argv == (
         "/x/droid", "exec", "--skip-permissions-unsafe", "-m", f"custom:{MODEL}", "-o", "json",
-        "--append-system-prompt", "S", "--", "-q")
+        "--settings", "/home/agent/.factory/ifbench-runtime-settings.json", "--append-system-prompt", "S", "--", "-q")
     assert not droid.multi_turn and SCAFFOLDS["claude_code"].multi_turn and kilo.multi_turn
 
 
