@@ -287,7 +287,8 @@ def _session(session: str, calls: list[_Call]) -> Trajectory:
 
 def _rewrites(members: list[_Call], items: list[tuple[str, tuple[dict[str, Any], ...], _Call | None]],
               turns: list[int | None], replies: Mapping[str, tuple[_Call, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The thread's assistant messages whose history contradicts what the relay saw the model answer (rule 3)."""
+    """The thread's assistant messages whose history contradicts what the relay saw the model answer, then its
+    tool results whose history contradicts what was first sent (rule 3)."""
     found: dict[int, dict[str, Any]] = {}
     results: dict[tuple[int, str], dict[str, Any]] = {}
     for call in members:  # each member's request is a prefix of the thread's: the same message indices

@@ -1,15 +1,18 @@
 """Tool results as the CLI first sent them, whatever a later request's history says.
 
-Between the commands of a multi-turn run a real CLI reads its conversation back from files the agent's own tool
-commands can write (Claude Code's ``~/.claude/projects/*/*.jsonl``, Kilo's ``kilo.db``), so in a later request
-the output of an earlier tool call is whatever those files say: a turn-1 command that rewrote its own ``3 failed``
-to ``0 failed, 12 passed`` there had turn 2's request -- and the trajectory rebuilt from the last request, so
-the judge -- read the rewritten text. The first request carrying a result was sent by the CLI process that ran
-the tool, from its memory: that text is the result (:mod:`.normalize`, rule 3, as for the model's replies).
+A real CLI reads its conversation back from files the agent's own tool commands can write -- Claude Code between
+the commands of a multi-turn run (``~/.claude/projects/*/*.jsonl``), Kilo for every request (``kilo.db``) -- so
+in a later request the output of an earlier tool call is whatever those files say: a command that rewrote an
+earlier one's ``3 failed`` to ``0 failed, 12 passed`` there had the later requests -- and the trajectory, rebuilt
+from the last request, so the judge -- read the rewritten text. The first request carrying a result is the one
+the model answered that call with: that text is the result (:mod:`.normalize`, rule 3, as for the model's
+replies). A rewrite landing before that first request (a process the agent left running, racing the CLI) is
+what the model read, as it would be had the command printed it: the command is in the trajectory either way.
 
-CLIs also shorten old results themselves to save context (Claude Code's and Kilo's ``[Old tool result content
-cleared]``, Kilo's ``[Tool output truncated for compaction: ...]``). The first text is kept then too -- the
-model saw it when it answered that call -- but a shortening is no rewrite and is not recorded as one.
+CLIs also change old results themselves: they shorten them to save context (Claude Code's and Kilo's ``[Old
+tool result content cleared]``, Kilo's ``[Tool output truncated for compaction: ...]``) or resend the same text
+in another form (a string as a list of text blocks). The first result is kept then too, but neither is a
+rewrite, nor recorded as one.
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ def _content(block: Mapping[str, Any]) -> str:
                       default=str)
 
 
+def _rewritten(first: Mapping[str, Any], later: Mapping[str, Any]) -> bool:
+    """Whether ``later`` says something else than ``first``: not in form only, nor shortened by the CLI."""
+    text = result_text(later)
+    return (text, bool(later.get("is_error"))) != (result_text(first), bool(first.get("is_error"))) \
+        and not text.lstrip().startswith(SHORTENED)
+
+
 class SentResults:
     """The first-sent ``tool_result`` block of every tool-call id, fed the requests in time order."""
 
@@ -54,13 +64,13 @@ class SentResults:
     def restore(self, message: int, blocks: Iterable[dict[str, Any]], time: float,
                 ) -> tuple[tuple[dict[str, Any], ...], list[ResultRewrite]]:
         """``blocks`` (a user message of a request made at ``time``) with every tool result put back to the
-        first-sent one, and the rewrites among them (shortenings by the CLI are put back, never listed)."""
+        first-sent one, and the rewrites among them (the CLI's own changes are put back, never listed)."""
         out, rewrites = [], []
         for block in blocks:
             ident = block.get("tool_use_id") if block.get("type") == "tool_result" else None
             first = self._first.setdefault(str(ident), (block, time)) if ident is not None else None
             if first is not None and first[0] is not block and _content(first[0]) != _content(block):
-                if not result_text(block).lstrip().startswith(SHORTENED):
+                if _rewritten(first[0], block):
                     rewrites.append(ResultRewrite(message=message, history=dict(block), sent=dict(first[0]),
                                                   sent_at=first[1]))
                 block = first[0]

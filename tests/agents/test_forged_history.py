@@ -146,8 +146,9 @@ def test_a_tool_output_rewritten_in_history_is_the_one_first_sent_and_is_recorde
 
 
 @pytest.mark.parametrize("shortened", ["[Old tool result content cleared]",
-                                       "[Tool output truncated for compaction: omitted 12 chars]"])
-def test_a_tool_output_the_cli_shortened_is_put_back_but_is_no_rewrite(shortened):
+                                       "[Tool output truncated for compaction: omitted 12 chars]",
+                                       [{"type": "text", "text": "3 failed, 9 passed"}]])  # the same, as a list
+def test_a_tool_output_the_cli_shortened_or_resent_in_another_form_is_put_back_but_is_no_rewrite(shortened):
     (trajectory,) = normalize(_tool_output_rewritten(shortened))
     assert trajectory.children == () and trajectory.calls_to("Bash")[0].result.content == "3 failed, 9 passed"
     assert "history_rewrites" not in trajectory.meta
