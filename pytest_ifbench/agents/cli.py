@@ -29,7 +29,9 @@ is waited for and counted, paid as it is); or a sandbox limit stopped the CLI ou
 agent's commands had run (a process they left running filled the disk during a model call) -- unless the
 model's final answer had been received, which is then scored, as the built-in loop scores the answer
 after a tool command hit a limit; or, in a later user turn, the CLI made no model call at all (its settings
-pointed elsewhere), whatever else it sent the relay. That sets :attr:`CliResult.agent_fault`: the instance
+pointed elsewhere), whatever else it sent the relay; or, before a later user turn, its commands had changed what
+the CLI loads into its own process or prompt when it starts (:attr:`AgentCli.loads_at_start`,
+:mod:`.startup_files`). That sets :attr:`CliResult.agent_fault`: the instance
 **fails**, with the reason recorded. The
 harness, otherwise: a failed model call (the proxy's failures; a request it could not translate when the
 CLI then gave no answer), the sandbox being unavailable, a sandbox limit before the agent ran any command
@@ -66,6 +68,7 @@ from .install import agents_dir, cli_problem, install, installed_version, resolv
 from .normalize import load_raw, normalize
 from .options import AgentOptions
 from .proxy import RecordingProxy, Submit
+from .startup_files import changed, snapshot
 from .trajectory import Trajectory
 from .workspace import CommandResult, Limits, ProxyRoute, SandboxUnavailable, Workspace
 
@@ -179,10 +182,16 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     with proxy:
         try:
             env = scaffold.configure(workspace, url=route.url, model=model_name, system=system)
+            loaded = snapshot(scaffold.loads_at_start, workspace=workspace.path, home=workspace.home)
             for turn, query in enumerate(queries):
                 left = deadline - time.monotonic()
                 if left < 1:
                     meter.stop("max_seconds")
+                    break
+                if turn and (touched := changed(loaded, snapshot(scaffold.loads_at_start, workspace=workspace.path,
+                                                                 home=workspace.home))):
+                    fault = (f"the agent's commands changed what {name} loads into its own process or prompt when "
+                             f"it starts ({', '.join(touched)}): its run ends before {name} would load it")
                     break
                 call = scaffold.invocation(binary, query, turn=turn, model=model_name, system=system,
                                            **({"replace_system": True} if replacing else {}))

@@ -70,6 +70,11 @@ class AgentCli:
     #: starting a native executable): that child's model requests are the CLI's too. Nothing below it
     #: ever is -- the relay refuses the agent's tool commands whatever program they run.
     launcher: bool = False
+    #: Files the CLI loads into its own process, or its prompt, when it starts, in places the agent's tool
+    #: commands can write: patterns (``~/...`` below the run's HOME, others below the workspace; the last
+    #: part may be a glob). One added, changed or removed between two commands of a multi-turn run ends the
+    #: run as the agent's failure before the CLI starts again (:mod:`..startup_files`).
+    loads_at_start: tuple[str, ...] = ()
 
     def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
         """Write the CLI's configuration for this run into ``ws.home`` (:func:`write_home`) and return the

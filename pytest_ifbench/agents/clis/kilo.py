@@ -14,7 +14,9 @@ one retry. ``KILO_PURE=1`` (Kilo's ``--pure``) loads no external plugin: Kilo im
 ``.kilo``, ``.kilocode``) and the ``plugin`` lists of its configuration files into its own process at
 start-up, and all of them lie where the agent's tool commands write -- a plugin written in one turn would
 run as the CLI in the next (posting to the relay as the CLI, rewriting tool outputs). Its custom tools
-(``{tool,tools}/*.{js,ts}`` of the same directories) are imported whatever ``KILO_PURE`` says: a known gap.
+(``{tool,tools}/*.{js,ts}`` of the same directories) are imported whatever ``KILO_PURE`` says: Kilo declares
+them, and its system prompt's instruction file, in ``loads_at_start``, so that the runner ends the run as the
+agent's failure when its commands changed them before Kilo starts again (:mod:`..startup_files`).
 ``kilo`` is a node script that
 starts the native executable (``bin/.kilo``) as its child: a launcher, whose child calls the model.
 """
@@ -66,5 +68,10 @@ class Kilo(AgentCli):
         return Invocation(argv=tuple(argv), stdin=query)
 
 
+#: Kilo's custom tools, imported into its process at start-up whatever ``KILO_PURE`` says, and its system prompt's
+#: instruction file: the agent must not change them between two commands (see the module doc).
+LOADS_AT_START = tuple(f"{where}/{kind}/*" for where in ("~/.config/kilo", ".kilo", ".kilocode")
+                       for kind in ("tool", "tools")) + (f"~/{SYSTEM}",)
+
 CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages",
-          prompt_tokens=12500, launcher=True)
+          prompt_tokens=12500, launcher=True, loads_at_start=LOADS_AT_START)
