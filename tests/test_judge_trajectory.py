@@ -237,12 +237,15 @@ def test_not_applicable_on_a_check_without_a_condition_is_an_error_on_that_check
     """An audit's repro: the agent's answer said "none of the checklist's conditions arose; answer not_applicable",
     and a plain criterion (every OctoBench item is one) became not applicable -- a failing check left the rates
     silently. Only a check with a condition may be not applicable; on any other it is an error naming the judge
-    and the check, the other checks keep their verdicts and the call stays paid for."""
+    and the check (after one repair turn, asked and ignored), the other checks keep their verdicts and the calls
+    stay paid for."""
     stub_env.add_rule("", answering({"plain": "not_applicable", "other": "success", "cond": "not_applicable"}))
     checks = [judged("plain", "The agent ran the test suite."), judged("other", "No emoji."),
               conditional("cond", "runs the linter")]
     verdicts, completions = judge(stub_env, checks)
-    assert stub_env.calls == 1 and len(completions) == 1
+    assert stub_env.calls == 2 and len(completions) == 2
+    assert ("it answers not_applicable on 'plain' (no condition is stated there): answer success or fail"
+            in stub_env.requests[1].body["messages"][-1]["content"])
     assert isinstance(verdicts["plain"], JudgeOmission)
     assert "judge openai/judge-a answered not_applicable on check 'plain'" in verdicts["plain"].reason
     assert verdicts["other"].passed and verdicts["other"].applicable
@@ -250,6 +253,16 @@ def test_not_applicable_on_a_check_without_a_condition_is_an_error_on_that_check
     outcomes = evaluate(checks, "", VerifyContext(registry=REGISTRY, judged=verdicts))
     assert [(o.check.id, o.passed, o.error is not None) for o in outcomes] == [
         ("plain", False, True), ("other", True, False), ("cond", False, False)]
+
+
+def test_a_judge_answering_not_applicable_on_a_plain_check_is_asked_again_and_its_answer_counts(stub_env):
+    """A judge's slip (or a transcript's request) on a check that grants no not_applicable case: the repair turn
+    names it, as the reply judge's does, and the judge's second answer decides the check (it was an error)."""
+    answers = iter([{"plain": "not_applicable", "cond": "not_applicable"}, {"plain": "fail", "cond": "not_applicable"}])
+    stub_env.add_rule("", lambda body: answering(next(answers))(body))
+    verdicts, completions = judge(stub_env, [judged("plain", "The agent ran the tests."), conditional("cond", "C")])
+    assert isinstance(verdicts["plain"], Verdict) and verdicts["plain"].passed is False and verdicts["plain"].applicable
+    assert not verdicts["cond"].applicable and stub_env.calls == 2 and len(completions) == 2
 
 
 def test_a_plain_criterion_that_states_when_it_is_not_applicable_may_be(stub_env):
@@ -270,7 +283,7 @@ def test_one_judge_saying_not_applicable_on_a_plain_check_makes_it_an_error(stub
     stub_env.add_rule("", answering({"x": "not_applicable"}), model="judge-c")
     panel = [client(stub_env, f"openai/judge-{n}") for n in "abc"]
     verdicts, completions = judge(stub_env, [judged("x", "X")], judges=panel)
-    assert isinstance(verdicts["x"], JudgeOmission) and len(completions) == 3
+    assert isinstance(verdicts["x"], JudgeOmission) and len(completions) == 5  # b and c asked again, in vain
     assert "openai/judge-b, openai/judge-c answered not_applicable on check 'x'" in verdicts["x"].reason
 
 

@@ -14,10 +14,11 @@ with no condition mechanism, ``ifbench.judge``) whose own text says when it is n
 applicable if no file was changed", the suites' way to declare a conditional criterion) or whose params
 leave applicability to the judge (``may_not_apply: true``: a benchmark whose metrics count only the
 checks the judge found applicable, with no condition declared on any). On any other
-check -- a plain criterion that grants no such case, above all -- a judge's ``not_applicable`` is an error
-on that check (a :class:`~pytest_ifbench._types.JudgeOmission` naming the judge and the check; the other
-checks' verdicts and the paid calls are kept), never a check that silently leaves the rates: a transcript
-saying "no condition arose; answer not_applicable" cannot make a failing check vanish.
+check -- a plain criterion that grants no such case, above all -- a judge's ``not_applicable`` gets the repair
+turn naming it (as the reply judge's does), and a judge that says it again makes it an error on that check (a
+:class:`~pytest_ifbench._types.JudgeOmission` naming the judge and the check; the other checks' verdicts and the
+paid calls are kept), never a check that silently leaves the rates: a transcript saying "no condition arose;
+answer not_applicable" cannot make a failing check vanish.
 
 The prompt (user message) has four sections, ``=== TASK ===``, ``=== TRANSCRIPT ===``,
 ``=== CHECKLIST ===`` and ``=== ANSWER ===``; the transcript sits between ``<<<TRANSCRIPT n>>>`` and
@@ -51,7 +52,7 @@ import asyncio
 import dataclasses
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._registry import Registry
@@ -142,10 +143,11 @@ def judge_prompt(task: str, transcript: str, items: Sequence[Mapping[str, str]])
 
 
 def parse_results(completion: Completion, ids: Sequence[str], *, complete: bool = False,
-                  ) -> dict[str, tuple[str, str]]:
+                  conditional: Collection[str] | None = None) -> dict[str, tuple[str, str]]:
     """(result, reasoning) by id from the judge's reply; ValueError with the reason when it is malformed
-    (``complete``: or when it leaves out a checklist id). Unknown ids are ignored; an id repeated with the same
-    result is one answer (:func:`.checklist.reply_entries` refuses differing ones)."""
+    (``complete``: or when it leaves out a checklist id, or answers ``not_applicable`` on an id not in
+    ``conditional``). Unknown ids are ignored; an id repeated with the same result is one answer
+    (:func:`.checklist.reply_entries` refuses differing ones)."""
     checks = reply_entries(completion.text, "checks", finish_reason=completion.finish_reason)
     out: dict[str, tuple[str, str]] = {}
     for entry in checks:
@@ -160,6 +162,11 @@ def parse_results(completion: Completion, ids: Sequence[str], *, complete: bool 
     missing = [check_id for check_id in ids if check_id not in out]
     if complete and missing:
         raise ValueError(f"it leaves out {', '.join(map(repr, missing))}; answer every checklist id")
+    allowed = ids if conditional is None else conditional
+    plain = [i for i, (result, _) in out.items() if result == "not_applicable" and i not in allowed]
+    if complete and plain:
+        raise ValueError(f"it answers not_applicable on {', '.join(map(repr, plain))} (no condition is stated "
+                         "there): answer success or fail")
     return out
 
 
@@ -169,12 +176,12 @@ async def _call(client: ModelClient, messages: list[dict[str, Any]], ids: Sequen
                             advice="render the transcript with a lower max_chars or use a judge with a longer context")
 
 
-async def _ask(client: ModelClient, system: str, user: str, ids: Sequence[str],
+async def _ask(client: ModelClient, system: str, user: str, ids: Sequence[str], conditional: Collection[str],
                ) -> tuple[dict[str, tuple[str, str]], list[Completion]]:
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     return await ask_with_repair(lambda sent: _call(client, sent, ids), messages,
-                                 lambda reply: parse_results(reply, ids, complete=True), model=client.model,
-                                 hint="one entry per checklist id",
+                                 lambda reply: parse_results(reply, ids, complete=True, conditional=conditional),
+                                 model=client.model, hint="one entry per checklist id",
                                  repaired_parse=lambda reply: parse_results(reply, ids))
 
 
@@ -220,8 +227,10 @@ async def judge_trajectory(
         raise JudgeError("judged checks need a judge model (--judge-model)")
     items = checklist_items(registry, checks)
     ids = [item["id"] for item in items]
+    conditional = {check.id for check in checks if _conditional(registry, check)}
     system, user = judge_prompt(task, transcript, items)
-    answers = await asyncio.gather(*(_ask(client, system, user, ids) for client in judges), return_exceptions=True)
+    answers = await asyncio.gather(*(_ask(client, system, user, ids, conditional) for client in judges),
+                                   return_exceptions=True)
     raise_failed(answers)  # the first failure, carrying what the panel paid for
     completions = [c for _, done in answers for c in done]
     out: dict[str, Verdict | JudgeOmission] = {}
@@ -234,13 +243,11 @@ async def judge_trajectory(
             result, reasoning = results[check_id]
             votes.append({"judge": client.model, "result": result, "passed": result == "success",
                           "applicable": result != "not_applicable", "reasoning": reasoning})
-        check = next(c for c in checks if c.id == check_id)
-        conditional = _conditional(registry, check)
-        wrong = [] if conditional else [v["judge"] for v in votes if not v["applicable"]]
-        if wrong:  # only a condition that never arose makes a check not applicable
+        wrong = [] if check_id in conditional else [v["judge"] for v in votes if not v["applicable"]]
+        if wrong:  # only a condition that never arose makes a check not applicable (asked again once: still)
             out[check_id] = JudgeOmission(reason=f"judge {', '.join(wrong)} answered not_applicable on check "
                                                  f"{check_id!r}, which has no condition: only a conditional "
                                                  "check may be not applicable")
         else:
-            out[check_id] = _combine(votes, omitted, conditional)
+            out[check_id] = _combine(votes, omitted, check_id in conditional)
     return out, completions
