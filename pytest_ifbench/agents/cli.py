@@ -52,6 +52,7 @@ each connection, so nothing a tool command can read (environment, config files, 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import signal
 import time
@@ -182,14 +183,15 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     with proxy:
         try:
             env = scaffold.configure(workspace, url=route.url, model=model_name, system=system)
-            loaded = snapshot(scaffold.loads_at_start, workspace=workspace.path, home=workspace.home)
+            startup = functools.partial(snapshot, scaffold.loads_at_start, workspace=workspace.path,
+                                        home=workspace.home)
+            loaded = startup()
             for turn, query in enumerate(queries):
                 left = deadline - time.monotonic()
                 if left < 1:
                     meter.stop("max_seconds")
                     break
-                if turn and (touched := changed(loaded, snapshot(scaffold.loads_at_start, workspace=workspace.path,
-                                                                 home=workspace.home))):
+                if turn and (touched := changed(loaded, startup())):
                     fault = (f"the agent's commands changed what {name} loads into its own process or prompt when "
                              f"it starts ({', '.join(touched)}): its run ends before {name} would load it")
                     break

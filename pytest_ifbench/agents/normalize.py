@@ -296,9 +296,9 @@ def _rewrites(members: list[_Call], items: list[tuple[str, tuple[dict[str, Any],
             found.setdefault(n, {"request_time": call.time, "turn": turns[n], "history": [dict(b) for b in history],
                                  "logged": [dict(b) for b in logged.response], "answered_at": logged.time})
         for rewrite in call.result_rewrites:  # after the assistant turn whose call it answers
-            results.setdefault((rewrite.message, str(rewrite.history.get("tool_use_id"))), {
+            results.setdefault((rewrite.message, rewrite.call_id), {
                 "request_time": call.time, "turn": max((t for t in turns[:rewrite.message] if t), default=None),
-                "tool_result": str(rewrite.history.get("tool_use_id")), "history": [rewrite.history],
+                "tool_result": rewrite.call_id, "history": [rewrite.history],
                 "logged": [rewrite.sent], "answered_at": rewrite.sent_at})
     for n, (role, blocks, producer) in enumerate(items):
         uses = [b for b in blocks if b.get("type") == "tool_use"]

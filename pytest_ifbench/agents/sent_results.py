@@ -35,6 +35,7 @@ class ResultRewrite:
     """A tool result whose text in a later request's history differs from the one first sent."""
 
     message: int  # the index of the user message holding it in that request
+    call_id: str  # the tool call it answers
     history: dict[str, Any]  # the result as the later request carried it
     sent: dict[str, Any]  # the result as first sent
     sent_at: float  # the time of the first request that carried it
@@ -71,8 +72,8 @@ class SentResults:
             first = self._first.setdefault(str(ident), (block, time)) if ident is not None else None
             if first is not None and first[0] is not block and _content(first[0]) != _content(block):
                 if _rewritten(first[0], block):
-                    rewrites.append(ResultRewrite(message=message, history=dict(block), sent=dict(first[0]),
-                                                  sent_at=first[1]))
+                    rewrites.append(ResultRewrite(message=message, call_id=str(ident), history=dict(block),
+                                                  sent=dict(first[0]), sent_at=first[1]))
                 block = first[0]
             out.append(block)
         return tuple(out), rewrites

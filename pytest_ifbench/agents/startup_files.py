@@ -22,11 +22,10 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from ..sandbox.backend import HOME
+from ..sandbox.backend import HOME, MOUNT
 
 __all__ = ["changed", "snapshot"]
 
-WORKSPACE = "/workspace"
 _READ = 4 << 20
 
 
@@ -75,7 +74,7 @@ def snapshot(patterns: Iterable[str], *, workspace: Path, home: Path) -> dict[st
         if pattern.startswith("~/"):
             found.update(_matches(home, HOME, pattern[2:]))
         else:
-            found.update(_matches(workspace, WORKSPACE, pattern))
+            found.update(_matches(workspace, MOUNT, pattern))
     return found
 
 

@@ -343,6 +343,11 @@ def panel_decided(answered: Sequence[bool | None], omitted: int, conditional: bo
     return outcomes.pop() if len(outcomes) == 1 else None
 
 
+def omission_evidence(omitted: Sequence[str]) -> list[str]:
+    """The evidence lines of a check the others decided for the judges that ``omitted`` it."""
+    return [f"[{name}] left this check out; the others decide it" for name in omitted]
+
+
 def omission_reason(omitted: Sequence[str], others: str) -> str:
     """The error on a check the judges ``omitted`` left out and the others (``others``: what they said) could
     not decide alone."""
@@ -375,7 +380,7 @@ def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
         return JudgeOmission(reason=omission_reason(omitted, others))
     passed, applicable = decided
     evidence = "\n".join([*(f"[{d['judge']}] {word[d['passed']]}: {d['reasoning']}" for d in details),
-                          *(f"[{name}] left this check out; the others decide it" for name in omitted)])
+                          *omission_evidence(omitted)])
     extra = {"omitted": omitted} if omitted else {}
     if not applicable:
         return Verdict(passed=False, applicable=False, evidence=evidence, details={"judges": details, **extra})

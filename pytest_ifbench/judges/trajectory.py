@@ -63,6 +63,7 @@ from .checklist import (
     JudgeError,
     ask_with_repair,
     call_judge,
+    omission_evidence,
     omission_reason,
     panel_decided,
     raise_failed,
@@ -194,7 +195,7 @@ def _combine(votes: list[dict[str, Any]], omitted: Sequence[str], conditional: b
     passed, applicable = decided
     counted = [1.0 if v["passed"] else 0.0 for v in votes if v["applicable"]]
     evidence = "\n".join([*(f"[{v['judge']}] {v['result']}: {v['reasoning']}" for v in votes),
-                          *(f"[{name}] left this check out; the others decide it" for name in omitted)])
+                          *omission_evidence(omitted)])
     return Verdict(passed=passed, applicable=applicable, evidence=evidence, details={
         "judges": votes, "mean": statistics.fmean(counted) if counted else 0.0,
         "spread": statistics.pstdev(counted) if len(counted) > 1 else 0.0, **({"omitted": omitted} if omitted else {})})
