@@ -326,15 +326,42 @@ def test_conditional_check_may_be_not_applicable_in_reference_mode(stub_env):
 
 
 @pytest.mark.parametrize("answer", ["plain", "c_in_paper"])
-def test_not_applicable_is_refused_where_no_condition_allows_it(stub_env, answer):
+def test_not_applicable_where_no_condition_allows_it_is_an_error_on_that_check(stub_env, answer):
+    """Asked again once, naming it; said again, that check errors (as the trajectory judge's), the other
+    check's verdict is kept, and the check never leaves the rates as not applicable. (It errored the whole
+    instance, as a malformed answer.)"""
     check = judged("plain", "is polite") if answer == "plain" else _conditional("c_in_paper", "paper")
-    stub_env.add_rule("", verdict_reply({answer: "not_applicable"}))
+    stub_env.add_rule("", verdict_reply({answer: "not_applicable", "short": "fail"}))
     judges = [make_client(stub_env)]
-    with pytest.raises(JudgeError, match="not pass/fail"):
-        run_closing(judge_checks(judges, REGISTRY, "t", "r", [check]))
-    assert stub_env.calls == 2  # one repair turn, then the error
+    verdicts, completions = run_closing(judge_checks(judges, REGISTRY, "t", "r", [check, judged("short", "is short")]))
+    assert stub_env.calls == len(completions) == 2  # one repair turn, then the error on that check
+    repair = stub_env.requests[1].body["messages"][-1]["content"]
+    assert f"check {answer!r} has verdict 'not_applicable', not pass/fail" in repair
+    assert isinstance(verdicts[answer], JudgeOmission)
+    assert verdicts[answer].reason == (f"judge openai/judge-a answered not_applicable on check {answer!r}, which "
+                                       "has no condition: only a conditional check may be not applicable")
+    assert isinstance(verdicts["short"], Verdict) and verdicts["short"].passed is False
     schema = stub_env.requests[0].body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["checks"]["items"]["properties"]["verdict"]["enum"] == ["pass", "fail"]
+
+
+def test_a_judge_answering_not_applicable_on_a_plain_check_is_asked_again_and_its_answer_counts(stub_env):
+    answers = iter([{"plain": "not_applicable"}, {"plain": "fail"}])
+    stub_env.add_rule("", lambda body: verdict_reply(next(answers))(body))
+    judges = [make_client(stub_env)]
+    verdicts, completions = run_closing(judge_checks(judges, REGISTRY, "t", "r", [judged("plain", "is polite")]))
+    assert len(completions) == 2 and verdicts["plain"].applicable and verdicts["plain"].passed is False
+
+
+def test_one_judge_of_a_panel_saying_not_applicable_on_a_plain_check_makes_it_an_error(stub_env):
+    """Whatever the others said: the two that said fail would decide it, but an answer no condition allows is
+    the judge's mistake to report, as the trajectory judge reports it."""
+    for name, said in (("a", "fail"), ("b", "fail"), ("c", "not_applicable")):
+        stub_env.add_rule("", verdict_reply({"plain": said}), model=name)
+    judges = [make_client(stub_env, f"openai/{name}") for name in "abc"]
+    verdicts, completions = run_closing(judge_checks(judges, REGISTRY, "t", "r", [judged("plain", "is polite")]))
+    assert len(completions) == 4 and isinstance(verdicts["plain"], JudgeOmission)
+    assert verdicts["plain"].reason.startswith("judge openai/c answered not_applicable on check 'plain'")
 
 
 def test_panel_finds_a_check_not_applicable_by_majority(stub_env):

@@ -8,10 +8,12 @@ Conditional requirements (a verifier with a ``condition``) may also be answered
 ``not_applicable``, only those: a check that most judges find not applicable is
 left out of every rate.
 Malformed JSON gets one repair turn; after that the instance errors. A check
-a judge leaves out of its answer gets a :class:`~pytest_ifbench._types.JudgeOmission`
-(an error on that check only, as the trajectory judge's): never a silent
-failure. With a panel, each check's verdict is the strict majority of the
-judges; the mean and the spread are recorded.
+a judge leaves out of its answer, or answers ``not_applicable`` with no condition
+to allow it, is named in that repair turn; still so after it, the check gets a
+:class:`~pytest_ifbench._types.JudgeOmission` (an error on that check only, as the
+trajectory judge's): never a silent failure, and never a check that leaves the
+rates. With a panel, each check's verdict is the strict majority of the judges;
+the mean and the spread are recorded.
 """
 
 from __future__ import annotations
@@ -177,11 +179,12 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
 def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | None = None,
                    conditional: Collection[str] = (), *, complete: bool = False) -> dict[str, tuple[bool | None, str]]:
     """Parse the judge's JSON; raise ValueError with a reason when it is malformed (``complete``: or when it
-    leaves out a requirement).
+    leaves out a requirement, or answers ``not_applicable`` on one not in ``conditional``).
 
     ``scored`` maps the ids of scored requirements to their pass threshold: those
     pass when their integer ``score`` exceeds it (the reasoning is prefixed with it).
-    The ids in ``conditional`` may be answered ``not_applicable`` (parsed as None).
+    ``not_applicable`` is parsed as None; on an id outside ``conditional`` (``complete`` False: a repaired
+    answer) :func:`_panel_verdict` makes it an error on that check.
     """
     scored = scored or {}
     checks = reply_entries(text, "checks")
@@ -197,7 +200,7 @@ def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | 
             out.setdefault(entry["id"], (score > scored[entry["id"]], reasoning))
             continue
         verdict = str(entry.get("verdict", "")).strip().lower()
-        if verdict == NOT_APPLICABLE and entry["id"] in conditional:
+        if verdict == NOT_APPLICABLE and (entry["id"] in conditional or not complete):
             out.setdefault(entry["id"], (None, str(entry.get("reasoning", ""))))
             continue
         if verdict not in ("pass", "fail"):
@@ -348,6 +351,12 @@ def omission_evidence(omitted: Sequence[str]) -> list[str]:
     return [f"[{name}] left this check out; the others decide it" for name in omitted]
 
 
+def plain_not_applicable_reason(judges: Sequence[str], check_id: str) -> str:
+    """The error on a check with no condition that ``judges`` answered not applicable (asked again: still)."""
+    return (f"judge {', '.join(judges)} answered not_applicable on check {check_id!r}, which has no condition: "
+            "only a conditional check may be not applicable")
+
+
 def omission_reason(omitted: Sequence[str], others: str) -> str:
     """The error on a check the judges ``omitted`` left out and the others (``others``: what they said) could
     not decide alone."""
@@ -364,7 +373,8 @@ def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
     A judge that left the check out of its answer (after its repair turn) makes it an error -- counting the
     omission as a failure scored a zero nobody gave -- unless the judges that answered decide it whatever the
     others would have said (two of three said fail): a reply that talks one judge of a panel into leaving a
-    check out then gains nothing."""
+    check out then gains nothing. A judge that answered a check with no condition ``not_applicable`` (after
+    its repair turn) makes it an error whatever the others said, as the trajectory judge's does."""
     details, omitted = [], []
     for client, verdicts in zip(judges, per_judge):
         if check_id not in verdicts:
@@ -372,6 +382,9 @@ def _panel_verdict(check_id: str, judges: Sequence[ModelClient],
             continue
         passed, reasoning = verdicts[check_id]
         details.append({"judge": client.model, "passed": passed, "reasoning": reasoning})
+    wrong = [] if conditional else [d["judge"] for d in details if d["passed"] is None]
+    if wrong:
+        return JudgeOmission(reason=plain_not_applicable_reason(wrong, check_id))
     word = {True: "pass", False: "fail", None: NOT_APPLICABLE}
     answered = [d["passed"] for d in details]
     decided = panel_decided(answered, len(omitted), conditional)

@@ -66,6 +66,7 @@ from .checklist import (
     omission_evidence,
     omission_reason,
     panel_decided,
+    plain_not_applicable_reason,
     raise_failed,
     reply_entries,
 )
@@ -246,9 +247,7 @@ async def judge_trajectory(
                           "applicable": result != "not_applicable", "reasoning": reasoning})
         wrong = [] if check_id in conditional else [v["judge"] for v in votes if not v["applicable"]]
         if wrong:  # only a condition that never arose makes a check not applicable (asked again once: still)
-            out[check_id] = JudgeOmission(reason=f"judge {', '.join(wrong)} answered not_applicable on check "
-                                                 f"{check_id!r}, which has no condition: only a conditional "
-                                                 "check may be not applicable")
+            out[check_id] = JudgeOmission(reason=plain_not_applicable_reason(wrong, check_id))
         else:
             out[check_id] = _combine(votes, omitted, check_id in conditional)
     return out, completions
