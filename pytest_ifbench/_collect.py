@@ -105,6 +105,12 @@ class CheckFailed(AssertionError):
     """A checklist item was not met; the message is the whole story."""
 
 
+class CheckUndecided(Exception):
+    """A checklist item could not be decided (its verifier raised, its judges left it out): the instance's
+    error, never the model's failure. Not an ``AssertionError``, so Allure shows it broken, not failed; its
+    reports are filed as errors (``pytest_report_teststatus``), as the summary counts the instance."""
+
+
 class InstanceError(Exception):
     """The instance could not be run (model, judge or protocol failure)."""
 
@@ -115,7 +121,8 @@ def _instance_test(request: pytest.FixtureRequest) -> None:
 
 def failure_message(outcome: CheckOutcome) -> str:
     check = outcome.check
-    lines = [f"check {check.id!r} failed: {check.description}".rstrip(": ")]
+    how = "could not be decided" if outcome.error else "failed"
+    lines = [f"check {check.id!r} {how}: {check.description}".rstrip(": ")]
     params = ", ".join(f"{k}={v!r}" for k, v in check.params.items())
     lines.append(f"  verifier: {check.verifier}({params})")
     if outcome.error:
@@ -171,10 +178,14 @@ def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[Che
         pytest.skip(f"not applicable{': ' + reasons if reasons else ''}")
     failed = [o for o in applicable if not o.passed]
     if failed:
+        unmet = [o for o in failed if o.error is None]
+        undecided = [o for o in failed if o.error is not None]
+        kind = CheckFailed if unmet else CheckUndecided  # one check the model failed is a failure
         if len(outcomes) > 1:
-            header = f"{name}: {len(failed)} of {len(outcomes)} checks unmet: {', '.join(o.check.id for o in failed)}"
-            raise CheckFailed(header + "\n" + "\n".join(failure_message(o) for o in failed))
-        raise CheckFailed(failure_message(failed[0]))
+            header = "; ".join(f"{len(these)} of {len(outcomes)} checks {how}: {', '.join(o.check.id for o in these)}"
+                               for these, how in ((unmet, "unmet"), (undecided, "undecided")) if these)
+            raise kind(f"{name}: {header}\n" + "\n".join(failure_message(o) for o in failed))
+        raise kind(failure_message(failed[0]))
     return True
 
 
@@ -190,6 +201,8 @@ class InstanceItem(pytest.Function):
         self.ifbench_record: dict[str, Any] | None = None
         #: Names of the subtests that failed, and how many ran (for the instance's own report).
         self.failed_subtests: Sequence[str] = ()
+        #: Those of them that failed for a check nothing decided (:class:`CheckUndecided`).
+        self.undecided_subtests: Sequence[str] = ()
         self.subtest_count = 0
         #: The instance's real generation time (its episodes', samples concurrently: the longest), None when
         #: it never ran; and how long setup waited for it (generation ran in the background meanwhile).
@@ -323,26 +336,32 @@ class InstanceItem(pytest.Function):
             self.add_report_section("call", "agent run", agent_summary(self.episode.agent, state.keep_workspaces))
         groups = self._subtest_groups(outcomes)
         failed: list[str] = []
+        undecided: list[str] = []
         reporter = subtest_reporter(self)
         if reporter is not None:  # pytest's subtest reports, without a new capture per check
             with reporter:
                 for name, group in groups:
                     report_check = partial(self.ihook.pytest_ifbench_report_check, item=self, name=name,
                                            outcomes=group)
-                    if not reporter.run(name, report_check):
+                    raised = reporter.run(name, report_check)
+                    if raised is not None:
                         failed.append(name)
+                        if isinstance(raised, CheckUndecided):
+                            undecided.append(name)
         else:  # pytest's own subtests fixture, set up only here
             subtests = request.getfixturevalue("subtests")
             for name, group in groups:
                 with subtests.test(msg=name):
                     try:
                         self.ihook.pytest_ifbench_report_check(item=self, name=name, outcomes=group)
-                    except Exception:
+                    except Exception as exc:
                         failed.append(name)
+                        if isinstance(exc, CheckUndecided):
+                            undecided.append(name)
                         raise
         # Set after the loop so the subtests' own reports carry neither (records are big,
         # and under xdist every report travels to the controller).
-        self.failed_subtests, self.subtest_count = tuple(failed), len(groups)
+        self.failed_subtests, self.undecided_subtests, self.subtest_count = tuple(failed), tuple(undecided), len(groups)
         self.ifbench_record = record
         if record["status"] == "not_applicable":  # no scored check applied: neither passed nor failed
             pytest.skip("not applicable: none of this instance's checks applied")
@@ -355,7 +374,10 @@ class InstanceItem(pytest.Function):
 
     def failure_summary(self) -> str:
         unit = "turns" if self.spec.protocol_options.get("subtests") == "turn" else "checks"
-        return f"{len(self.failed_subtests)} of {self.subtest_count} {unit} failed: {', '.join(self.failed_subtests)}"
+        unmet = [name for name in self.failed_subtests if name not in self.undecided_subtests]
+        return "; ".join(f"{len(names)} of {self.subtest_count} {unit} {how}: {', '.join(names)}" for names, how in (
+            (unmet, "failed"), (self.undecided_subtests, "could not be decided (an error: the instance is left "
+                                                          "out of ISR and CSR)")) if names)
 
     def _subtest_groups(self, outcomes: list[tuple[int, CheckOutcome]]) -> list[tuple[str, list[CheckOutcome]]]:
         """One subtest per scored check, or per turn with ``protocol_options.subtests: turn``."""
@@ -368,7 +390,7 @@ class InstanceItem(pytest.Function):
         return [(f"turn{turn}", group) for turn, group in groups.items()]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, (CheckFailed, InstanceError)):
+        if isinstance(excinfo.value, (CheckFailed, CheckUndecided, InstanceError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

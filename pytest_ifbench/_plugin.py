@@ -15,7 +15,7 @@ import pytest
 
 from . import _ast_guard
 from ._check_bundle import WORKER_CHECKS
-from ._collect import InstanceError, InstanceItem, SuiteFile
+from ._collect import CheckUndecided, InstanceError, InstanceItem, SuiteFile
 from ._startup_checks import check_models, check_selected
 from ._state import RECORDS_KEY, STATE_KEY, build_state
 from ._xdist import worker_interactor
@@ -301,6 +301,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         # Name the failed checks instead of pytest's generic "contains N failed subtests".
         report.outcome = "failed"
         report.longrepr = item.failure_summary()
+        if item.undecided_subtests:
+            report.ifbench_undecided = True
+    elif call.when == "call" and call.excinfo is not None and isinstance(call.excinfo.value, CheckUndecided):
+        report.ifbench_undecided = True  # a check's subtest
     if call.when == "setup" and report.failed and call.excinfo is not None \
             and isinstance(call.excinfo.value, InstanceError):
         report.longrepr = str(call.excinfo.value)  # the provider's message, not a traceback
@@ -309,6 +313,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
             report.ifbench_record = item.ifbench_record
     clean_report(report)
     return _report_parts(item.config).share(report)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
+    """A check nothing decided (a judge left it out, its verifier raised) is an error, as the summary and the
+    results count its instance: its subtest and its instance are filed as errors, not failures (``E``,
+    ``SUBERROR[check]``, ``N errors`` on pytest's last line)."""
+    if report.when != "call" or not report.failed or not getattr(report, "ifbench_undecided", False):
+        return None
+    context = getattr(report, "context", None)
+    return "error", "E", f"SUBERROR[{context.msg}]" if context is not None else "ERROR"
 
 
 def _register_check_bundles(config: pytest.Config) -> None:

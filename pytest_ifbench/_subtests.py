@@ -121,8 +121,9 @@ class SubtestReporter:
     def __exit__(self, *exc: Any) -> None:
         self._capture.release()
 
-    def run(self, name: str, body: Callable[[], object]) -> bool:
-        """Run ``body`` as the subtest ``[name]`` and report it; True when it passed (or was skipped).
+    def run(self, name: str, body: Callable[[], object]) -> BaseException | None:
+        """Run ``body`` as the subtest ``[name]`` and report it; what it raised when it failed, else None (it
+        passed or was skipped).
 
         Exceptions are reported, not raised, as in ``subtests.test()``, except those pytest never
         swallows (``pytest.exit``, Ctrl-C) and any failure once ``-x``/``--maxfail`` has tripped.
@@ -155,7 +156,7 @@ class SubtestReporter:
             ihook.pytest_exception_interact(node=self.item, call=call, report=sub_report)
         if error is not None and (isinstance(error, self._reraise) or self.item.session.shouldfail):
             raise error
-        return not sub_report.failed
+        return error if sub_report.failed else None
 
 
 def _subtest_report(report: pytest.TestReport, context: SubtestContext, captured: Captured | None,

@@ -95,7 +95,7 @@ def test_a_check_the_judge_left_out_of_its_answer_is_an_error_not_a_failure(pyte
     write_suite(pytester.path, "suites/j.yaml", demo_suite(instance))
     stub_env.add_rule("REQUIREMENTS", verdicts({"polite": "pass"}))
     stub_env.add_rule("it leaves out 'short'", verdicts({"polite": "pass"}))  # asked again: still left out
-    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub")
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub", "-rA")
     result.stdout.fnmatch_lines(["*error: judge openai/stub left this check out of its answer*"])
     record = results_of(pytester)["j"]
     assert errored(record), "left out of ISR and CSR, counted as an error"
@@ -213,3 +213,46 @@ def test_a_trajectory_re_score_does_not_name_a_responses_file_the_user_never_gav
     config = SimpleNamespace(getoption=lambda name, default=None: options.get(name, default))
     assert scored_what(config, [{"model": "x"}]) == ("scored: recorded agent trajectories (`traj`), re-scored "
                                                      "without calling the model under test")
+
+
+def _one_failed_one_undecided(pytester, stub_env) -> None:
+    instance = {"id": "j", "prompt": "hi", "checks": [
+        {"id": "polite", "verifier": "ifbench.judge", "params": {"criterion": "is polite"}},
+        {"id": "short", "verifier": "ifbench.judge", "params": {"criterion": "is short"}},
+        {"id": "upper", "verifier": "ifbench.case", "params": {"mode": "upper"}}]}
+    write_suite(pytester.path, "suites/j.yaml", demo_suite(instance))
+    stub_env.add_rule("REQUIREMENTS", verdicts({"polite": "pass"}))  # 'short' left out
+    stub_env.add_rule("it leaves out 'short'", verdicts({"polite": "pass"}))  # asked again: still left out
+    stub_env.add_rule("", Reply(content="hello there"))  # 'upper' fails
+
+
+def test_a_check_nothing_decided_is_reported_as_an_error_where_pytest_shows_it(pytester, stub_env):
+    """pytest's own lines said what the summary and the results do not: the check 'failed' (SUBFAILED, "check
+    'short' failed", "2 failed") where the instance is an error, left out of ISR and CSR. Its subtest and its
+    instance are errors now, and a check the model failed beside it stays a failure; under xdist too."""
+    _one_failed_one_undecided(pytester, stub_env)
+    for workers in ((), ("-n", "2")):
+        result = pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub", "-rA", *workers)
+        outcomes = result.parseoutcomes()
+        assert (outcomes.get("errors"), outcomes.get("failed")) == (2, 1), (workers, outcomes)
+        result.stdout.fnmatch_lines_random([
+            "SUBERROR[[]short[]] suites/j.yaml::j - check 'short' could not be decided: is short",
+            "SUBFAILED[[]upper[]] suites/j.yaml::j - check 'upper' failed*",
+            "ERROR suites/j.yaml::j - 1 of 3 checks failed: upper; 1 of 3 checks could not*",
+            "1 of 3 checks failed: upper; 1 of 3 checks could not be decided (an error: the instance is left out of "
+            "ISR and CSR): short",
+            "*error: judge openai/stub left this check out of its answer*",
+        ])
+        assert "check 'short' failed" not in result.stdout.str()
+        assert errored(results_of(pytester)["j"])
+
+
+def test_allure_shows_a_check_nothing_decided_as_broken_and_names_it_so(pytester, stub_env):
+    _one_failed_one_undecided(pytester, stub_env)
+    pytester.runpytest("suites", *stub_args(stub_env), "--judge-model=openai/stub",
+                       f"--alluredir={pytester.path / 'al'}")
+    [test] = [json.loads(f.read_text()) for f in (pytester.path / "al").glob("*-result.json")]
+    steps = {step["name"].split(":")[0]: step["status"] for step in test["steps"]}
+    assert (test["status"], steps["short"], steps["upper"]) == ("broken", "broken", "failed"), (test["status"], steps)
+    assert test["statusDetails"]["message"] == ("[judge error] 1 of 3 checks failed: upper; "
+                                                "1 of 3 checks could not be decided: short")

@@ -372,13 +372,13 @@ class AllureReporter:
         if not failures:
             return
         failed = [o for _, group, _ in failures for o in group]
-        scored = [c for c in record.get("checks") or [] if c.get("scored", True)]
-        ids = [o.check.id for o in failed] or [name for name, _, _ in failures]
-        kind = self._kind(item, failed)
-        total = f" of {len(scored)}" if scored else ""
-        message = f"[{kind}] {len(ids)}{total} checks failed: {', '.join(ids)}"
+        scored = sum(1 for c in record.get("checks") or [] if c.get("scored", True))
+        split = {"failed": [o.check.id for o in failed if not o.error] if failed else [n for n, _, _ in failures],
+                 "could not be decided": [o.check.id for o in failed if o.error]}
+        message = "; ".join(f"{len(ids)}{f' of {scored}' if scored else ''} checks {how}: {', '.join(ids)}"
+                            for how, ids in split.items() if ids)
         # No trace: every failed step carries its own failure text (a trace would repeat them all).
-        test.statusDetails = StatusDetails(message=redact(message))
+        test.statusDetails = StatusDetails(message=redact(f"[{self._kind(item, failed)}] {message}"))
 
     @staticmethod
     def _real_time(item: pytest.Item, test: Any, record: Mapping[str, Any], verified_at: int | None) -> None:
