@@ -182,7 +182,10 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     fault: str | None = None
     with proxy:
         try:
-            env = scaffold.configure(workspace, url=route.url, model=model_name, system=system)
+            try:
+                env = scaffold.configure(workspace, url=route.url, model=model_name, system=system)
+            except OSError as exc:  # the harness's own files (Droid's overlay in the agents directory)
+                raise _NotConfigured(f"{name} could not be configured: {exc}") from None
             startup = functools.partial(snapshot, scaffold.loads_at_start, workspace=workspace.path,
                                         home=workspace.home)
             loaded = startup()
@@ -224,10 +227,16 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                     break
         except SandboxUnavailable as exc:
             error = f"sandbox unavailable: {exc}"
+        except _NotConfigured as exc:
+            error = str(exc)
     usage = meter.usage()
     return _result(name, session, log_path, done, error, proxy.notes, clis, fault, usage=usage, starts=starts,
                    meta={"runner_version": running, "version_named": version, "system_prompt": system_note,
                          "limits": options.to_json(), "sandbox_limits": limited, **usage.to_meta()})
+
+
+class _NotConfigured(Exception):
+    """The CLI's configuration could not be written (a harness error: outside the agent's reach)."""
 
 
 _DENIED = ("EACCES", "EPERM", "Permission denied", "Operation not permitted", "ECONNREFUSED")

@@ -66,9 +66,7 @@ PLACES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
         "user": {"~/.factory/settings.json": {"hooks": {**HOOKS, "hooksDisabled": False}}},
         "hooks_json": {"~/.factory/hooks.json": {**HOOKS, "hooksDisabled": False}},
         "project": {"/workspace/.factory/settings.json": {"hooks": {**HOOKS, "hooksDisabled": False}}},
-        # the agent rewrites ifbench's own overlay too: Droid must not read it again mid-run
-        "overlay": {"~/.factory/ifbench-runtime-settings.json": {"hooks": {"hooksDisabled": False}},
-                    "~/.factory/settings.json": {"hooks": HOOKS}},
+        # (ifbench's own overlay, rewritten or removed, then re-read on a settings refresh: test_droid_settings_refresh)
     },
 }
 #: Files the instance's environment ships at ``/workspace`` (Droid watches a project settings file only if

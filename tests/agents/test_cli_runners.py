@@ -137,7 +137,8 @@ def test_kilo_and_droid_keep_their_configuration_in_home(tmp_path):
     assert entry["baseUrl"] == "http://127.0.0.1:9" and entry["provider"] == "anthropic" and entry["model"] == MODEL
     assert droid.invocation("/x/droid", "-q", turn=0, model=MODEL, system="S").argv == (
         "/x/droid", "exec", "--skip-permissions-unsafe", "-m", f"custom:{MODEL}", "-o", "json",
-        "--settings", "/home/agent/.factory/ifbench-runtime-settings.json", "--append-system-prompt", "S", "--", "-q")
+        "--settings", str(agents_dir() / "ifbench-droid-runtime-settings.json"), "--append-system-prompt", "S", "--",
+        "-q")
     assert not droid.multi_turn and SCAFFOLDS["claude_code"].multi_turn and kilo.multi_turn
 
 
@@ -307,3 +308,20 @@ def test_an_agent_fault_says_why_the_cli_stopped_without_its_terminal_escapes():
     assert _fault("droid", CommandResult(argv=("droid",), returncode=137, stdout="", stderr="Error: bye\n",
                                           duration=1.0)) == (
         "droid ended (killed by signal 9) while the agent's tool call was running, without a final answer")
+
+
+def test_a_cli_whose_configuration_cannot_be_written_is_a_harness_error(tmp_path, monkeypatch, stub_env):
+    """Droid's overlay lies in the agents directory (agents/clis/droid.py): one that cannot be written there is the
+    harness's error, said in one line, with no model call (it escaped run_cli as an OSError's traceback)."""
+    agents = tmp_path / "agents"
+    monkeypatch.setenv("IFBENCH_AGENTS_DIR", str(agents))
+    fake_install(agents, "droid")
+    (agents / "ifbench-droid-runtime-settings.json").mkdir()  # (root writes anywhere: a directory in the way)
+    client = ModelClient(model="openai/stub", api_base=stub_env.url)
+    workspace = SimpleNamespace(root=tmp_path, **vars(fake_workspace(tmp_path)))
+    result = asyncio.run(run_cli("droid", workspace=workspace, queries=["hi"], system=None,
+                                 model_name=MODEL, client=client, submit=None, options=AgentOptions(),
+                                 log_path=tmp_path / "raw.jsonl"))
+    assert result.harness_error.startswith("droid could not be configured: [Errno 21] Is a directory"), \
+        result.harness_error
+    assert result.stop_reason == "error" and stub_env.calls == 0

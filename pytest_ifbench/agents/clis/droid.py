@@ -2,7 +2,7 @@
 
 ``~/.factory/settings.json`` holds one ``customModels`` entry (``provider: anthropic``, ``baseUrl`` the
 proxy); ``droid exec --skip-permissions-unsafe -m custom:M -o json --settings
-~/.factory/ifbench-runtime-settings.json [--append-system-prompt S] -- QUERY``.
+<agents directory>/ifbench-droid-runtime-settings.json [--append-system-prompt S] -- QUERY``.
 Single-turn only (:attr:`AgentCli.multi_turn`): Droid's ``-s SESSION`` fetches the session from
 Factory's servers, which a sandbox cannot reach.
 
@@ -10,18 +10,25 @@ Factory's servers, which a sandbox cannot reach.
 user's (``~/.factory/settings.json``, ``~/.factory/hooks.json``) and the project's (``.factory/``) settings.
 Droid re-reads those while it runs, and the agent's tool commands can write them all: a ``hooks`` entry written by a
 tool call ran as Droid's child at that very call's ``PostToolUse`` and at ``Stop``, writing files with no tool call
-and putting its ``additionalContext`` into the tool result the model and the judge read. The overlay is read once at
-start; it lies in HOME too, where a tool command can rewrite it: a rewrite written mid-run was not read again
-(tested), but Droid's code drops the overlay it read on a full settings refresh, which follows, for one, its
-``Create`` tool writing a skill (not tested) -- a known gap.
+and putting its ``additionalContext`` into the tool result the model and the judge read. Droid reads the overlay
+at start and caches it, but a full settings refresh (``SettingsManager.refresh()``) drops the cache and reads the
+file again from its path; its ``Create`` tool refreshes so after writing any ``.factory/skills/<name>/SKILL.md``.
+An overlay in HOME let one run rewrite (or delete) it and the user's hooks with a shell call, write a skill with
+``Create``, and have the hooks run from the next tool call on (tested). So the overlay lies in the agents
+directory, which every run shows read-only at its own path (``extra_ro``): a refresh reads the same file again,
+and no tool command can change, delete or replace it. It is written there (once, atomically) when Droid is
+configured; a fresh run needs that directory writable by the harness, as installing the CLIs did.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._base import HOME, PLACEHOLDER_KEY, AgentCli, Invocation, write_home
+from ._base import PLACEHOLDER_KEY, AgentCli, Invocation, write_home
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -30,8 +37,9 @@ __all__ = ["CLI", "Droid"]
 
 SETTINGS = ".factory/settings.json"
 #: Droid's runtime settings overlay (``--settings``), which outranks the user's, the project's and the folders'
-#: settings: none of their hooks runs (see the module doc).
-RUNTIME_SETTINGS = ".factory/ifbench-runtime-settings.json"
+#: settings: none of their hooks runs. Its name in the agents directory, read-only to every run (see the module doc).
+RUNTIME_SETTINGS = "ifbench-droid-runtime-settings.json"
+OVERLAY = json.dumps({"hooks": {"hooksDisabled": True}}, indent=2) + "\n"
 MAX_OUTPUT_TOKENS = 32000
 
 
@@ -46,15 +54,41 @@ class Droid(AgentCli):
                                       "apiKey": PLACEHOLDER_KEY, "provider": "anthropic",
                                       "maxOutputTokens": MAX_OUTPUT_TOKENS}]}
         write_home(ws, SETTINGS, json.dumps(settings, indent=2))
-        write_home(ws, RUNTIME_SETTINGS, json.dumps({"hooks": {"hooksDisabled": True}}, indent=2))
+        _write_overlay(runtime_settings())
         return {}
 
     def invocation(self, binary: str, query: str, *, turn: int, model: str, system: str | None) -> Invocation:
         argv = [binary, "exec", "--skip-permissions-unsafe", "-m", f"custom:{model}", "-o", "json",
-                "--settings", f"{HOME}/{RUNTIME_SETTINGS}"]
+                "--settings", str(runtime_settings())]
         if system:
             argv += ["--append-system-prompt", system]
         return Invocation(argv=(*argv, "--", query))
+
+
+def runtime_settings() -> Path:
+    """Where the overlay lies: in the agents directory, which the sandbox shows read-only (see the module doc)."""
+    from ..install import agents_dir  # (.install imports this package)
+    return agents_dir() / RUNTIME_SETTINGS
+
+
+def _write_overlay(path: Path) -> None:
+    """Write the overlay unless it is there as it should be (atomically: other runs may be reading it). Not
+    in a directory that does not exist: no CLI is installed there, so none runs with it."""
+    if not path.parent.is_dir():
+        return
+    try:
+        if path.read_text(encoding="utf-8") == OVERLAY:
+            return
+    except OSError:
+        pass
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(OVERLAY)
+        os.chmod(partial, 0o644)  # the sandbox's uid reads it
+        os.replace(partial, path)
+    finally:
+        Path(partial).unlink(missing_ok=True)
 
 
 CLI = Droid(name="droid", package="droid", version="0.215.0", binary="droid", wire="anthropic_messages",
