@@ -9,9 +9,11 @@ commands write, and both CLIs re-read them while they run: a hook written by a t
 (``-c``) started with the hooks loaded. They wrote files with no tool call in the trajectory, put "tests: 0
 failed, 12 passed" into the tool result the model and the judge read, and Claude Code's ``Stop`` hook made it
 ask the model nine more times a turn. Claude Code's ``apiKeyHelper`` setting likewise ran a command at each
-start, though ``ANTHROPIC_API_KEY`` is set.
+start, though ``ANTHROPIC_API_KEY`` is set, and 2.1.330's ``otelHeadersHelper`` at turn 2's start once the
+agent had turned telemetry on in the settings' ``env`` (2.0.69 did not run it).
 
-Now Claude Code runs with ``--settings '{"disableAllHooks": true, "apiKeyHelper": ""}'`` and Droid with
+Now Claude Code runs with ``--settings '{"disableAllHooks": true, "apiKeyHelper": "", "otelHeadersHelper": ""}'``
+and Droid with
 ``--settings <runtime overlay>`` holding ``{"hooks": {"hooksDisabled": true}}``: both CLIs rank command-line
 settings above the user's, the project's and the local files, so what the agent writes there (``disableAllHooks:
 false`` included) no longer runs.
@@ -55,6 +57,11 @@ PLACES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
         "project": {"/workspace/.claude/settings.json": {"disableAllHooks": False, "hooks": HOOKS}},
         "local": {"/workspace/.claude/settings.local.json": {"disableAllHooks": False, "hooks": HOOKS}},
         "api_key_helper": {"~/.claude/settings.json": {"apiKeyHelper": f"sh {HOOK_SCRIPT} apiKeyHelper"}},
+        # telemetry the agent turns on in the settings' env, with a command that makes its exporter's headers
+        "otel_helper": {"~/.claude/settings.json": {
+            "env": {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "otlp",
+                    "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+            "otelHeadersHelper": f"sh {HOOK_SCRIPT} otelHeadersHelper"}},
         # A stdio MCP server is started with the CLI: a known gap, tested as one (see GAPS).
         "mcp_user": {"~/.claude.json": {"mcpServers": MCP_SERVER}},
         "mcp_project": {"/workspace/.mcp.json": {"mcpServers": MCP_SERVER},

@@ -112,7 +112,8 @@ def test_claude_code_is_configured_by_its_environment(tmp_path):
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and not list(tmp_path.iterdir())
     first = scaffold.invocation("/x/claude", "do it", turn=0, model=MODEL, system="S")
     assert first.argv == ("/x/claude", "-p", "--model", MODEL, "--permission-mode", "bypassPermissions",
-                          "--output-format", "json", "--settings", '{"disableAllHooks": true, "apiKeyHelper": ""}',
+                          "--output-format", "json", "--settings",
+                          '{"disableAllHooks": true, "apiKeyHelper": "", "otelHeadersHelper": ""}',
                           "--append-system-prompt", "S") and first.stdin == "do it"
     assert scaffold.invocation("/x/claude", "more", turn=1, model=MODEL, system=None).argv[-1] == "-c"
 

@@ -2,9 +2,10 @@
 
 ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``, ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``,
 ``DISABLE_AUTOUPDATER=1`` and the model names; ``claude -p --model M --permission-mode bypassPermissions
---output-format json --settings '{"disableAllHooks": true, "apiKeyHelper": ""}' [--append-system-prompt S |
---system-prompt S] [-c]`` with the query on stdin (``--system-prompt`` replaces Claude Code's own prompt, as some
-benchmarks' authors run it; ``-c`` continues the conversation for later queries). The model name ``M`` is only
+--output-format json --settings '{"disableAllHooks": true, "apiKeyHelper": "", "otelHeadersHelper": ""}'
+[--append-system-prompt S | --system-prompt S] [-c]`` with the query on stdin (``--system-prompt`` replaces Claude
+Code's own prompt, as some benchmarks' authors run it; ``-c`` continues the conversation for later queries). The
+model name ``M`` is only
 what the CLI is told (and what its requests carry); the proxy sends every call to the run's own model.
 
 ``--settings``: command-line settings outrank the user's (``~/.claude/settings.json``), the project's
@@ -13,9 +14,11 @@ commands can write. A ``hooks`` entry there ran as the CLI's child at the CLI's 
 ``PostToolUse`` of the very call that wrote it (2.1.330 re-reads its settings while it runs) and at every
 event of the next turn's start -- writing files with no tool call and putting its ``additionalContext`` into
 what the model and the judge read; an ``apiKeyHelper`` ran a command at each start though
-``ANTHROPIC_API_KEY`` is set (an empty one is none; the proxy ignores keys anyway). The rest of those files (a
-task's own ``permissions`` or ``env``) and ``CLAUDE.md`` still apply. Not covered: MCP servers (``~/.claude.json``,
-an enabled ``.mcp.json``) start with the CLI -- a known gap.
+``ANTHROPIC_API_KEY`` is set (an empty one is none; the proxy ignores keys anyway), and an ``otelHeadersHelper``
+at 2.1.330's start once the settings' ``env`` turned telemetry on (an empty one is none too). (``awsAuthRefresh``
+and the like run only for Bedrock or Vertex, which take the model away from the relay: the agent's fault.) The
+rest of those files (a task's own ``permissions`` or ``env``) and ``CLAUDE.md`` still apply. Not covered: MCP
+servers (``~/.claude.json``, an enabled ``.mcp.json``) start with the CLI -- a known gap.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["CLI", "ClaudeCode"]
 
 #: Command-line settings, which outrank the user's, the project's and the local settings files: none of their
-#: hooks, nor an ``apiKeyHelper`` command, runs (see the module doc).
-NO_HOOKS = json.dumps({"disableAllHooks": True, "apiKeyHelper": ""})
+#: hooks, nor an ``apiKeyHelper`` or ``otelHeadersHelper`` command, runs (see the module doc).
+NO_HOOKS = json.dumps({"disableAllHooks": True, "apiKeyHelper": "", "otelHeadersHelper": ""})
 
 
 class ClaudeCode(AgentCli):
