@@ -276,18 +276,28 @@ def test_background_generation_is_concurrent_and_bounded(stub_env):
 
 
 def test_priority_order_under_contention(stub_env):
-    stub_env.latency = 0.05
+    # The blocker's reply is held until the four jobs wait for its slot. (With a fixed 0.05 s latency instead,
+    # a main thread slowed down past it, on a loaded machine, had the blocker done before the last jobs were
+    # submitted, and the slot went to whichever job was waiting then.)
+    release = threading.Event()
+    stub_env.add_rule("^first$", lambda body: (release.wait(30), Reply(content="first reply"))[1])
     generator = BackgroundGenerator(concurrency=1)
     try:
         c = client(stub_env)
         c.limiter = generator.limiter
         # Submit in reverse priority order; the single slot must still serve priority order.
         blocker = generator.submit("blocker", -1, lambda: c.complete([{"role": "user", "content": "first"}]))
+        assert stub_env.wait_in_flight(1), "the blocker holds the slot"
         jobs = [generator.submit(f"j{p}", p, lambda p=p: c.complete([{"role": "user", "content": f"p{p}"}]))
                 for p in (5, 3, 9, 1)]
+        deadline = time.monotonic() + 30
+        while len(generator.limiter._waiters) < len(jobs) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        release.set()
         for job in [blocker, *jobs]:
             job.result(timeout=30)
     finally:
+        release.set()
         generator.shutdown(before_stop=close_sessions)  # as the plugin does: its loop opened the sessions
     order = [r.last_user_text for r in stub_env.requests]
     assert order == ["first", "p1", "p3", "p5", "p9"]

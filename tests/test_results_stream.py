@@ -3,6 +3,7 @@ assembled from it, the compact views the session keeps, and readers of both."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -124,14 +125,32 @@ def test_a_killed_runs_journal_is_read_like_a_results_file(tmp_path):
     assert header_only == {"format": 1, "model": "m", "instances": []}
 
 
+def _held_by(make):
+    """What ``make()`` returns, and the bytes it allocated that are still held once it has returned.
+
+    Not the growth of ``tracemalloc.get_traced_memory()``: that counts every thread's allocations, and in a
+    worker of ``-n 4`` (its live status writer, threads earlier tests left running) it once read 3,030 bytes
+    a view. Only the blocks allocated below this file's frames count, and the collector is off meanwhile: a
+    finalizer of another test's garbage would run, and allocate, on this thread."""
+    gc.collect()
+    gc.disable()
+    tracemalloc.start(64)  # frames enough to reach this file's from whatever ``make`` allocates
+    try:
+        made = make()
+        snapshot = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    here = snapshot.filter_traces([tracemalloc.Filter(True, __file__, all_frames=True)])
+    return made, sum(stat.size for stat in here.statistics("filename"))
+
+
 def test_the_views_keep_what_the_metrics_read_and_are_small():
     records = [_record(i, passed=i % 3 != 0) for i in range(600)]
     views = SummaryViews()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    kept = [views.view(json.loads(json.dumps(r))) for r in records]  # as they arrive from xdist: fresh objects
-    per_view = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
-    tracemalloc.stop()
+    # as they arrive from xdist: fresh objects
+    kept, held = _held_by(lambda: [views.view(json.loads(json.dumps(r))) for r in records])
+    per_view = held / len(kept)
     # the full record: ~17 KB as Python objects; views of their own dicts were ~1.9 KB, key-sharing ones ~1.2
     assert per_view < 1600, f"{per_view:.0f} bytes per view"
     assert headline_metrics(kept) == headline_metrics(records)
