@@ -32,17 +32,18 @@ export const Evil = async () => ({
 });
 """.replace("RELAY_URL", RELAY)
 
-#: Where the agent installs it: Kilo's global plugin directory, the workspace's project one, and a
-#: ``plugin`` entry of a project configuration file.
+#: Where the agent installs it: Kilo's global plugin directory and the workspace's project one.
 PLACES = {
     "global": "mkdir -p ~/.config/kilo/plugin && cp /tmp/evil.js ~/.config/kilo/plugin/evil.js",
     "project": "mkdir -p /workspace/.kilo/plugins && cp /tmp/evil.js /workspace/.kilo/plugins/evil.js",
-    "config": "cp /tmp/evil.js /workspace/evil.js && echo '{\"plugin\": [\"file:///workspace/evil.js\"]}' "
-              "> /workspace/kilo.json",
 }
 #: A custom tool module (``{tool,tools}/*.{js,ts}`` of a configuration directory), imported at start-up whatever
-#: ``KILO_PURE`` says: the runner ends the run before Kilo starts again (``AgentCli.loads_at_start``).
+#: ``KILO_PURE`` says, and a ``plugin`` entry of a project configuration file (which could also start an MCP
+#: server: tests/agents/test_kilo_config_commands.py): the runner ends the run before Kilo starts again
+#: (``AgentCli.loads_at_start``).
 TOOLS = {
+    "config": "cp /tmp/evil.js /workspace/evil.js && echo '{\"plugin\": [\"file:///workspace/evil.js\"]}' "
+              "> /workspace/kilo.json",
     "global-tool": "mkdir -p ~/.config/kilo/tool && cp /tmp/evil.js ~/.config/kilo/tool/evil.js",
     "project-tools": "mkdir -p /workspace/.kilocode/tools && cp /tmp/evil.js /workspace/.kilocode/tools/evil.ts",
     "linked-tool": "mkdir -p /tmp/t /workspace/.kilo && cp /tmp/evil.js /tmp/t/evil.js "
@@ -93,8 +94,8 @@ def test_a_custom_tool_the_agent_installs_ends_its_run_before_kilo_loads_it(wher
         assert result.harness_error is None, result.stderr[-2000:]
         fault = result.agent_fault or ""
         assert "changed what kilo loads into its own process or prompt when it starts" in fault, fault
-        assert {"global-tool": "/home/agent/.config/kilo/tool/evil.js", "project-tools":
-                "/workspace/.kilocode/tools", "linked-tool": "/workspace/.kilo/tool"}[where] in fault, fault
+        assert {"global-tool": "/home/agent/.config/kilo/tool/evil.js", "project-tools": "/workspace/.kilocode/tools",
+                "linked-tool": "/workspace/.kilo/tool", "config": "/workspace/kilo.json"}[where] in fault, fault
         assert result.stop_reason == "agent_fault" and result.turn_texts == (REAL_ANSWER,), result.turn_texts
     finally:
         ws.close()

@@ -16,7 +16,14 @@ start-up, and all of them lie where the agent's tool commands write -- a plugin 
 run as the CLI in the next (posting to the relay as the CLI, rewriting tool outputs). Its custom tools
 (``{tool,tools}/*.{js,ts}`` of the same directories) are imported whatever ``KILO_PURE`` says: Kilo declares
 them, and its system prompt's instruction file, in ``loads_at_start``, so that the runner ends the run as the
-agent's failure when its commands changed them before Kilo starts again (:mod:`..startup_files`).
+agent's failure when its commands changed them before Kilo starts again (:mod:`..startup_files`). So are its
+configuration files -- global (``~/.config/kilo``), home (``~/.kilo``, ``~/.kilocode``) and the workspace's
+(``kilo.json[c]``, ``opencode.json[c]``, those of ``.kilo``/``.kilocode`` and their legacy ``mcp.json``): Kilo
+starts the local MCP servers they name as its own children and runs its bash tool through their ``shell``, with
+no tool call for it. Kilo adds ``$schema`` to a configuration file without one when it reads it, so
+:meth:`Kilo.configure` writes it into its own file and into those the task ships, before the runner's first
+snapshot. ``KILO_CONFIG_CONTENT`` (ranked above every file) turns formatters and language servers off: Kilo
+runs their commands after its tools touch a file, a task's own included (whose program the agent may rewrite).
 ``kilo`` is a node script that
 starts the native executable (``bin/.kilo``) as its child: a launcher, whose child calls the model.
 """
@@ -24,6 +31,8 @@ starts the native executable (``bin/.kilo``) as its child: a launcher, whose chi
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._base import HOME, PLACEHOLDER_KEY, AgentCli, Invocation, write_home
@@ -44,6 +53,9 @@ class Kilo(AgentCli):
 
     def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
         config: dict[str, Any] = {
+            # Kilo adds ``$schema`` to a configuration file without one when it reads it: in the CLI's first run,
+            # after the runner's snapshot of what it loads at start-up (the file would have changed).
+            "$schema": SCHEMA,
             "model": f"anthropic/{model}", "autoupdate": False, "share": "disabled",
             "provider": {"anthropic": {"options": {"baseURL": f"{url}/v1", "apiKey": PLACEHOLDER_KEY},
                                        "models": {model: {"name": model}}}},
@@ -54,10 +66,16 @@ class Kilo(AgentCli):
             write_home(ws, SYSTEM, system)
             config["instructions"] = [f"{HOME}/{SYSTEM}"]
         write_home(ws, CONFIG, json.dumps(config, indent=2))
+        for name in PROJECT_CONFIGS:  # the task's own, as Kilo will leave them once it has read them
+            if not name.endswith("mcp.json"):  # (read, never written)
+                _add_schema(ws.path / name)
         return {"KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_TELEMETRY_LEVEL": "off",
                 "KILO_DISABLE_SHARE": "1", "KILO_DISABLE_LSP_DOWNLOAD": "1",
                 # No plugin from anywhere: the agent can write every place Kilo loads one from (see above).
                 "KILO_PURE": "1",
+                # No formatter, no language server, whatever the files say: Kilo would run their commands as its
+                # own children after its tools touch a file (ranked above every configuration file).
+                "KILO_CONFIG_CONTENT": json.dumps({"formatter": False, "lsp": False}),
                 # One retry of a failed call, not five: the proxy's client has already retried.
                 "KILO_SESSION_RETRY_LIMIT": "1"}
 
@@ -68,10 +86,67 @@ class Kilo(AgentCli):
         return Invocation(argv=tuple(argv), stdin=query)
 
 
-#: Kilo's custom tools, imported into its process at start-up whatever ``KILO_PURE`` says, and its system prompt's
-#: instruction file: the agent must not change them between two commands (see the module doc).
+SCHEMA = "https://app.kilo.ai/config.json"
+_NAMES = ("kilo.json", "kilo.jsonc", "opencode.json", "opencode.jsonc")
+#: The workspace's configuration files: its own, its ``.kilo``/``.kilocode`` directories' and their legacy MCP
+#: settings (``mcp.json``).
+PROJECT_CONFIGS = (*_NAMES, *(f"{where}/{name}" for where in (".kilo", ".kilocode") for name in (*_NAMES, "mcp.json")))
+#: Kilo's global configuration files (with the legacy ``config.json`` and TOML ``config``) and its home
+#: configuration directories'.
+HOME_CONFIGS = (*(f"~/.config/kilo/{name}" for name in ("config.json", *_NAMES, "config")),
+                *(f"~/{where}/{name}" for where in (".kilo", ".kilocode") for name in _NAMES))
+#: Kilo's custom tools, imported into its process at start-up whatever ``KILO_PURE`` says, its system prompt's
+#: instruction file and its configuration files (their MCP servers started with it, the ``shell`` its bash tool
+#: runs): the agent must not change them between two commands (see the module doc).
 LOADS_AT_START = tuple(f"{where}/{kind}/*" for where in ("~/.config/kilo", ".kilo", ".kilocode")
-                       for kind in ("tool", "tools")) + (f"~/{SYSTEM}",)
+                       for kind in ("tool", "tools")) + (f"~/{SYSTEM}",) + HOME_CONFIGS + PROJECT_CONFIGS
+
+
+def _add_schema(path: Path) -> None:
+    """Give a configuration file the task ships the ``$schema`` Kilo writes into it when it first reads one without
+    (its first property), so that Kilo leaves it as the runner found it; a file that is no JSON object is left
+    alone (Kilo does not write it either)."""
+    try:
+        text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else None
+    except (OSError, UnicodeDecodeError):
+        return
+    if text is None:
+        return
+    plain = _without_comments(text)
+    try:
+        data = json.loads(re.sub(r",(\s*[}\]])", r"\1", plain))
+    except ValueError:
+        return
+    if not isinstance(data, dict) or data.get("$schema"):
+        return
+    brace = plain.index("{")
+    empty = plain[brace + 1:].strip().startswith("}")
+    entry = f'\n  "$schema": {json.dumps(SCHEMA)}' + ("\n" if empty else ",")
+    path.write_text(text[:brace + 1] + entry + text[brace + 1:], encoding="utf-8")
+
+
+def _without_comments(text: str) -> str:
+    """``text`` with its JSONC comments blanked out (same length: indices stay those of ``text``)."""
+    out, i, quoted = list(text), 0, False
+    while i < len(text):
+        char = text[i]
+        if quoted:
+            if char == "\\":
+                i += 1
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif text.startswith(("//", "/*"), i):
+            line = text[i + 1] == "/"
+            end = text.find("\n" if line else "*/", i + 2)
+            end = len(text) if end < 0 else end + (0 if line else 2)
+            out[i:end] = [c if c == "\n" else " " for c in text[i:end]]
+            i = end
+            continue
+        i += 1
+    return "".join(out)
+
 
 CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages",
           prompt_tokens=12500, launcher=True, loads_at_start=LOADS_AT_START)
