@@ -18,6 +18,13 @@ def user_cache_dir() -> Path:
     return Path(base) / "pytest-ifbench"
 
 
+def agents_dir() -> Path:
+    """Where the agent CLIs are installed (``agents/install.py``): ``$IFBENCH_AGENTS_DIR``, else ``agents`` in
+    the per-user cache."""
+    configured = os.environ.get("IFBENCH_AGENTS_DIR")
+    return Path(configured).absolute() if configured else user_cache_dir() / "agents"
+
+
 def write_atomically(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` through a temporary file renamed into place; False when it cannot."""
     try:

@@ -11,7 +11,6 @@ browser-testing tool keeps its browsers. Inside it, each CLI's pinned version is
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,19 +18,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._user_cache import user_cache_dir
+from .._user_cache import agents_dir
 from .clis import AgentClis
 
 __all__ = ["agents_dir", "cli_problem", "install", "installed_version", "installed_versions", "parse_spec",
            "resolve_version", "version_root"]
 
 _VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_-]*$")
-
-
-def agents_dir() -> Path:
-    """Where the CLIs are installed: ``$IFBENCH_AGENTS_DIR``, else ``agents`` in the per-user cache."""
-    configured = os.environ.get("IFBENCH_AGENTS_DIR")
-    return Path(configured).absolute() if configured else user_cache_dir() / "agents"
 
 
 def _registry(clis: AgentClis | None) -> AgentClis:

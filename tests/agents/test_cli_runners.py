@@ -102,7 +102,7 @@ def test_ifbench_agents_command(tmp_path, capsys):
 
 
 def fake_workspace(tmp_path: Path) -> SimpleNamespace:
-    return SimpleNamespace(home=tmp_path, uid=os.getuid(), gid=os.getgid())
+    return SimpleNamespace(home=tmp_path, path=tmp_path / "workspace", uid=os.getuid(), gid=os.getgid())
 
 
 def test_claude_code_is_configured_by_its_environment(tmp_path):

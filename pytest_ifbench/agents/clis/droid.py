@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..._user_cache import agents_dir
 from ._base import PLACEHOLDER_KEY, AgentCli, Invocation, write_home
 
 if TYPE_CHECKING:
@@ -67,7 +68,6 @@ class Droid(AgentCli):
 
 def runtime_settings() -> Path:
     """Where the overlay lies: in the agents directory, which the sandbox shows read-only (see the module doc)."""
-    from ..install import agents_dir  # (.install imports this package)
     return agents_dir() / RUNTIME_SETTINGS
 
 
