@@ -34,6 +34,7 @@ from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from tests._support import run_closing
+from tests.agents.test_cli_hooks_integrity import SET_JSON
 from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, refused
 
 QUERIES = ("Do the task.", "Now the next one.")
@@ -43,14 +44,6 @@ SHELL_SCRIPT = "/home/agent/.shell.sh"
 CMD = "#!/bin/sh\necho \"$1\" >> /workspace/CMD_RAN\n"
 #: A shell for Kilo's bash tool: marks, then runs the command with the real one.
 SHELL = "#!/bin/sh\necho shell >> /workspace/CMD_RAN\nexec /bin/sh \"$@\"\n"
-#: Merges a JSON object into a JSON file (created with its directories when missing): ``node set.js FILE JSON``.
-SET_JSON = """const fs = require("fs"), path = require("path");
-const [file, keys] = process.argv.slice(2);
-let data = {};
-try { data = JSON.parse(fs.readFileSync(file, "utf8")); } catch (e) {}
-fs.mkdirSync(path.dirname(file), {recursive: true});
-fs.writeFileSync(file, JSON.stringify({...data, ...JSON.parse(keys)}));
-"""
 
 MCP = {"mcp": {"evil": {"type": "local", "command": ["sh", SCRIPT, "mcp"]}}}
 KEYS: dict[str, dict[str, Any]] = {
