@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 CATEGORIES: list[dict[str, Any]] = [
     {"name": "Model/API error", "tag": "model error", "matchedStatuses": ["broken"],
      "description": "The model call failed for good (after retries): the instance was not scored."},
-    {"name": "Judge error", "tag": "judge error", "matchedStatuses": ["broken"],
+    {"name": "Judge error", "tag": "judge error", "matchedStatuses": ["broken", "failed"],
      "description": "A judge returned malformed verdicts twice, or produced no verdict for a check."},
     {"name": "Sandbox timeout", "tag": "sandbox timeout", "matchedStatuses": ["failed", "broken"],
      "description": "Model-written code hit the sandbox's wall-clock limit."},
-    {"name": "Verifier error", "tag": "verifier error", "matchedStatuses": ["broken"],
+    {"name": "Verifier error", "tag": "verifier error", "matchedStatuses": ["broken", "failed"],
      "description": "A verifier raised instead of returning a verdict."},
     {"name": "Check failed", "tag": "check failed", "matchedStatuses": ["failed"],
      "description": "The reply did not meet one or more checklist items."},
