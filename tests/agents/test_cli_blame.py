@@ -27,10 +27,12 @@ from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, RELAY, attack,
 
 def test_a_dead_model_address_after_an_mcp_server_at_the_relay_is_the_agents_failure(agents, stub_env, tmp_path):
     """The audit's repro: turn 1's command points Kilo's own settings at an MCP server at the relay and the
-    model at a dead address. In turn 2 Kilo's MCP ``initialize`` is refused as untranslatable and its model
-    call reaches nothing. The untranslatable request was blamed first, so the agent's breaking its CLI was a
-    harness error (excluded from ISR and CSR); without the MCP entry the same run was the agent's failure,
-    as it is now."""
+    model at a dead address. In turn 2 Kilo's MCP ``initialize`` was refused as untranslatable and its model
+    call reached nothing; the untranslatable request was blamed first, so the agent's breaking its CLI was a
+    harness error (excluded from ISR and CSR), where without the MCP entry the same run was the agent's
+    failure. Kilo's configuration files are now compared between turns (``Kilo.loads_at_start``): the run
+    ends as the agent's failure before Kilo starts again, naming the file. (The blame order itself, an
+    untranslatable request after the agent broke its CLI, is checked on ``_blame`` below.)"""
     edit = ("node -e 'const fs=require(\"fs\"),p=process.env.HOME+\"/.config/kilo/kilo.json\";"
             f"const j=JSON.parse(fs.readFileSync(p));j.mcp={{x:{{type:\"remote\",url:\"{RELAY}\"}}}};"
             "j.provider.anthropic.options.baseURL=\"http://127.0.0.1:9/v1\";fs.writeFileSync(p,JSON.stringify(j))'"
@@ -38,11 +40,11 @@ def test_a_dead_model_address_after_an_mcp_server_at_the_relay_is_the_agents_fai
     ws, result, requests = attack(edit, stub_env, tmp_path, cli="kilo", seconds=150,
                                   queries=("Do the task.", "Now the next one."))
     try:
-        assert "untranslatable" in [e["kind"] for e in refused(result)], refused(result)
-        assert result.harness_error is None, result.harness_error
+        assert refused(result) == [] and result.harness_error is None, result.harness_error
         assert result.agent_fault is not None and result.agent_fault.startswith(
-            "kilo made no model call in user turn 2 (exit "), result.agent_fault
-        assert result.stop_reason == "agent_fault" and result.turn_texts == (REAL_ANSWER, "")
+            "the agent's commands changed what kilo loads into its own process or prompt when it starts "
+            "(/home/agent/.config/kilo/kilo.json)"), result.agent_fault
+        assert result.stop_reason == "agent_fault" and result.turn_texts == (REAL_ANSWER,), result.turn_texts
         assert not any("Now the next one." in json.dumps(body) for body in requests)
     finally:
         ws.close()
