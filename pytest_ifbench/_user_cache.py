@@ -9,8 +9,9 @@ deleted at any time; a damaged entry is treated as missing.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
+
+from ._atomic_file import replace_file
 
 
 def user_cache_dir() -> Path:
@@ -28,15 +29,7 @@ def agents_dir() -> Path:
 def write_atomically(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` through a temporary file renamed into place; False when it cannot."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        replace_file(path, data)
     except OSError:
         return False
     return True

@@ -21,7 +21,7 @@ NAME = "pytest_ifbench"
 LAYERS: dict[str, int] = {
     # 0: plain data, text helpers and self-contained leaves (the sandbox imports only the stdlib)
     "_version": 0, "_types": 0, "_params": 0, "_text": 0, "_redact": 0, "_owner": 0, "suite.jsonl": 0,
-    "suite.safe_yaml": 0,
+    "suite.safe_yaml": 0, "_atomic_file": 0,
     "suite.yaml_cache": 0, "suite.errors": 0, "suite.detect": 0, "_user_cache": 0, "reports.metrics": 0, "suite": 0,
     "models.background": 0, "models.lookahead": 0, "models.local": 0, "models.local_tools": 0,
     "models.provider_api": 0, "models.spending": 0, "sandbox": 0,

@@ -173,7 +173,7 @@ def test_atomic_writes_leave_no_temp_files(tmp_path):
     for i in range(20):
         cache.put(key(sample=i), {"i": i})
     assert len(cache) == 20
-    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and p.name.startswith(".tmp-")]
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and p.name.startswith(".")]
     assert leftovers == []
     assert all(p.suffix == ".json" and p.parent.name == p.name[:2] for p in tmp_path.rglob("*.json"))
 
@@ -182,7 +182,7 @@ def test_failed_write_leaves_no_temp_file(tmp_path):
     cache = ResponseCache(tmp_path)
     with pytest.raises(TypeError):
         cache.put("cd" * 32, {"bad": object()})
-    assert not list(tmp_path.rglob(".tmp-*"))
+    assert not list(tmp_path.rglob(".*"))
     assert cache.get("cd" * 32) is None
 
 

@@ -143,8 +143,8 @@ def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
                             start_new_session=True)
     cache = pytester.path / ".ifbench-cache"
 
-    def entries() -> int:  # complete entries only: a kill may leave a half-written .tmp-*.json
-        return len([p for p in cache.rglob("*.json") if not p.name.startswith(".tmp-")])
+    def entries() -> int:  # complete entries only: a kill may leave a half-written hidden .<entry>.json.*.tmp
+        return len([p for p in cache.rglob("*.json") if not p.name.startswith(".")])
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and entries() < 6:

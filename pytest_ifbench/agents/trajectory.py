@@ -39,12 +39,12 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .._atomic_file import replace_file
 from .._redact import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -328,15 +328,7 @@ def strings_in(value: Any) -> Iterator[str]:
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (secrets redacted, as in every file the run writes) so a reader never
     sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
-            handle.write(redact(text))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(path, redact(text))
 
 
 class TrajectoryBuilder:

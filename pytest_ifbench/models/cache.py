@@ -24,12 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from .._atomic_file import replace_file
 from .._owner import gone, this_process
 from .._redact import redact
 
@@ -159,25 +159,13 @@ class ResponseCache:
             self.shared.offer(key, text)
 
     def _write(self, key: str, text: str) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_file(self._path(key), text)
 
     def __len__(self) -> int:
         if not self.root.exists():
             return 0
-        # A write killed half-way leaves a ``.tmp-*.json`` file; it is never read, so not an entry.
-        return sum(1 for p in self.root.glob("*/*.json") if not p.name.startswith(".tmp-"))
+        # A write killed half-way leaves a hidden ``.<entry>.json.*.tmp`` file; it is never read, so not an entry.
+        return sum(1 for p in self.root.glob("*/*.json") if not p.name.startswith("."))
 
 
 #: A mark from another host is taken over after this long (its process cannot be asked).

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._atomic_file import replace_file
 from .._redact import redact
 from .._version import __version__
 
@@ -234,10 +235,7 @@ def write_results(path: Path, records: Sequence[Mapping[str, Any]], meta: Mappin
     head = dumps_record({"format": RESULTS_FORMAT, "plugin_version": __version__, **meta, "instances": []})
     body = ",".join(dumps_record(record) for record in sorted(records, key=lambda r: str(r.get("nodeid"))))
     text = head[:-2] + body + "]}"  # head ends with the empty list: `"instances":[]}`
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(redact(text), encoding="utf-8", errors="replace")  # errors: a lone surrogate
-    tmp.replace(path)
+    replace_file(path, redact(text), mode=0o644)
 
 
 def dumps_record(value: Any, *, ascii: bool = False) -> str:

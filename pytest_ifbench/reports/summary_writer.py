@@ -188,13 +188,11 @@ def write_summary(config: pytest.Config, records: Sequence[Mapping[str, Any]], p
 
 
 def _write_text(doc: Document, path: Path) -> None:
+    from .._atomic_file import replace_file
     from .._redact import redact
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = redact(doc.html("pytest-ifbench summary") if path.suffix.lower() == ".html" else doc.markdown())
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    replace_file(path, text, mode=0o644)
 
 
 def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], base: Path,

@@ -272,7 +272,7 @@ def test_killed_agent_run_resumes_paying_only_for_missing_calls(pytester, stub_e
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     cache = pytester.path / ".ifbench-cache"
-    paid = len([p for p in cache.rglob("*.json") if not p.name.startswith(".tmp-")])
+    paid = len([p for p in cache.rglob("*.json") if not p.name.startswith(".")])
     assert 2 <= paid < 7, paid
     stub_env.latency = 0.0
     before = stub_env.calls
