@@ -30,8 +30,8 @@ agent's commands had run (a process they left running filled the disk during a m
 model's final answer had been received, which is then scored, as the built-in loop scores the answer
 after a tool command hit a limit; or, in a later user turn, the CLI made no model call at all (its settings
 pointed elsewhere), whatever else it sent the relay; or, before a later user turn, its commands had changed what
-the CLI loads into its own process or prompt when it starts (:attr:`AgentCli.loads_at_start`,
-:mod:`.startup_files`). That sets :attr:`CliResult.agent_fault`: the instance
+the CLI loads into its own process or prompt, or starts, when it starts (:attr:`AgentCli.loads_at_start`,
+:meth:`AgentCli.startup_state`, :mod:`.startup_files`). That sets :attr:`CliResult.agent_fault`: the instance
 **fails**, with the reason recorded. The
 harness, otherwise: a failed model call (the proxy's failures; a request it could not translate when the
 CLI then gave no answer), the sandbox being unavailable, a sandbox limit before the agent ran any command
@@ -64,7 +64,7 @@ from typing import Any
 from .._types import GenerationParams
 from ..models.client import ModelClient
 from .accounting import Meter, Usage
-from .clis import BUILTIN_CLIS, AgentClis
+from .clis import BUILTIN_CLIS, AgentCli, AgentClis
 from .install import agents_dir, cli_problem, install, installed_version, resolve_version
 from .normalize import load_raw, normalize
 from .options import AgentOptions
@@ -186,8 +186,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
                 env = scaffold.configure(workspace, url=route.url, model=model_name, system=system)
             except OSError as exc:  # the harness's own files (Droid's overlay in the agents directory)
                 raise _NotConfigured(f"{name} could not be configured: {exc}") from None
-            startup = functools.partial(snapshot, scaffold.loads_at_start, workspace=workspace.path,
-                                        home=workspace.home)
+            startup = functools.partial(_startup, scaffold, workspace)
             loaded = startup()
             for turn, query in enumerate(queries):
                 left = deadline - time.monotonic()
@@ -233,6 +232,12 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     return _result(name, session, log_path, done, error, proxy.notes, clis, fault, usage=usage, starts=starts,
                    meta={"runner_version": running, "version_named": version, "system_prompt": system_note,
                          "limits": options.to_json(), "sandbox_limits": limited, **usage.to_meta()})
+
+
+def _startup(scaffold: AgentCli, workspace: Workspace) -> dict[str, str]:
+    """What the CLI loads or starts when it starts, as the run left it (see the module doc)."""
+    return {**snapshot(scaffold.loads_at_start, workspace=workspace.path, home=workspace.home),
+            **scaffold.startup_state(workspace=workspace.path, home=workspace.home)}
 
 
 class _NotConfigured(Exception):

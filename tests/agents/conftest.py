@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ifbench.agents.cli import AGENT_CLIS, cli_problem, install
-from pytest_ifbench.agents.install import agents_dir
+from pytest_ifbench.agents.install import agents_dir, installed_version, installed_versions
 from pytest_ifbench.agents.workspace import sandbox_problem
 
 
@@ -35,6 +35,20 @@ def installed_agents() -> Path:
             status = install(missing, directory)
             assert status == 0, f"npm install of {missing} into {directory} failed with exit status {status}"
     return directory
+
+
+@pytest.fixture(scope="session")
+def side_version(installed_agents):
+    """Installs another version of a CLI beside the pinned one (``ifbench agents install name@version``) unless it
+    is there: ``side_version("claude_code", "2.0.69")``, the version OctoBench's data names."""
+    def ensure(name: str, version: str) -> None:
+        with open(installed_agents / ".install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if installed_version(name, installed_agents) != version and \
+                    version not in installed_versions(name, installed_agents):
+                status = install([f"{name}@{version}"], installed_agents)
+                assert status == 0, f"npm install of {name}@{version} into {installed_agents} failed ({status})"
+    return ensure
 
 
 @pytest.fixture

@@ -16,7 +16,9 @@ Now Claude Code runs with ``--settings '{"disableAllHooks": true, "apiKeyHelper"
 and Droid with
 ``--settings <runtime overlay>`` holding ``{"hooks": {"hooksDisabled": true}}``: both CLIs rank command-line
 settings above the user's, the project's and the local files, so what the agent writes there (``disableAllHooks:
-false`` included) no longer runs.
+false`` included) no longer runs. A stdio MCP server the agent writes into ``~/.claude.json`` or ``.mcp.json`` (which
+Claude Code's ``-p`` approves by itself) ran as the CLI's child when it started for turn 2; the run now ends as the
+agent's failure before that (``test_cli_mcp_integrity.py``).
 """
 
 from __future__ import annotations
@@ -62,10 +64,13 @@ PLACES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
             "env": {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "otlp",
                     "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
             "otelHeadersHelper": f"sh {HOOK_SCRIPT} otelHeadersHelper"}},
-        # A stdio MCP server is started with the CLI: a known gap, tested as one (see GAPS).
+        # A stdio MCP server starts with the CLI: these end the run before turn 2 (see MCP).
         "mcp_user": {"~/.claude.json": {"mcpServers": MCP_SERVER}},
+        "mcp_local": {"~/.claude.json": {"projects": {"/workspace": {"mcpServers": MCP_SERVER}}}},
         "mcp_project": {"/workspace/.mcp.json": {"mcpServers": MCP_SERVER},
                         "/workspace/.claude/settings.local.json": {"enableAllProjectMcpServers": True}},
+        # (``-p`` approves a project's servers by itself: no settings needed)
+        "mcp_project_alone": {"/workspace/.mcp.json": {"mcpServers": MCP_SERVER}},
     },
     # Droid runs single-turn: what counts is what it re-reads while it runs. It did not re-read a project
     # ``.factory/settings.json`` the agent created, nor any ``settings.local.json``, within 10 s: those are not here.
@@ -79,9 +84,12 @@ PLACES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
 #: Files the instance's environment ships at ``/workspace`` (Droid watches a project settings file only if
 #: one was there when it started).
 SHIPPED = {("droid", "project"): {".factory/settings.json": "{}\n"}}
-GAPS = {"mcp_user": "a stdio MCP server in ~/.claude.json starts with the CLI in turn 2; --strict-mcp-config would "
-                    "stop it, and the MCP-at-the-relay tests in test_relay_integrity.py with it",
-        "mcp_project": "the same for a project .mcp.json the agent enables in .claude/settings.local.json"}
+#: Where Claude Code reads the MCP servers it starts, by case: the file the run's fault names. Before, the server ran
+#: as the CLI's child when it started for turn 2 (the marker: ``mcp``), with no tool call for it; now the runner
+#: compares what decides them (:meth:`~pytest_ifbench.agents.clis.AgentCli.startup_state`) and the run ends as the
+#: agent's failure before the CLI starts again (only the MCP keys of ``~/.claude.json``: the CLI writes the rest).
+MCP = {"mcp_user": "/home/agent/.claude.json (its MCP servers", "mcp_project": "/workspace/.mcp.json",
+       "mcp_local": "/home/agent/.claude.json (its MCP servers", "mcp_project_alone": "/workspace/.mcp.json"}
 
 
 def _install(cli: str, where: str) -> str:
@@ -95,9 +103,7 @@ def _install(cli: str, where: str) -> str:
 
 
 def _cases() -> list:
-    return [pytest.param(cli, where, id=f"{cli}-{where}",
-                         marks=[pytest.mark.xfail(reason=GAPS[where], strict=True)] if where in GAPS else [])
-            for cli, places in PLACES.items() for where in places]
+    return [pytest.param(cli, where, id=f"{cli}-{where}") for cli, places in PLACES.items() for where in places]
 
 
 @pytest.mark.parametrize(("cli", "where"), _cases())
@@ -105,7 +111,8 @@ def test_a_hook_the_agent_installs_never_runs(cli, where, agents, stub_env, tmp_
     """Turn 1's shell call installs the hooks (Claude Code then starts again for turn 2). Before: the marker
     showed the hooks ran (``PostToolUse`` of that call, ``Stop`` and ``SessionEnd``; in Claude Code's turn 2
     ``SessionStart`` and ``UserPromptSubmit`` too) and the injected result was in the requests and the trajectory.
-    Now nothing of it runs, and the run ends as an ordinary one: installing a file is no fault of the agent's."""
+    Now nothing of it runs, and the run ends as an ordinary one: installing a file is no fault of the agent's -- but
+    for an MCP server (:data:`MCP`), which ends the run as the agent's failure before Claude Code starts again."""
     for name, text in SHIPPED.get((cli, where), {}).items():
         (tmp_path / "env" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "env" / name).write_text(text)
@@ -117,7 +124,14 @@ def test_a_hook_the_agent_installs_never_runs(cli, where, agents, stub_env, tmp_
         assert not any(INJECTED in json.dumps(body) for body in requests)
         assert INJECTED not in json.dumps(result.trajectory.to_json())
         assert refused(result) == []
-        assert result.harness_error is None and result.agent_fault is None, result.stderr[-2000:]
+        if where in MCP:
+            assert result.harness_error is None, result.stderr[-2000:]
+            fault = result.agent_fault or ""
+            assert "changed what claude_code loads into its own process or prompt when it starts" in fault, fault
+            assert MCP[where] in fault, fault
+            queries = queries[:1]  # (turn 2 never started)
+        else:
+            assert result.harness_error is None and result.agent_fault is None, result.stderr[-2000:]
         assert result.turn_texts == (REAL_ANSWER,) * len(queries), result.turn_texts
         (shell,) = result.trajectory.calls_to(SHELL[cli][0])
         assert "installed" in str(shell.result.content)

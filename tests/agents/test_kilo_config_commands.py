@@ -14,8 +14,10 @@ use it: Kilo reads its instance configuration once per run, and the MCP servers,
 once it has.
 
 Now Kilo runs with ``KILO_CONFIG_CONTENT`` turning formatters and language servers off (it ranks above every file),
-and declares the configuration files it reads at start-up in ``loads_at_start``: an agent that changes one ends its
-run as its own failure before Kilo starts again. A workspace that ships such a file unchanged runs as before.
+and declares the configuration files it reads at start-up in ``loads_at_start``, and the programs their local MCP
+servers name in the workspace or HOME in ``startup_state``: an agent that changes one ends its run as its own failure
+before Kilo starts again. A workspace that ships such a file unchanged runs as before (its MCP server too:
+``test_cli_mcp_integrity.py``).
 """
 
 from __future__ import annotations
@@ -268,17 +270,17 @@ def test_a_shipped_formatter_or_language_server_never_runs(agents, stub_env, tmp
         ws.close()
 
 
-@pytest.mark.xfail(strict=True, reason="a local MCP server the task ships runs the program it names as Kilo starts; "
-                                       "what that program is (a workspace file the agent may rewrite) is not "
-                                       "compared between two turns: only the configuration files are")
 def test_a_shipped_mcp_server_whose_program_the_agent_rewrites_never_runs_it(agents, stub_env, tmp_path):
-    """The task ships a local MCP server running ``tool.sh``; turn 1 rewrites ``tool.sh``; Kilo starts the server
-    with turn 2, running the agent's program with no tool call for it."""
+    """The task ships a local MCP server running ``tool.sh``; turn 1 rewrites ``tool.sh``. Before: Kilo started the
+    server with turn 2, running the agent's program with no tool call for it. Now what a shipped server's command
+    names in the workspace is compared too (``Kilo.startup_state``): the run ends as the agent's failure, naming the
+    program, before Kilo starts again. (The task's own program ran when Kilo started for turn 1.)"""
     keys = {"mcp": {"task": {"type": "local", "command": ["sh", "/workspace/tool.sh", "mcp"]}}}
     rewrite = _bash(_decoded(EVIL_TOOL, "/workspace/tool.sh"))
     ws, result, _ = run([[rewrite], []], stub_env, tmp_path, shipped=_shipping(keys))
     try:
-        assert "mcp" not in _ran(ws), _ran(ws)
+        _ends_before_kilo_loads_it(ws, result, "/workspace/tool.sh")
+        assert (ws.path / "TOOL_RAN").read_text() == "task-tool\n"
     finally:
         ws.close()
 

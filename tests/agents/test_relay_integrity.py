@@ -322,51 +322,64 @@ def test_killing_the_cli_during_its_model_call_is_no_error_and_the_call_counts(t
     assert sum("refused" not in c and c["request_body"].get("tools") is not None for c in calls) == 2
 
 
-def test_an_mcp_server_at_the_relay_does_not_turn_a_later_turn_into_an_error(agents, stub_env, tmp_path):
-    """Turn 1 registers an HTTP MCP server at the relay's own address in ``~/.claude.json``; in turn 2 the CLI
-    itself sends it a JSON-RPC ``initialize``, which the proxy cannot translate. That made the instance a
-    harness error though the CLI then answered; the request is refused and recorded, and the run scored."""
+#: An HTTP MCP server at the relay's own address: the CLI's JSON-RPC ``initialize`` to it is no model request.
+RELAY_MCP = {"x": {"type": "http", "url": RELAY}}
+
+
+@pytest.mark.parametrize("who", ["agent", "task"])
+def test_an_mcp_server_at_the_relay_does_not_turn_a_later_turn_into_an_error(who, agents, stub_env, tmp_path):
+    """An HTTP MCP server at the relay's own address, whose JSON-RPC ``initialize`` the CLI itself sends and the
+    proxy cannot translate. That made the instance a harness error though the CLI then answered.
+
+    ``agent``: turn 1 registers it in ``~/.claude.json``. The CLI sent ``initialize`` when it started for turn 2;
+    now what decides Claude Code's MCP servers is compared between turns, and the run ends as the agent's failure
+    naming the file before the CLI starts again: nothing reaches the relay, and no error. ``task``: the environment
+    ships it (``.mcp.json``, which ``-p`` approves): the CLI sends ``initialize`` as it starts each turn; the request
+    is refused and recorded, and both turns are answered and scored, no error, no fault."""
     config = ("node -e 'const fs=require(\"fs\"),p=process.env.HOME+\"/.claude.json\";let j={};"
               "try{j=JSON.parse(fs.readFileSync(p))}catch(e){};"
-              f"j.mcpServers={{x:{{type:\"http\",url:\"{RELAY}\"}}}};fs.writeFileSync(p,JSON.stringify(j))'")
-    ws, result, requests = attack(config, stub_env, tmp_path, queries=("Do the task.", "Now the next one."))
+              f"j.mcpServers={json.dumps(RELAY_MCP)};"
+              "fs.writeFileSync(p,JSON.stringify(j))'")
+    if who == "task":
+        (tmp_path / "env").mkdir()
+        (tmp_path / "env" / ".mcp.json").write_text(json.dumps({"mcpServers": RELAY_MCP}))
+    ws, result, requests = attack(config if who == "agent" else "echo ok", stub_env, tmp_path,
+                                  queries=("Do the task.", "Now the next one."))
     try:
-        assert result.harness_error is None and result.agent_fault is None, (result.harness_error, result.stderr)
-        assert result.turn_texts == (REAL_ANSWER, REAL_ANSWER)
+        assert result.harness_error is None, (result.harness_error, result.stderr)
         kinds = [e["kind"] for e in refused(result)]
-        assert "untranslatable" in kinds, refused(result)
+        if who == "agent":
+            assert result.agent_fault is not None and "/home/agent/.claude.json (its MCP servers" in result.agent_fault
+            assert result.turn_texts == (REAL_ANSWER,) and kinds == [], (result.turn_texts, refused(result))
+        else:
+            assert result.agent_fault is None, result.agent_fault
+            assert result.turn_texts == (REAL_ANSWER, REAL_ANSWER)
+            assert "untranslatable" in kinds, refused(result)
     finally:
         ws.close()
 
 
 def test_an_untranslatable_request_before_the_agent_kills_its_cli_does_not_make_the_kill_an_error(
         agents, stub_env, tmp_path):
-    """The audit's attack: turn 1 registers an MCP server at the relay; in turn 2 the CLI's ``initialize`` is
-    refused as untranslatable, then the model's Bash call kills the CLI. The untranslatable refusal was
-    looked at first, so the agent's own kill became a harness error, excluded from ISR and CSR; it is the
-    agent's fault, as the same kill without the MCP entry is."""
-    config = ("node -e 'const fs=require(\"fs\"),p=process.env.HOME+\"/.claude.json\";let j={};"
-              "try{j=JSON.parse(fs.readFileSync(p))}catch(e){};"
-              f"j.mcpServers={{x:{{type:\"http\",url:\"{RELAY}\"}}}};fs.writeFileSync(p,JSON.stringify(j))'")
-
+    """The audit's attack: an MCP server at the relay, whose ``initialize`` the CLI sends as it starts, is refused as
+    untranslatable, then the model's Bash call kills the CLI. The untranslatable refusal was looked at first, so the
+    agent's own kill became a harness error, excluded from ISR and CSR; it is the agent's fault, as the same kill
+    without the MCP entry is. (The audit's agent registered the server in ``~/.claude.json`` in turn 1 and killed the
+    CLI in turn 2; that run now ends before turn 2, naming the file -- the test above. The server comes from the
+    environment's ``.mcp.json`` here, so that the refusal still comes first.)"""
     def reply(body: dict[str, Any]) -> Reply:
         messages = body.get("messages") or []
-        if not body.get("tools"):
+        if not body.get("tools") or any(m.get("role") == "tool" for m in messages):
             return Reply(content=REAL_ANSWER)
-        users = [i for i, m in enumerate(messages) if m.get("role") == "user"
-                 and any(turn in json.dumps(m.get("content")) for turn in ("Do the task.", "Now the next one."))]
-        since = messages[users[-1]:] if users else messages
-        if any(m.get("role") == "tool" for m in since):
-            return Reply(content=REAL_ANSWER)
-        command = "kill -9 $CLAUDE_PID" if len(users) > 1 else config
-        return Reply(tool_calls=[{"function": {"name": "Bash", "arguments": {"command": command}}}])
+        return Reply(tool_calls=[{"function": {"name": "Bash", "arguments": {"command": "kill -9 $CLAUDE_PID"}}}])
 
     stub_env.default = reply
     (tmp_path / "env").mkdir()
+    (tmp_path / "env" / ".mcp.json").write_text(json.dumps({"mcpServers": RELAY_MCP}))
     client = ModelClient(model="openai/stub", api_base=stub_env.url, retry=RetryPolicy(max_attempts=1, timeout=30))
     with Workspace.create(tmp_path / "env", parent=tmp_path) as ws:
-        result = run_closing(run_cli("claude_code", workspace=ws, queries=["Do the task.", "Now the next one."],
-                                     system=None, model_name=MODEL, client=client, submit=None,
+        result = run_closing(run_cli("claude_code", workspace=ws, queries=["Do the task."], system=None,
+                                     model_name=MODEL, client=client, submit=None,
                                      options=AgentOptions(max_seconds=90), log_path=tmp_path / "raw.jsonl"))
     assert "untranslatable" in [e["kind"] for e in refused(result)], refused(result)
     assert result.harness_error is None, result.harness_error

@@ -76,6 +76,15 @@ class AgentCli:
     #: run as the agent's failure before the CLI starts again (:mod:`..startup_files`).
     loads_at_start: tuple[str, ...] = ()
 
+    def startup_state(self, *, workspace: Path, home: Path) -> dict[str, str]:
+        """What else the CLI loads or starts when it starts, read from its configuration as it is now (``workspace``
+        and ``home``: the host paths of the workspace and the run's HOME), by what the runner names when it changed
+        (a sandbox path, with what part of the file it is): the part of a file that decides what starts, where the
+        CLI keeps its own state in the rest (:func:`~..startup_files.digest`), and the programs its local MCP servers
+        run (:func:`~..startup_files.programs`). Compared with :attr:`loads_at_start`'s files before every later
+        command, the same way (:mod:`..startup_files`). Nothing by default."""
+        return {}
+
     def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
         """Write the CLI's configuration for this run into ``ws.home`` (:func:`write_home`) and return the
         environment of its commands. ``url`` is the proxy's base URL inside the sandbox, ``model`` the

@@ -17,15 +17,34 @@ what the model and the judge read; an ``apiKeyHelper`` ran a command at each sta
 ``ANTHROPIC_API_KEY`` is set (an empty one is none; the proxy ignores keys anyway), and an ``otelHeadersHelper``
 at 2.1.330's start once the settings' ``env`` turned telemetry on (an empty one is none too). (``awsAuthRefresh``
 and the like run only for Bedrock or Vertex, which take the model away from the relay: the agent's fault.) The
-rest of those files (a task's own ``permissions`` or ``env``) and ``CLAUDE.md`` still apply. Not covered: MCP
-servers (``~/.claude.json``, an enabled ``.mcp.json``) start with the CLI -- a known gap.
+rest of those files (a task's own ``permissions`` or ``env``) and ``CLAUDE.md`` still apply.
+
+MCP servers: Claude Code starts the stdio MCP servers of its configuration as its own children when it starts -- the
+user's (``mcpServers`` of ``~/.claude.json``) and the local ones (``projects.<dir>.mcpServers`` there), and the
+project's (``/workspace/.mcp.json``), which ``-p`` approves by itself (2.1.330 and 2.0.69 alike, with no
+``enableAllProjectMcpServers`` or ``enabledMcpjsonServers``). One the agent's tool call wrote there in turn 1 ran as
+the CLI's child when it started for turn 2, with no tool call for it. They still start as in a bare Claude Code (no
+``--strict-mcp-config``: a task's own ``.mcp.json`` works as it does there), and :meth:`ClaudeCode.startup_state`
+tells the runner what decides them, compared before every later command (:mod:`..startup_files`): ``.mcp.json``
+whole (:attr:`~.AgentCli.loads_at_start`); of ``~/.claude.json`` (and the other global configuration files it
+may read: ``~/.claude-*-oauth.json``, the legacy ``~/.claude/.config.json``), only the keys naming MCP at the top
+and in each ``projects`` entry -- the CLI writes the rest itself, creating the file in its first run; of the
+settings files (the user's, the project's, the local one), the keys naming MCP (their approvals) and the plugins'
+(``enabledPlugins``, ``extraKnownMarketplaces``: a plugin brings its own MCP servers); and the files in the workspace
+or HOME that the stdio servers' command lines name (``sh /workspace/tool.sh``, ``python server.py``), so that the
+agent rewriting a task's server program ends its run as well. An empty value counts as none. Not followed: what
+those programs import or read, an enabled plugin's own files, and a sub-agent's ``mcpServers`` (started when the
+model asks for that sub-agent, a tool call in the trajectory).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ..startup_files import digest, programs, read_config, sandbox_path
 from ._base import PLACEHOLDER_KEY, AgentCli, Invocation
 
 if TYPE_CHECKING:
@@ -36,6 +55,16 @@ __all__ = ["CLI", "ClaudeCode"]
 #: Command-line settings, which outrank the user's, the project's and the local settings files: none of their
 #: hooks, nor an ``apiKeyHelper`` or ``otelHeadersHelper`` command, runs (see the module doc).
 NO_HOOKS = json.dumps({"disableAllHooks": True, "apiKeyHelper": "", "otelHeadersHelper": ""})
+#: The global configuration files Claude Code may read its user and local MCP servers from (and writes its own state
+#: into): ``~/.claude.json``, its OAuth variants and the legacy ``~/.claude/.config.json``.
+GLOBAL_CONFIGS = ("~/.claude.json", "~/.claude-staging-oauth.json", "~/.claude-local-oauth.json",
+                  "~/.claude-custom-oauth.json", "~/.claude/.config.json")
+#: The settings files: the user's, the project's and the local one.
+SETTINGS = ("~/.claude/settings.json", ".claude/settings.json", ".claude/settings.local.json")
+#: The project's MCP servers (Claude Code looks in the working directory and every parent but ``/``).
+PROJECT_MCP = ".mcp.json"
+#: Settings keys that decide which plugins load (each brings its own MCP servers), besides those naming MCP.
+PLUGIN_KEYS = ("enabledPlugins", "extraKnownMarketplaces")
 
 
 class ClaudeCode(AgentCli):
@@ -58,6 +87,46 @@ class ClaudeCode(AgentCli):
             argv.append("-c")
         return Invocation(argv=tuple(argv), stdin=query)
 
+    def startup_state(self, *, workspace: Path, home: Path) -> dict[str, str]:
+        """The MCP part of the global configuration and settings files, and the files the stdio MCP servers of those
+        and of ``.mcp.json`` run (see the module doc)."""
+        found: dict[str, str] = {}
+        servers: list[Any] = []
+        for path in (*GLOBAL_CONFIGS, *SETTINGS):
+            data, odd = read_config(path, workspace=workspace, home=home)
+            part = _mcp_part(data, plugins=path in SETTINGS)
+            if (state := odd or digest(part)) is not None:
+                found[f"{sandbox_path(path)} (its MCP servers and their approvals)"] = state
+            local = part.get("projects", {}).values()
+            servers += [part.get("mcpServers"), *(entry.get("mcpServers") for entry in local)]
+        data, _ = read_config(PROJECT_MCP, workspace=workspace, home=home)
+        servers.append(data.get("mcpServers") if isinstance(data, dict) else None)
+        return {**found, **programs(_stdio(servers), workspace=workspace, home=home)}
+
+
+def _mcp_part(data: Any, *, plugins: bool) -> dict[str, Any]:
+    """The keys of a configuration file that name MCP (``mcpServers``, ``enabledMcpjsonServers``...), also in each
+    ``projects`` entry, and with ``plugins`` the plugins' keys: those that decide what starts; empty ones left out."""
+    if not isinstance(data, dict):
+        return {}
+    part = {key: value for key, value in data.items()
+            if ("mcp" in key.lower() or (plugins and key in PLUGIN_KEYS)) and digest(value) is not None}
+    projects = data.get("projects")
+    if isinstance(projects, dict):
+        entries = {where: mcp for where, entry in projects.items() if (mcp := _mcp_part(entry, plugins=False))}
+        if entries:
+            part["projects"] = entries
+    return part
+
+
+def _stdio(servers: list[Any]) -> Iterator[list[Any]]:
+    """The command lines of the stdio servers of ``mcpServers`` objects (those with no ``type`` are stdio too)."""
+    for named in servers:
+        for server in named.values() if isinstance(named, dict) else ():
+            if isinstance(server, dict) and server.get("type") in (None, "stdio"):
+                args = server.get("args")
+                yield [server.get("command"), *(args if isinstance(args, list) else ())]
+
 
 CLI = ClaudeCode(name="claude_code", package="@anthropic-ai/claude-code", version="2.1.330", binary="claude",
-                 wire="anthropic_messages", replaces_system=True, prompt_tokens=21000)
+                 wire="anthropic_messages", replaces_system=True, prompt_tokens=21000, loads_at_start=(PROJECT_MCP,))

@@ -20,7 +20,11 @@ agent's failure when its commands changed them before Kilo starts again (:mod:`.
 configuration files -- global (``~/.config/kilo``), home (``~/.kilo``, ``~/.kilocode``) and the workspace's
 (``kilo.json[c]``, ``opencode.json[c]``, those of ``.kilo``/``.kilocode`` and their legacy ``mcp.json``): Kilo
 starts the local MCP servers they name as its own children and runs its bash tool through their ``shell``, with
-no tool call for it. Kilo adds ``$schema`` to a configuration file without one when it reads it, so
+no tool call for it. What those servers run is compared too (:meth:`Kilo.startup_state`): the files in the
+workspace or HOME that a local server's ``command`` names (``["sh", "/workspace/tool.sh"]``, ``["python",
+"server.py"]``, relative to the workspace), and those a configuration file pulls in with ``{file:...}`` -- so that the
+agent rewriting the program of a server the task ships ends its run as well (what that program imports is not
+followed: :mod:`..startup_files`). Kilo adds ``$schema`` to a configuration file without one when it reads it, so
 :meth:`Kilo.configure` writes it into its own file and into those the task ships, before the runner's first
 snapshot. ``KILO_CONFIG_CONTENT`` (ranked above every file) turns formatters and language servers off: Kilo
 runs their commands after its tools touch a file, a task's own included (whose program the agent may rewrite).
@@ -31,10 +35,14 @@ starts the native executable (``bin/.kilo``) as its child: a launcher, whose chi
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..startup_files import programs, read_config, sandbox_path
 from ._base import HOME, PLACEHOLDER_KEY, AgentCli, Invocation, write_home
 
 if TYPE_CHECKING:
@@ -85,6 +93,21 @@ class Kilo(AgentCli):
             argv.append("--continue")
         return Invocation(argv=tuple(argv), stdin=query)
 
+    def startup_state(self, *, workspace: Path, home: Path) -> dict[str, str]:
+        """The files the local MCP servers of Kilo's configuration files run, and those the files pull in with
+        ``{file:...}`` (the files themselves are in :attr:`~.AgentCli.loads_at_start`; see the module doc)."""
+        argvs: list[list[Any]] = []
+        for path in (*HOME_CONFIGS, *PROJECT_CONFIGS):
+            parse = _toml if path.endswith("/config") else _jsonc
+            data, _ = read_config(path, workspace=workspace, home=home, parse=parse)
+            if data is None:
+                continue
+            config, pulled = data
+            argvs += _local_servers(config)
+            folder = posixpath.dirname(sandbox_path(path))
+            argvs += [[name if name.startswith(("/", "~/")) else posixpath.join(folder, name) for name in pulled]]
+        return programs(argvs, workspace=workspace, home=home)
+
 
 SCHEMA = "https://app.kilo.ai/config.json"
 _NAMES = ("kilo.json", "kilo.jsonc", "opencode.json", "opencode.jsonc")
@@ -114,7 +137,7 @@ def _add_schema(path: Path) -> None:
         return
     plain = _without_comments(text)
     try:
-        data = json.loads(re.sub(r",(\s*[}\]])", r"\1", plain))
+        data = _jsonc_data(plain)
     except ValueError:
         return
     if not isinstance(data, dict) or data.get("$schema"):
@@ -123,6 +146,38 @@ def _add_schema(path: Path) -> None:
     empty = plain[brace + 1:].strip().startswith("}")
     entry = f'\n  "$schema": {json.dumps(SCHEMA)}' + ("\n" if empty else ",")
     path.write_text(text[:brace + 1] + entry + text[brace + 1:], encoding="utf-8")
+
+
+_PULLED = re.compile(r"\{file:([^}]+)\}")
+
+
+def _jsonc(text: str) -> tuple[Any, list[str]]:
+    """A JSONC configuration file's data, and the files it pulls in (``{file:...}``)."""
+    return _jsonc_data(_without_comments(text)), _PULLED.findall(text)
+
+
+def _jsonc_data(plain: str) -> Any:
+    """The data of JSONC text with its comments blanked out (:func:`_without_comments`), trailing commas allowed."""
+    return json.loads(re.sub(r",(\s*[}\]])", r"\1", plain))
+
+
+def _toml(text: str) -> tuple[Any, list[str]]:
+    """The legacy TOML configuration file's data, and the files it pulls in."""
+    return tomllib.loads(text), _PULLED.findall(text)
+
+
+def _local_servers(config: Any) -> Iterator[list[Any]]:
+    """The command lines of a configuration's local MCP servers (``mcp``) and of its legacy ``mcpServers``."""
+    if not isinstance(config, dict):
+        return
+    for server in config["mcp"].values() if isinstance(config.get("mcp"), dict) else ():
+        local = isinstance(server, dict) and server.get("type") in ("local", None)
+        if local and isinstance(server.get("command"), list):
+            yield server["command"]
+    for server in config["mcpServers"].values() if isinstance(config.get("mcpServers"), dict) else ():
+        if isinstance(server, dict) and not server.get("url"):
+            args = server.get("args")
+            yield [server.get("command"), *(args if isinstance(args, list) else ())]
 
 
 def _without_comments(text: str) -> str:
