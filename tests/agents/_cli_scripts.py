@@ -1,8 +1,10 @@
-"""The scripted model behind real-CLI tests: it writes hello.txt with each scaffold's own tool, then answers."""
+"""The scripted model behind real-CLI tests: it writes hello.txt with each scaffold's own tool, then answers; and
+what a scripted model of a multi-turn run reads from a request (:func:`user_turn`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_ifbench.testing import Reply
@@ -30,3 +32,21 @@ def cli_script(name: str):
         tool, arguments = CLI_WRITE[name]
         return Reply(tool_calls=[{"function": {"name": tool, "arguments": arguments}}])
     return reply
+
+
+def text_of(content: Any) -> str:
+    """A message's text, whether a string or a list of content blocks."""
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def user_turn(messages: Sequence[dict[str, Any]], queries: Sequence[str]) -> tuple[int, list[dict[str, Any]]] | None:
+    """Which of ``queries`` (the run's user turns, in order) a request answers, by its last user message holding
+    one, and the messages from that one on; None when it holds none (a CLI's side request)."""
+    asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
+             and any(query in text_of(m.get("content")) for query in queries)]
+    if not asked:
+        return None
+    last = text_of(messages[asked[-1]].get("content"))
+    return next(n for n, query in enumerate(queries) if query in last), list(messages[asked[-1]:])

@@ -27,6 +27,7 @@ from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from tests._support import run_closing
+from tests.agents._cli_scripts import text_of, user_turn
 from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, refused
 
 QUERIES = ("Do the task.", "Now the next one.")
@@ -71,12 +72,6 @@ SHIPPED = {"claude_code": (".mcp.json", {"mcpServers": {"task": {"command": "pyt
 SHELL = {"claude_code": "Bash", "kilo": "bash"}
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content or "")
-
-
 def _names(body: dict[str, Any]) -> list[str]:
     return [(tool.get("function") or {}).get("name") or tool.get("name") or "" for tool in body.get("tools") or ()]
 
@@ -91,17 +86,16 @@ def scripted(cli: str, first: str | None, requests: list[dict[str, Any]]):
         messages = body.get("messages") or []
         if not body.get("tools"):
             return Reply(content=REAL_ANSWER)
-        asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
-                 and any(query in _text(m.get("content")) for query in QUERIES)]
-        if not asked:
+        asked = user_turn(messages, QUERIES)
+        if asked is None:
             return Reply(content=REAL_ANSWER)
-        turn = next(n for n, query in enumerate(QUERIES) if query in _text(messages[asked[-1]].get("content")))
-        done = [m for m in messages[asked[-1]:] if m.get("role") == "tool"]
+        turn, since = asked
+        done = [m for m in since if m.get("role") == "tool"]
         names = _names(body)
         if turn == 0 and first is not None and not done:
             return Reply(tool_calls=[{"function": {"name": SHELL[cli], "arguments": {
                 "command": first, "description": "run the step"}}}])
-        if turn == 1 and not any(STAMP in _text(m.get("content")) for m in done) and len(done) < 2:
+        if turn == 1 and not any(STAMP in text_of(m.get("content")) for m in done) and len(done) < 2:
             if tool in names:
                 return Reply(tool_calls=[{"function": {"name": tool, "arguments": {}}}])
             if "ToolSearch" in names and not done:

@@ -36,6 +36,7 @@ from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from tests._support import run_closing
+from tests.agents._cli_scripts import user_turn
 from tests.agents.test_cli_hooks_integrity import SET_JSON
 from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, refused
 
@@ -96,12 +97,6 @@ def _install(files: dict[str, dict[str, Any]], *, raw: dict[str, str] | None = N
     return " && ".join([*steps, "echo installed"])
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content or "")
-
-
 def scripted(turns: list[list[tuple[str, dict[str, Any]]]], requests: list[dict[str, Any]]):
     """The stub's reply: in user turn ``n`` (by its query), the tool calls ``turns[n]`` one by one, then the answer."""
     def reply(body: dict[str, Any]) -> Reply:
@@ -109,12 +104,11 @@ def scripted(turns: list[list[tuple[str, dict[str, Any]]]], requests: list[dict[
         messages = body.get("messages") or []
         if not body.get("tools"):
             return Reply(content=REAL_ANSWER)
-        asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
-                 and any(query in _text(m.get("content")) for query in QUERIES)]
-        if not asked:
+        asked = user_turn(messages, QUERIES)
+        if asked is None:
             return Reply(content=REAL_ANSWER)
-        turn = next(n for n, query in enumerate(QUERIES) if query in _text(messages[asked[-1]].get("content")))
-        step = sum(1 for m in messages[asked[-1]:] if m.get("role") == "tool")
+        turn, since = asked
+        step = sum(1 for m in since if m.get("role") == "tool")
         calls = turns[turn] if turn < len(turns) else []
         if step >= len(calls):
             return Reply(content=REAL_ANSWER)
