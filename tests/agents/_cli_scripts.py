@@ -41,9 +41,12 @@ def text_of(content: Any) -> str:
     return str(content or "")
 
 
-def user_turn(messages: Sequence[dict[str, Any]], queries: Sequence[str]) -> tuple[int, list[dict[str, Any]]] | None:
-    """Which of ``queries`` (the run's user turns, in order) a request answers, by its last user message holding
-    one, and the messages from that one on; None when it holds none (a CLI's side request)."""
+def user_turn(body: dict[str, Any], queries: Sequence[str]) -> tuple[int, list[dict[str, Any]]] | None:
+    """Which of ``queries`` (the run's user turns, in order) an agent request answers, by its last user message
+    holding one, and the messages from that one on; None for a CLI's side request (no tools, or no query)."""
+    messages = body.get("messages") or []
+    if not body.get("tools"):
+        return None
     asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
              and any(query in text_of(m.get("content")) for query in queries)]
     if not asked:

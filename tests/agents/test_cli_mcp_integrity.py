@@ -83,10 +83,7 @@ def scripted(cli: str, first: str | None, requests: list[dict[str, Any]]):
 
     def reply(body: dict[str, Any]) -> Reply:
         requests.append(body)
-        messages = body.get("messages") or []
-        if not body.get("tools"):
-            return Reply(content=REAL_ANSWER)
-        asked = user_turn(messages, QUERIES)
+        asked = user_turn(body, QUERIES)
         if asked is None:
             return Reply(content=REAL_ANSWER)
         turn, since = asked

@@ -24,7 +24,7 @@ import pytest
 from pytest_ifbench.agents.cli import run_cli
 from pytest_ifbench.agents.clis import HOME, AgentClis, Invocation, write_home
 from pytest_ifbench.agents.clis.droid import CLI as DROID
-from pytest_ifbench.agents.clis.droid import Droid
+from pytest_ifbench.agents.clis.droid import OVERLAY, Droid
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.wire import BUILTIN_WIRE_FORMATS
 from pytest_ifbench.agents.workspace import Workspace
@@ -79,10 +79,14 @@ def _install(overlay: str, how: str) -> str:
 
 def _script(command: str, requests: list[dict[str, Any]]):
     """The stub model: the install command, ``Create`` writing the skill, one more command, then the answer."""
-    steps = [("Execute", {"command": command, "summary": "set up"}),
-             ("Create", {"file_path": f"{HOME}/{SKILL}", "content": SKILL_TEXT}),
-             ("Execute", {"command": "echo after", "summary": "check"})]
+    return steps_script([("Execute", {"command": command, "summary": "set up"}),
+                         ("Create", {"file_path": f"{HOME}/{SKILL}", "content": SKILL_TEXT}),
+                         ("Execute", {"command": "echo after", "summary": "check"})], requests)
 
+
+def steps_script(steps: list[tuple[str, dict[str, Any]]], requests: list[dict[str, Any]]):
+    """The stub model of a single-turn run: the tool calls ``steps`` one by one, then the answer (and the answer to
+    any request without tools); each request is appended to ``requests``."""
     def reply(body: dict[str, Any]) -> Reply:
         requests.append(body)
         done = sum(1 for message in body.get("messages") or () if message.get("role") == "tool")
@@ -126,7 +130,7 @@ def test_a_settings_refresh_does_not_turn_the_agents_hooks_on(how, agents, stub_
         install, after = result.trajectory.calls_to("Execute")
         assert "installed" in str(install.result.content) and "after" in str(after.result.content)
         host = ws.home / overlay.removeprefix(f"{HOME}/") if overlay.startswith(f"{HOME}/") else overlay
-        assert json.loads(open(host, encoding="utf-8").read()) == DISABLED
+        assert open(host, encoding="utf-8").read() == OVERLAY  # as ifbench wrote it (hooksDisabled among the rest)
     finally:
         ws.close()
 

@@ -101,10 +101,7 @@ def scripted(turns: list[list[tuple[str, dict[str, Any]]]], requests: list[dict[
     """The stub's reply: in user turn ``n`` (by its query), the tool calls ``turns[n]`` one by one, then the answer."""
     def reply(body: dict[str, Any]) -> Reply:
         requests.append(body)
-        messages = body.get("messages") or []
-        if not body.get("tools"):
-            return Reply(content=REAL_ANSWER)
-        asked = user_turn(messages, QUERIES)
+        asked = user_turn(body, QUERIES)
         if asked is None:
             return Reply(content=REAL_ANSWER)
         turn, since = asked

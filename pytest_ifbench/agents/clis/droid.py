@@ -6,8 +6,9 @@ proxy); ``droid exec --skip-permissions-unsafe -m custom:M -o json --settings
 Single-turn only (:attr:`AgentCli.multi_turn`): Droid's ``-s SESSION`` fetches the session from
 Factory's servers, which a sandbox cannot reach.
 
-``--settings`` names Droid's runtime overlay, ``{"hooks": {"hooksDisabled": true}}``, which outranks the
-user's (``~/.factory/settings.json``, ``~/.factory/hooks.json``) and the project's (``.factory/``) settings.
+``--settings`` names Droid's runtime overlay, ``{"hooks": {"hooksDisabled": true}, "mcpPolicy": {"enabled": true,
+"allowlist": []}, "enableDroidShield": false}``, which outranks the user's (``~/.factory/settings.json``,
+``~/.factory/hooks.json``, ``~/.factory/mcp.json``) and the project's (``.factory/``) settings.
 Droid re-reads those while it runs, and the agent's tool commands can write them all: a ``hooks`` entry written by a
 tool call ran as Droid's child at that very call's ``PostToolUse`` and at ``Stop``, writing files with no tool call
 and putting its ``additionalContext`` into the tool result the model and the judge read. Droid reads the overlay
@@ -18,16 +19,28 @@ An overlay in HOME let one run rewrite (or delete) it and the user's hooks with 
 directory, which every run shows read-only at its own path (``extra_ro``): a refresh reads the same file again,
 and no tool command can change, delete or replace it. It is written there (once, atomically) when Droid is
 configured; a fresh run needs that directory writable by the harness, as installing the CLIs did.
+
+``mcpPolicy`` because Droid starts the stdio MCP servers of those files (``mcp.json``) as its own children, and
+starts each new one while it runs: on every settings change (it watches ``~/.factory`` from the start) and on a
+refresh. A server a shell call wrote to ``~/.factory/mcp.json`` started before the next tool call ended, one in the
+project's ``.factory/mcp.json`` after ``Create`` wrote a skill -- each ran its command with no tool call (tested).
+``hooksDisabled`` does not cover them and no flag turns MCP off; Droid's MCP allowlist does, at start, on every
+reload and before any server starts, and an overlay's ``enabled: true`` wins over the levels below. An empty
+allowlist allows none: a task's own MCP servers (a shipped ``.factory/mcp.json``) do not start either.
+
+``enableDroidShield: false`` because Droid Shield, before every shell call holding ``git commit`` or ``git push``
+(``false && git commit`` too), runs ``git rev-parse`` and ``git diff --cached`` itself, as Droid's child, in the
+workspace: a ``core.fsmonitor`` an earlier call put in ``.git/config`` (or ``~/.gitconfig``) ran with no tool command
+running git (tested). Without it Droid does not scan commits for secrets, as a bare Droid would.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..._atomic_file import replace_file
 from ..._user_cache import agents_dir
 from ._base import PLACEHOLDER_KEY, AgentCli, Invocation, write_home
 
@@ -38,9 +51,11 @@ __all__ = ["CLI", "Droid"]
 
 SETTINGS = ".factory/settings.json"
 #: Droid's runtime settings overlay (``--settings``), which outranks the user's, the project's and the folders'
-#: settings: none of their hooks runs. Its name in the agents directory, read-only to every run (see the module doc).
+#: settings: none of their hooks runs, Droid's own MCP allowlist, on and empty, lets no MCP server start, and Droid
+#: Shield runs no git of Droid's own. Its name in the agents directory, read-only to every run (see the module doc).
 RUNTIME_SETTINGS = "ifbench-droid-runtime-settings.json"
-OVERLAY = json.dumps({"hooks": {"hooksDisabled": True}}, indent=2) + "\n"
+OVERLAY = json.dumps({"hooks": {"hooksDisabled": True}, "mcpPolicy": {"enabled": True, "allowlist": []},
+                      "enableDroidShield": False}, indent=2) + "\n"
 MAX_OUTPUT_TOKENS = 32000
 
 
@@ -81,14 +96,7 @@ def _write_overlay(path: Path) -> None:
             return
     except OSError:
         pass
-    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(OVERLAY)
-        os.chmod(partial, 0o644)  # the sandbox's uid reads it
-        os.replace(partial, path)
-    finally:
-        Path(partial).unlink(missing_ok=True)
+    replace_file(path, OVERLAY, mode=0o644)  # the sandbox's uid reads it
 
 
 CLI = Droid(name="droid", package="droid", version="0.215.0", binary="droid", wire="anthropic_messages",
