@@ -27,7 +27,16 @@ agent rewriting the program of a server the task ships ends its run as well (wha
 followed: :mod:`..startup_files`). Kilo adds ``$schema`` to a configuration file without one when it reads it, so
 :meth:`Kilo.configure` writes it into its own file and into those the task ships, before the runner's first
 snapshot. ``KILO_CONFIG_CONTENT`` (ranked above every file) turns formatters and language servers off: Kilo
-runs their commands after its tools touch a file, a task's own included (whose program the agent may rewrite).
+runs their commands after its tools touch a file, a task's own included (whose program the agent may rewrite). It
+turns Kilo's snapshots off too: after every step Kilo ran git over the workspace -- in a repository of its own in HOME
+(``~/.local/share/kilo/snapshot``, ``--work-tree /workspace``) and in the workspace's own (``ls-files``,
+``update-index``, ``write-tree``, ``check-attr``, ``update-ref refs/kilo/materialize/...``) -- and git ran the
+commands its configuration names: the ``core.fsmonitor`` and ``core.hooksPath`` hooks of ``.git/config`` and
+``~/.gitconfig``, the ``clean``/``smudge`` filters and ``textconv`` a ``.gitattributes`` gives a file. A tool call
+that configured them had them run as Kilo's children right after it, in the same turn (no comparison between turns
+helps there), with no tool call running git (tested: ``test_cli_git_integrity.py``). Without snapshots Kilo runs no
+such git; it records no file changes to undo or revert (which ``kilo run`` does not do) and leaves no ``refs/kilo/*``
+in the task's repository.
 ``kilo`` is a node script that
 starts the native executable (``bin/.kilo``) as its child: a launcher, whose child calls the model.
 """
@@ -82,8 +91,10 @@ class Kilo(AgentCli):
                 # No plugin from anywhere: the agent can write every place Kilo loads one from (see above).
                 "KILO_PURE": "1",
                 # No formatter, no language server, whatever the files say: Kilo would run their commands as its
-                # own children after its tools touch a file (ranked above every configuration file).
-                "KILO_CONFIG_CONTENT": json.dumps({"formatter": False, "lsp": False}),
+                # own children after its tools touch a file (ranked above every configuration file). No snapshot:
+                # Kilo's git after every step ran the fsmonitor, hooks, filters and textconv the agent had just
+                # configured (``.git/config``, ``~/.gitconfig``), in that same turn (see the module doc).
+                "KILO_CONFIG_CONTENT": json.dumps({"formatter": False, "lsp": False, "snapshot": False}),
                 # One retry of a failed call, not five: the proxy's client has already retried.
                 "KILO_SESSION_RETRY_LIMIT": "1"}
 
