@@ -53,3 +53,23 @@ def user_turn(body: dict[str, Any], queries: Sequence[str]) -> tuple[int, list[d
         return None
     last = text_of(messages[asked[-1]].get("content"))
     return next(n for n, query in enumerate(queries) if query in last), list(messages[asked[-1]:])
+
+
+def turns_script(turns: Sequence[Sequence[tuple[str, dict[str, Any]]]], queries: Sequence[str],
+                 requests: list[dict[str, Any]], *, answer: str):
+    """The stub's reply for a multi-turn run: in user turn ``n`` (:func:`user_turn`), the tool calls ``turns[n]`` one
+    a request, then ``answer`` (also to a CLI's side requests); each request is appended to ``requests``."""
+    def reply(body: dict[str, Any]) -> Reply:
+        requests.append(body)
+        asked = user_turn(body, queries)
+        if asked is None:
+            return Reply(content=answer)
+        turn, since = asked
+        step = sum(1 for m in since if m.get("role") == "tool" or (m.get("role") == "user" and any(
+            isinstance(part, dict) and part.get("type") == "tool_result" for part in m.get("content") or ())))
+        calls = turns[turn] if turn < len(turns) else ()
+        if step >= len(calls):
+            return Reply(content=answer)
+        tool, arguments = calls[step]
+        return Reply(tool_calls=[{"function": {"name": tool, "arguments": arguments}}])
+    return reply

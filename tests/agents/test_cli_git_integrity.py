@@ -47,9 +47,8 @@ from pytest_ifbench.agents.clis.kilo import CLI as KILO
 from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
-from pytest_ifbench.testing import Reply
 from tests._support import run_closing
-from tests.agents._cli_scripts import text_of, user_turn
+from tests.agents._cli_scripts import text_of, turns_script
 from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, SHELL, refused
 
 QUERIES = ("Do the task.", "Now the next one.")
@@ -113,21 +112,9 @@ CONTROL_COMMAND = ("export GIT_MARKER_CONTROL=1; cd /workspace && git status --s
 def scripted(cli: str, calls: dict[int, list[str]], requests: list[dict[str, Any]]):
     """The stub's reply: each user turn runs its shell commands in order, one a request, then answers."""
     tool, arguments = SHELL[cli]
-
-    def reply(body: dict[str, Any]) -> Reply:
-        requests.append(body)
-        asked = user_turn(body, QUERIES)
-        if asked is None:
-            return Reply(content=REAL_ANSWER)
-        turn, since = asked
-        done = [m for m in since if m.get("role") == "tool" or (m.get("role") == "user" and any(
-            isinstance(part, dict) and part.get("type") == "tool_result" for part in m.get("content") or ()))]
-        todo = calls.get(turn, [])
-        if len(done) < len(todo):
-            command = todo[len(done)]
-            return Reply(tool_calls=[{"function": {"name": tool, "arguments": {"command": command, **arguments}}}])
-        return Reply(content=REAL_ANSWER)
-    return reply
+    turns = [[(tool, {"command": command, **arguments}) for command in calls.get(turn, [])]
+             for turn in range(len(QUERIES))]
+    return turns_script(turns, QUERIES, requests, answer=REAL_ANSWER)
 
 
 def run(cli: str, calls: dict[int, list[str]], stub, tmp_path: Path, *, repository: bool):

@@ -34,9 +34,8 @@ from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.startup_files import changed, snapshot
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
-from pytest_ifbench.testing import Reply
 from tests._support import run_closing
-from tests.agents._cli_scripts import user_turn
+from tests.agents._cli_scripts import turns_script
 from tests.agents.test_cli_hooks_integrity import SET_JSON
 from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, refused
 
@@ -99,19 +98,7 @@ def _install(files: dict[str, dict[str, Any]], *, raw: dict[str, str] | None = N
 
 def scripted(turns: list[list[tuple[str, dict[str, Any]]]], requests: list[dict[str, Any]]):
     """The stub's reply: in user turn ``n`` (by its query), the tool calls ``turns[n]`` one by one, then the answer."""
-    def reply(body: dict[str, Any]) -> Reply:
-        requests.append(body)
-        asked = user_turn(body, QUERIES)
-        if asked is None:
-            return Reply(content=REAL_ANSWER)
-        turn, since = asked
-        step = sum(1 for m in since if m.get("role") == "tool")
-        calls = turns[turn] if turn < len(turns) else []
-        if step >= len(calls):
-            return Reply(content=REAL_ANSWER)
-        tool, arguments = calls[step]
-        return Reply(tool_calls=[{"function": {"name": tool, "arguments": arguments}}])
-    return reply
+    return turns_script(turns, QUERIES, requests, answer=REAL_ANSWER)
 
 
 def run(turns, stub, tmp_path, shipped: dict[str, str] | None = None):
