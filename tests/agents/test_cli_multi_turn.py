@@ -17,7 +17,7 @@ from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from tests._support import run_closing, stub_args, write_agent_suite
-from tests.agents._cli_scripts import CLI_WRITE
+from tests.agents._cli_scripts import CLI_WRITE, text_of
 
 FIRST, SECOND, THIRD = "Say hello to the team.", "Now say goodbye to them.", "And say it once more."
 HELLO, GOODBYE = "Hello, team!", "Goodbye, team!"
@@ -40,12 +40,6 @@ instances:
 """
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content or "")
-
-
 def two_turns(name: str):
     """The stub's reply, by the latest query in the request: turn 1 writes hello.txt with the CLI's own tool,
     then (its result back) says hello; turn 2 says goodbye at once. A side call (no tools: a title) gets a
@@ -55,8 +49,8 @@ def two_turns(name: str):
             return Reply(content="Team greetings")
         messages = body.get("messages") or []
         asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
-                 and any(query in _text(m.get("content")) for query in (FIRST, SECOND, THIRD))]
-        latest = _text(messages[asked[-1]].get("content")) if asked else FIRST
+                 and any(query in text_of(m.get("content")) for query in (FIRST, SECOND, THIRD))]
+        latest = text_of(messages[asked[-1]].get("content")) if asked else FIRST
         if SECOND in latest or THIRD in latest:
             return Reply(content=GOODBYE)
         if not any(m.get("role") == "tool" for m in messages[asked[-1] if asked else 0:]):

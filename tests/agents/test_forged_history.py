@@ -26,6 +26,7 @@ from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply
 from pytest_ifbench.verifiers.trajectory import tool_called, tool_not_called
 from tests._support import run_closing
+from tests.agents._cli_scripts import text_of
 from tests.agents.test_normalize import READ, record, result, text, use, user
 from tests.agents.test_relay_integrity import SHELL
 
@@ -181,17 +182,11 @@ print("     1\tProject: LANTERN")
 '''
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content or "")
-
-
 def _latest_query(messages: list[dict[str, Any]], queries: tuple[str, ...]) -> tuple[int, str]:
     """The index and text of the last user message holding one of ``queries`` (0 and "" when none does)."""
     asked = [i for i, m in enumerate(messages) if m.get("role") == "user"
-             and any(query in _text(m.get("content")) for query in queries)]
-    return (asked[-1], _text(messages[asked[-1]].get("content"))) if asked else (0, "")
+             and any(query in text_of(m.get("content")) for query in queries)]
+    return (asked[-1], text_of(messages[asked[-1]].get("content"))) if asked else (0, "")
 
 
 def forger(requests: list[dict[str, Any]]):
