@@ -268,7 +268,9 @@ def test_panel_table_mean_and_std():
         ("mean ± std", "25.0% ± 25.0", "62.5% ± 12.5"),
     )
     assert panel.notes == ("deterministic checks count the same for every judge", PANEL_NOTE)
-    assert tables[0].notes == (INTERVAL_NOTE,)
+    assert tables[0].notes == (INTERVAL_NOTE, "1 instance errored and is left out of the rates; had it been scored, "
+                               "ISR would lie between 0.0% (each failed) and 33.3% (each passed), CSR between 33.3% "
+                               "and 66.7% (its undecided checks all failed, or all passed)")
 
 
 def test_panel_with_three_judges():

@@ -10,6 +10,13 @@ CSR are also computed per judge and reported as mean and std across judges
 no decision -- are counted (``errors``) but excluded from rates; instances whose
 scored checks all were not applicable are counted apart (``n/a``).
 
+Excluding errors is unbiased when errors strike at random, and gameable when they do not: a reply that
+talks a lone judge into leaving its failing check out turns a failure into an error. So whenever a table
+has errors it also says where the rates would lie had every errored instance been scored
+(:meth:`Aggregate.bounds`): ISR from each errored instance failed to each passed -- except one whose
+decided checks already failed, which cannot pass -- and CSR and the score with each undecided check
+failed, then passed.
+
 A check that is not applicable (``"applicable": false``: a conditional
 requirement whose condition did not arise) is left out of every denominator:
 ISR and CSR are taken over the applicable scored checks, and an instance with
@@ -78,6 +85,41 @@ def _passed_by(check: Mapping[str, Any], judge: str | None) -> bool | None:
     return bool(check.get("passed")) if applicable(check) else None
 
 
+@dataclass(frozen=True, slots=True)
+class Undecided:
+    """What an errored instance could still score, had its undecided checks been decided
+    (:func:`error_bounds`)."""
+
+    #: No applicable scored check was decided failed: it can still pass ISR.
+    can_pass: bool
+    #: Its CSR share with every undecided check failed, and with every one passed.
+    csr: tuple[float, float]
+    #: Its rubric score likewise; None when its record shows no rubric item.
+    score: tuple[float, float] | None
+    #: Nothing was decided and nothing is known to be undecided (the model call failed): the whole range.
+    unknown: bool = False
+
+
+def error_bounds(record: Mapping[str, Any]) -> Undecided:
+    """What an errored ``record`` could still score."""
+    checks = [c for c in scored_checks(record) if applicable(c)]
+    if not checks:
+        return Undecided(can_pass=True, csr=(0.0, 1.0), score=(0.0, 1.0), unknown=True)
+    decided = [bool(c.get("passed")) for c in checks if not c.get("error")]
+    undecided = len(checks) - len(decided)
+    low, high = (_resolved(record, passed) for passed in (False, True))
+    scores = rubric_score(low), rubric_score(high)
+    return Undecided(can_pass=all(decided), csr=(sum(decided) / len(checks), (sum(decided) + undecided) / len(checks)),
+                     score=None if scores[0] is None or scores[1] is None else (scores[0], scores[1]))
+
+
+def _resolved(record: Mapping[str, Any], passed: bool) -> dict[str, Any]:
+    """``record`` with each undecided applicable check decided ``passed`` (a failed bonus item earns nothing,
+    a failed penalty item costs its points: all failed is the lowest score, all passed the highest)."""
+    return {**record, "checks": [{**c, "passed": passed} if c.get("error") and applicable(c) else c
+                                 for c in record.get("checks", [])]}
+
+
 def rubric_score(record: Mapping[str, Any]) -> float | None:
     """The rubric score s_i; None if the instance has no bonus/penalty items.
 
@@ -106,6 +148,8 @@ class Aggregate:
     isr: list[bool] = field(default_factory=list)
     csr: list[float] = field(default_factory=list)
     rubric: list[float] = field(default_factory=list)
+    #: Per errored instance, :func:`error_bounds`: what it could still score.
+    undecided: list[Undecided] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -121,6 +165,7 @@ class Aggregate:
             self.cost_known = True
         if errored(record):
             self.errors += 1
+            self.undecided.append(error_bounds(record))
             return
         if record.get("status") == "not_applicable":
             self.not_applicable += 1
@@ -133,6 +178,38 @@ class Aggregate:
         if score is not None:
             self.rubric.append(score)
 
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """Where ISR, CSR and the score would lie had every errored instance been scored (empty when none
+        errored): at least with each one's undecided checks failed (ISR: each failed), at most with them
+        passed (ISR: each passed, but one whose decided checks already failed cannot). The score's range
+        counts the errored instances that show a rubric item, and those with nothing decided."""
+        if not self.undecided:
+            return {}
+        units = len(self.isr) + len(self.undecided)
+        isr = sum(self.isr) / units
+        out = {"isr": (isr, isr + sum(u.can_pass for u in self.undecided) / units),
+               "csr": _with(self.csr, [u.csr for u in self.undecided])}
+        scores = [u.score for u in self.undecided if u.score is not None and (self.rubric or not u.unknown)]
+        if self.rubric or scores:
+            out["score"] = _with(self.rubric, scores)
+        return out
+
+    def bounds_note(self) -> str | None:
+        """The table's note on what the errored instances could make of the rates (None when none errored)."""
+        bounds = self.bounds()
+        if not bounds:
+            return None
+        stuck = sum(not u.can_pass for u in self.undecided)
+        kept = f", but the {stuck} whose decided checks already failed" if stuck else ""
+        ranges = [f"ISR would lie between {_pct(bounds['isr'][0])} (each failed) and {_pct(bounds['isr'][1])} (each "
+                  f"passed{kept})"]
+        ranges += [f"{name} between {_pct(bounds[key][0])} and {_pct(bounds[key][1])}"
+                   for name, key in (("CSR", "csr"), ("score", "score")) if key in bounds]
+        one = self.errors == 1
+        return (f"{_instances(self.errors)} errored and {'is' if one else 'are'} left out of the rates; had "
+                f"{'it' if one else 'they'} been scored, {', '.join(ranges)} ({'its' if one else 'their'} undecided "
+                f"checks all failed, or all passed)")
+
     def row(self, label: str) -> tuple[Any, ...]:
         return (
             label, self.n, self.errors, self.not_applicable, cell(stats.proportion(self.isr)),
@@ -140,6 +217,21 @@ class Aggregate:
             f"{self.prompt_tokens}/{self.completion_tokens}",
             f"${self.cost:.4f}" if self.cost_known else "-",
         )
+
+
+def _with(values: Sequence[float], ranges: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The mean of ``values`` with each range's low end, and with each one's high end."""
+    units = len(values) + len(ranges)
+    return ((sum(values) + sum(low for low, _ in ranges)) / units,
+            (sum(values) + sum(high for _, high in ranges)) / units)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _instances(count: int) -> str:
+    return f"{count} instance{'' if count == 1 else 's'}"
 
 
 COLUMNS = ("", "items", "errors", "n/a", "ISR", "CSR", "score", "tokens in/out", "cost")
@@ -173,6 +265,9 @@ def headline_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str
         found = {"isr": stats.proportion(agg.isr), "csr": stats.mean(agg.csr), "score": stats.mean(agg.rubric)}
         out[benchmark] = {"items": agg.n, "errors": agg.errors, "not_applicable": agg.not_applicable} | {
             name: estimate.to_json() for name, estimate in found.items() if estimate is not None}
+        if bounds := agg.bounds():
+            out[benchmark]["with_errors"] = {name: [round(low, 6), round(high, 6)]
+                                             for name, (low, high) in bounds.items()}
     return out
 
 
@@ -194,7 +289,8 @@ def _natural(value: Any) -> tuple[bool, float, str]:
 
 def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[MetricTable]:
     """The overall row plus one breakdown per dimension that has more than one value."""
-    rows = [_aggregate(records).row("all")]
+    overall = _aggregate(records)
+    rows = [overall.row("all")]
     for label, key in _BREAKDOWNS:
         groups: dict[Any, list[Mapping[str, Any]]] = defaultdict(list)
         for record in records:
@@ -203,7 +299,8 @@ def core_tables(benchmark: str, records: Sequence[Mapping[str, Any]]) -> list[Me
         if len(groups) > 1 or (groups and len(next(iter(groups.values()))) < len(records)):
             for value in sorted(groups, key=_natural):
                 rows.append(_aggregate(groups[value]).row(f"{label}={value}"))
-    tables = [MetricTable(title=f"{benchmark}", columns=COLUMNS, rows=tuple(rows), notes=(INTERVAL_NOTE,))]
+    notes = (INTERVAL_NOTE, *filter(None, [overall.bounds_note()]))
+    tables = [MetricTable(title=f"{benchmark}", columns=COLUMNS, rows=tuple(rows), notes=notes)]
     judges = sorted({vote["judge"] for r in records for c in scored_checks(r)
                      for vote in (c.get("verdict") or {}).get("details", {}).get("judges", []) or []})
     if len(judges) > 1:
