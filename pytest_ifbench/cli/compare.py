@@ -2,7 +2,8 @@
 
 The two results files are paired by instance (:mod:`pytest_ifbench.reports.compare`); the report goes to
 the terminal and, with ``--out FILE.md``, to a Markdown file. ``--fail-on-regression`` makes a
-significant drop of a benchmark's ISR, CSR or score exit 1, so CI can gate on it.
+significant drop of a benchmark's ISR, CSR or score exit 1, so CI can gate on it -- also one that the
+instances NEW errored on would make, had they failed (:meth:`~..reports.compare.Comparison.unresolved`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ them anyway)."""
 
 _EPILOG = """\
 exit status: 0 compared (no significant regression, or no --fail-on-regression),
-1 a benchmark's ISR, CSR or score dropped significantly and --fail-on-regression,
-2 refused (runs not comparable, an unreadable file)."""
+1 a benchmark's ISR, CSR or score dropped significantly and --fail-on-regression
+(or would have, had the instances NEW errored on and BASE scored failed: nothing
+says they did not regress), 2 refused (runs not comparable, an unreadable file)."""
 
 
 def add_parser(commands: Any) -> None:
@@ -41,7 +43,8 @@ def add_parser(commands: Any) -> None:
     compare.add_argument("--alpha", type=_level, default=0.05, metavar="A",
                          help="significance level of the tests and the gate (default 0.05)")
     compare.add_argument("--fail-on-regression", action="store_true",
-                         help="exit 1 when a benchmark's ISR, CSR or score drops significantly at --alpha")
+                         help="exit 1 when a benchmark's ISR, CSR or score drops significantly at --alpha, or would "
+                              "had the instances NEW errored on (and BASE scored) failed")
     compare.add_argument("--force", action="store_true",
                          help="compare runs that differ in more than the model (the differences are not checked)")
     compare.set_defaults(run=run)
@@ -82,4 +85,4 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(markdown(comparison), encoding="utf-8")
         print(f"report written to {out}")
-    return 1 if args.fail_on_regression and comparison.regressions() else 0
+    return 1 if args.fail_on_regression and (comparison.regressions() or comparison.unresolved()) else 0

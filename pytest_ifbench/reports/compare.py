@@ -12,7 +12,14 @@ tier, protocol, as the core tables break down), over the instances scored in bot
 
 Instances that flipped (passed -> failed, failed -> passed) are listed with the checks that failed;
 instances only one run holds, and instances that errored or had no applicable check in either run, are
-counted apart and never paired. Two runs that are not comparable -- another results format, plugin
+counted apart and never paired.
+
+An instance NEW errored on is no evidence that NEW did not regress there -- and an error is what a reply
+that talks a lone judge into leaving its failing check out makes of a failure. So for the instances NEW
+errored on and BASE scored, each benchmark is compared once more at NEW's worst (``worst_case``): each of
+them failed, its CSR and score with every undecided check failed (:func:`~.metrics.error_bounds`), paired
+with BASE's outcome. A significant drop there is :meth:`Comparison.unresolved`, which the gate fails on
+as on an observed one: it cannot tell the two apart. Two runs that are not comparable -- another results format, plugin
 version, judge panel, generation settings, or an instance whose checks differ (the suite changed) -- are
 a :class:`NotComparable` naming the difference; the model may differ, that is the point.
 """
@@ -26,7 +33,7 @@ from typing import Any
 
 from ..suite.run_settings import difference
 from . import stats
-from .metrics import errored, instance_passed_share, rubric_score, scored_checks
+from .metrics import error_bounds, errored, instance_passed_share, rubric_score, scored_checks
 
 #: The breakdowns compared within a benchmark, as the core tables have them.
 BREAKDOWNS = ("category", "scaffold", "tier", "protocol")
@@ -100,11 +107,21 @@ class Comparison:
     #: Instances in both runs that could not be paired: node id -> why (error / not applicable, which run).
     unpaired: Mapping[str, str]
     alpha: float
+    #: Per benchmark with instances NEW errored on and BASE scored: its overall row with those instances
+    #: paired at NEW's worst (``label`` names how many).
+    worst_case: tuple[Group, ...] = ()
 
     def regressions(self) -> list[tuple[Group, Delta]]:
         """The significant drops the gate acts on: each benchmark's overall row (breakdown rows are shown,
         not gated: testing every row would raise the false-alarm rate with the number of rows)."""
         return [(g, d) for g in self.groups if g.label == "all" for d in g.deltas if d.regression(self.alpha)]
+
+    def unresolved(self) -> list[tuple[Group, Delta]]:
+        """The significant drops of the worst case that the paired instances do not show: what the instances
+        NEW errored on could hide. The gate fails on them too."""
+        seen = {(g.benchmark, d.metric) for g, d in self.regressions()}
+        return [(g, d) for g in self.worst_case for d in g.deltas
+                if d.regression(self.alpha) and (g.benchmark, d.metric) not in seen]
 
 
 def check_comparable(base: Run, new: Run) -> None:
@@ -182,18 +199,38 @@ def compare(base: Run, new: Run, *, alpha: float = 0.05, force: bool = False) ->
     both = sorted(set(base.records) & set(new.records))
     unpaired: dict[str, str] = {}
     paired: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = []
+    new_errored: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
     for nodeid in both:
         why = [f"{_unusable(record)} in {run.name}" for run, record in
                ((base, base.records[nodeid]), (new, new.records[nodeid])) if _unusable(record)]
         if why:
             unpaired[nodeid] = "; ".join(why)
+            if not _unusable(base.records[nodeid]) and errored(new.records[nodeid]):
+                new_errored.append((base.records[nodeid], new.records[nodeid]))
         else:
             paired.append((nodeid, base.records[nodeid], new.records[nodeid]))
     return Comparison(
         base=base, new=new, groups=tuple(_groups(paired)), flips=tuple(_flips(paired)),
         only_base=tuple(sorted(set(base.records) - set(new.records))),
         only_new=tuple(sorted(set(new.records) - set(base.records))), unpaired=unpaired, alpha=alpha,
+        worst_case=tuple(_worst_case(paired, new_errored)),
     )
+
+
+def _worst_case(paired: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]],
+                new_errored: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[Group]:
+    """Per benchmark NEW errored in: the overall row with its errored instances paired at NEW's worst."""
+    errored_in: dict[str, list[tuple[Outcome, Outcome]]] = defaultdict(list)
+    for a, b in new_errored:
+        worst = error_bounds(b)
+        score = None if worst.score is None else worst.score[0]
+        errored_in[str(b.get("benchmark"))].append((_outcome(a), (False, worst.csr[0], score)))
+    groups = []
+    for benchmark, worst in sorted(errored_in.items()):
+        scored = [(_outcome(a), _outcome(b)) for _, a, b in paired if str(b.get("benchmark")) == benchmark]
+        label = f"the {len(worst)} instance{'' if len(worst) == 1 else 's'} it errored on failed"
+        groups.append(_outcome_group(benchmark, label, [*scored, *worst]))
+    return groups
 
 
 def limit_warnings(comparison: Comparison) -> list[str]:
@@ -249,11 +286,24 @@ def _groups(paired: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) 
     return groups
 
 
+#: A scored instance's outcome: (passed, CSR share, rubric score or None).
+Outcome = tuple[bool, float, "float | None"]
+
+
+def _outcome(record: Mapping[str, Any]) -> Outcome:
+    share = instance_passed_share(record)
+    assert share is not None  # paired records have applicable checks
+    return share[0], share[1], rubric_score(record)
+
+
 def _group(benchmark: str, label: str, pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> Group:
-    shares = [(instance_passed_share(a), instance_passed_share(b)) for a, b in pairs]
-    deltas = [isr_delta([bool(sa[0]) for sa, _ in shares], [bool(sb[0]) for _, sb in shares]),
-              mean_delta("CSR", [sa[1] for sa, _ in shares], [sb[1] for _, sb in shares])]
-    scores = [(sa, sb) for a, b in pairs if (sa := rubric_score(a)) is not None and (sb := rubric_score(b)) is not None]
+    return _outcome_group(benchmark, label, [(_outcome(a), _outcome(b)) for a, b in pairs])
+
+
+def _outcome_group(benchmark: str, label: str, pairs: Sequence[tuple[Outcome, Outcome]]) -> Group:
+    deltas = [isr_delta([bool(a[0]) for a, _ in pairs], [bool(b[0]) for _, b in pairs]),
+              mean_delta("CSR", [a[1] for a, _ in pairs], [b[1] for _, b in pairs])]
+    scores = [(a[2], b[2]) for a, b in pairs if a[2] is not None and b[2] is not None]
     if scores:
         deltas.append(mean_delta("score", [a for a, _ in scores], [b for _, b in scores]))
     return Group(benchmark=benchmark, label=label, pairs=len(pairs), deltas=tuple(deltas))

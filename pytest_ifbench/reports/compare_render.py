@@ -97,18 +97,39 @@ def _headline(comparison: Comparison) -> str:
 
 
 def outcome_line(comparison: Comparison) -> str:
-    """The verdict: no significant regression, or the drops that are."""
-    drops = comparison.regressions()
-    if not drops:
-        return f"no significant regression at alpha {comparison.alpha:g}"
-    named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {p_value(d.p)})" for g, d in drops)
-    return f"significant regression at alpha {comparison.alpha:g}: {named}"
+    """The verdict: no significant regression, or the drops that are, and those the instances the new run
+    errored on could hide."""
+    drops, hidden = comparison.regressions(), comparison.unresolved()
+    if drops:
+        named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {p_value(d.p)})" for g, d in drops)
+        line = f"significant regression at alpha {comparison.alpha:g}: {named}"
+    else:
+        line = f"no significant regression at alpha {comparison.alpha:g}" + (" among the paired instances"
+                                                                             if hidden else "")
+    if comparison.worst_case and not hidden:
+        line += f", not even had the instances {comparison.new.name} errored on failed"
+    if hidden:
+        named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {p_value(d.p)})" for g, d in hidden)
+        line += (f"; but {comparison.new.name} errored on instances {comparison.base.name} scored, and had they "
+                 f"failed: {named} -- nothing says they did not regress")
+    return line
+
+
+def worst_case_lines(comparison: Comparison) -> list[str]:
+    """Each benchmark's change had the instances the new run errored on (and the base scored) failed."""
+    return [delta_line(f"{g.benchmark} ({g.label})", g.pairs, d, comparison.alpha)
+            for g in comparison.worst_case for d in g.deltas]
+
+
+_WORST_HEADING = "at the new run's worst: the instances it errored on paired as failed (every undecided check failed)"
 
 
 def terminal_lines(comparison: Comparison) -> list[str]:
     lines = [_headline(comparison), *(f"warning: {text}" for text in limit_warnings(comparison))]
     for table in tables(comparison):
         lines += ["", *render_table(table)]
+    if comparison.worst_case:
+        lines += ["", _WORST_HEADING + ":", *(f"  {line}" for line in worst_case_lines(comparison))]
     for heading, items in _listing(comparison):
         lines += ["", heading + ":", *(f"  {item}" for item in items)]
     return [*lines, "", outcome_line(comparison)]
@@ -122,6 +143,9 @@ def markdown(comparison: Comparison) -> str:
                   "|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.columns))) + "|"]
         lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in table.rows]
         lines += ["", *(f"_{note}_" for note in table.notes)]
+    if comparison.worst_case:
+        lines += ["", f"## {_WORST_HEADING[0].upper()}{_WORST_HEADING[1:]}", "",
+                  *(f"- {_md(line)}" for line in worst_case_lines(comparison))]
     for heading, items in _listing(comparison):
         lines += ["", f"## {heading}", "", *(f"- `{item}`" for item in items)]
     return "\n".join(lines) + "\n"

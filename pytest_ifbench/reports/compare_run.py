@@ -47,7 +47,8 @@ class Outcome:
         """Whether the gate fails the run."""
         if not self.fail_on_regression:
             return False
-        return self.refused is not None or bool(self.comparison and self.comparison.regressions())
+        return self.refused is not None or bool(self.comparison and (self.comparison.regressions()
+                                                                      or self.comparison.unresolved()))
 
 
 def add_options(group: Any) -> None:
