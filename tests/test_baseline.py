@@ -261,7 +261,7 @@ def test_paired_gate_fails_on_a_significant_drop_not_on_one_flip(pytester, xdist
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines([
         "baseline: 0 regressions, 1 drop, 0 improvements, 0 known failures, 0 new instances (paired test, alpha 0.05)",
-        "paired gate: no significant regression at alpha 0.05",
+        "paired gate: no significant regression at alpha 0.05 (Holm over 2 tests)",
         "  ten ISR (10 paired): 100.0% -> 90.0%, -10.0 pts *, p 1.000 (exact McNemar, +0/-1)",
         "  ten CSR (10 paired): 100.0% -> 90.0%, -10.0 pts *, p 1.000 (sign-flip permutation)",
         "  drop         suites/ten.yaml::q3 [[]lower[]] passed in the baseline, fails now",
@@ -273,8 +273,8 @@ def test_paired_gate_fails_on_a_significant_drop_not_on_one_flip(pytester, xdist
     assert result.ret == 1, result.stdout.str()
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines([
-        "paired gate: significant regression at alpha 0.05, the run fails: ten ISR -70.0 pts * (p 0.016), "
-        "ten CSR -70.0 pts * (p 0.016)",
+        "paired gate: significant regression at alpha 0.05 (Holm over 2 tests), the run fails: ten ISR -70.0 pts * "
+        "(p 0.016, adjusted 0.031), ten CSR -70.0 pts * (p 0.016, adjusted 0.031)",
         "  ten ISR (10 paired): 100.0% -> 30.0%, -70.0 pts *, p 0.016 (exact McNemar, +0/-7) worse",
     ])
     # a stricter level lets it through: the gate reads --ifbench-baseline-alpha

@@ -72,16 +72,17 @@ def test_a_flipped_check_group_gives_the_known_change_and_fails_the_gate(runs, p
     assert "failed -> passed" not in text
     for i in range(FLIPPED):
         assert f"suites/cmp.yaml::f{i:02d}  failed: lower, lower-bonus" in text
-    assert "significant regression at alpha 0.05: cmp ISR -60.0 pts" in text
+    assert "significant regression at alpha 0.05 (Holm over 3 tests): cmp ISR -60.0 pts" in text
     report = out_md.read_text()
     assert "| all | ISR | 20 | 100.0% | 40.0% | -60.0 pts" in report and "**significant regression" in report
     assert _compare(runs["base"], runs["new"], "--fail-on-regression") == 1
     # the other way round it is an improvement: nothing to gate on
     assert _compare(runs["new"], runs["base"], "--fail-on-regression") == 0
     assert "failed -> passed (12)" in capsys.readouterr().out
-    # a stricter level still sees it (p = 0.0005), a level below p does not
-    assert _compare(runs["base"], runs["new"], "--fail-on-regression", "--alpha", "0.001") == 1
-    assert _compare(runs["base"], runs["new"], "--fail-on-regression", "--alpha", "0.0001") == 0
+    # a stricter level still sees it (p = 0.0005 each for ISR, CSR and score: 0.0015 adjusted over the three), a
+    # level below the adjusted p does not
+    assert _compare(runs["base"], runs["new"], "--fail-on-regression", "--alpha", "0.002") == 1
+    assert _compare(runs["base"], runs["new"], "--fail-on-regression", "--alpha", "0.001") == 0
 
 
 def test_two_identical_runs_change_nothing(runs, capsys):
@@ -194,12 +195,13 @@ def test_baseline_results_compares_the_run_at_its_end(runs, pytester, stub_serve
         "  suites/cmp.yaml::f00  failed: lower, lower-bonus",
     ])
     out = result.stdout.str()
-    assert "significant regression at alpha 0.05: cmp ISR -60.0 pts" in out
+    assert "significant regression at alpha 0.05 (Holm over 3 tests): cmp ISR -60.0 pts" in out
     assert "the run fails" not in out
     # the same comparison as `ifbench compare BASE NEW` on the file this run wrote
     assert _compare(runs["base"], str(pytester.path / "again.json"), "--fail-on-regression") == 1
     text = summary.read_text(encoding="utf-8")
-    assert f"compared with {runs['base']} (model openai/stub): significant regression at alpha 0.05" in text
+    assert (f"compared with {runs['base']} (model openai/stub): significant regression at alpha 0.05 (Holm over 3 "
+            "tests)") in text
     assert "cmp ISR (20 paired): 100.0% -> 40.0%, -60.0 pts" in text and "exact McNemar, +0/-12) worse" in text
     assert "passed -> failed (12): suites/cmp.yaml::f00" in text
 
@@ -212,7 +214,8 @@ def test_fail_on_regression_makes_the_exit_status_the_gates(runs, pytester, stub
     # ... no change passes it, although 12 instances failed their checks (in both runs; 36 = 12 + their 24 subtests)
     result = _run_against(pytester, stub_server, runs["new"], "--ifbench-fail-on-regression")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["no significant regression at alpha 0.05", "*= 36 failed, 8 passed in *"])
+    result.stdout.fnmatch_lines(["no significant regression at alpha 0.05 (Holm over 3 tests)",
+                                 "*= 36 failed, 8 passed in *"])
     assert _run_against(pytester, stub_server, runs["new"]).ret == pytest.ExitCode.TESTS_FAILED, "only as the gate"
     # a refused comparison cannot pass the gate
     result = _run_against(pytester, stub_server, runs["hot"], "--ifbench-fail-on-regression")

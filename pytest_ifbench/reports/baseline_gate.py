@@ -12,8 +12,9 @@ outcome now, over the suite's scored checks the baseline holds (a check not reac
   bootstrap's interval (fixed seed), tested with the exact sign-flip permutation test.
 
 These are the tests of ``ifbench compare`` (:func:`~.compare.isr_delta`, :func:`~.compare.mean_delta`).
-The run fails when either drops significantly at ``--ifbench-baseline-alpha``; per-check drops are listed,
-and fail no subtest.
+The run fails when either drops significantly at ``--ifbench-baseline-alpha``, the p-values of every
+benchmark's two tests adjusted together by Holm's method (a run that did not change fails with probability at
+most alpha, however many benchmarks); per-check drops are listed, and fail no subtest.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .compare import Delta, isr_delta, mean_delta
-from .compare_render import change, delta_line, p_value
+from .compare import Delta, Gated, gated, isr_delta, mean_delta
+from .compare_render import delta_line, holm_note, named_drops
 
 #: The gate's names, as ``--ifbench-baseline-gate`` takes them.
 GATES = ("tolerance", "paired")
@@ -54,19 +55,20 @@ def evaluate(comparisons: Iterable[Mapping[str, Any]]) -> list[GateGroup]:
     return groups
 
 
-def regressions(groups: Iterable[GateGroup], alpha: float) -> list[tuple[GateGroup, Delta]]:
-    """The significant drops the gate fails the run on."""
-    return [(g, d) for g in groups for d in g.deltas if d.regression(alpha)]
+def regressions(groups: Iterable[GateGroup], alpha: float) -> list[Gated]:
+    """The significant drops the gate fails the run on: each benchmark's ISR and CSR change, their p-values
+    adjusted together by Holm's method (:func:`~.compare.gated`)."""
+    return gated([(g, d) for g in groups for d in g.deltas], alpha)
 
 
 def gate_lines(groups: list[GateGroup], alpha: float) -> list[str]:
     """The gate's verdict and one line per benchmark and metric, for the terminal and the summary file."""
     drops = regressions(groups, alpha)
+    level = f"alpha {alpha:g}{holm_note(sum(len(g.deltas) for g in groups))}"
     if not groups:
         head = "paired gate: no instance compared with its baseline"
     elif drops:
-        named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {p_value(d.p)})" for g, d in drops)
-        head = f"paired gate: significant regression at alpha {alpha:g}, the run fails: {named}"
+        head = f"paired gate: significant regression at {level}, the run fails: {named_drops(drops)}"
     else:
-        head = f"paired gate: no significant regression at alpha {alpha:g}"
+        head = f"paired gate: no significant regression at {level}"
     return [head, *("  " + delta_line(g.benchmark, g.pairs, d, alpha) for g in groups for d in g.deltas)]

@@ -10,6 +10,10 @@ tier, protocol, as the core tables break down), over the instances scored in bot
   (:func:`~.stats.paired_bootstrap`, fixed seed), tested with the sign-flip permutation test
   (:func:`~.stats.sign_flip_test`, exact).
 
+The gate (``--fail-on-regression``) reads each benchmark's overall ISR, CSR and score, their p-values
+adjusted together by Holm's method: a run that did not change fails it with probability at most alpha,
+where testing each at alpha would fail it up to alpha times the number of tests.
+
 Instances that flipped (passed -> failed, failed -> passed) are listed with the checks that failed;
 instances only one run holds, and instances that errored or had no applicable check in either run, are
 counted apart and never paired.
@@ -29,7 +33,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..suite.run_settings import difference
 from . import stats
@@ -111,17 +115,43 @@ class Comparison:
     #: paired at NEW's worst (``label`` names how many).
     worst_case: tuple[Group, ...] = ()
 
-    def regressions(self) -> list[tuple[Group, Delta]]:
-        """The significant drops the gate acts on: each benchmark's overall row (breakdown rows are shown,
-        not gated: testing every row would raise the false-alarm rate with the number of rows)."""
-        return [(g, d) for g in self.groups if g.label == "all" for d in g.deltas if d.regression(self.alpha)]
+    def regressions(self) -> list[Gated]:
+        """The significant drops the gate acts on: of each benchmark's overall row (breakdown rows are shown,
+        not gated: testing every row would raise the false-alarm rate with the number of rows), each metric's
+        change, their p-values adjusted together by Holm's method (:func:`gated`)."""
+        return gated(self.gate_tests(), self.alpha)
 
-    def unresolved(self) -> list[tuple[Group, Delta]]:
+    def gate_tests(self) -> list[tuple[Group, Delta]]:
+        """What the gate tests: each benchmark's overall change of each metric."""
+        return [(g, d) for g in self.groups if g.label == "all" for d in g.deltas]
+
+    def unresolved(self) -> list[Gated]:
         """The significant drops of the worst case that the paired instances do not show: what the instances
-        NEW errored on could hide. The gate fails on them too."""
-        seen = {(g.benchmark, d.metric) for g, d in self.regressions()}
-        return [(g, d) for g in self.worst_case for d in g.deltas
-                if d.regression(self.alpha) and (g.benchmark, d.metric) not in seen]
+        NEW errored on could hide (adjusted together, as :meth:`regressions`). The gate fails on them too."""
+        seen = {(t.group.benchmark, t.delta.metric) for t in self.regressions()}
+        return [t for t in gated([(g, d) for g in self.worst_case for d in g.deltas], self.alpha)
+                if (t.group.benchmark, t.delta.metric) not in seen]
+
+
+class Gated(NamedTuple):
+    """A change a gate acts on, with its p-value adjusted over the gate's tests."""
+
+    group: Any
+    delta: Delta
+    adjusted: float
+
+
+def adjusted(tests: Sequence[tuple[Any, Delta]]) -> list[Gated]:
+    """A gate's ``tests`` (a group and its change each) with their p-values adjusted together by Holm's
+    method (:func:`~.stats.holm`)."""
+    return [Gated(group, delta, p) for (group, delta), p in
+            zip(tests, stats.holm([delta.p for _, delta in tests]), strict=True)]
+
+
+def gated(tests: Sequence[tuple[Any, Delta]], alpha: float) -> list[Gated]:
+    """The significant drops among a gate's ``tests`` once adjusted (:func:`adjusted`): the chance that the
+    gate fails a run that did not change stays at ``alpha`` however many benchmarks and metrics it tests."""
+    return [t for t in adjusted(tests) if t.adjusted < alpha and t.delta.change.value < 0]
 
 
 def check_comparable(base: Run, new: Run) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import stats
-from .compare import Comparison, Delta, Group, limit_warnings
+from .compare import Comparison, Delta, Gated, Group, adjusted, limit_warnings
 from .metrics import MetricTable, render_table
 
 COLUMNS = ("", "metric", "pairs", "base", "new", "Δ ±SE [95% CI]", "p", "test", "")
@@ -61,8 +61,9 @@ def tables(comparison: Comparison) -> list[MetricTable]:
 
 
 def _note(comparison: Comparison) -> str:
-    return (f"paired by instance; worse/better: p < {comparison.alpha:g} (the gate reads each benchmark's 'all' "
-            "rows); ISR (+gains/-losses): " + stats.METHODS["paired-t"] + ", exact McNemar test; CSR, score: "
+    return (f"paired by instance; worse/better: p < {comparison.alpha:g} for that row alone (the gate reads each "
+            "benchmark's 'all' rows, their p-values adjusted together by Holm's method); ISR (+gains/-losses): "
+            + stats.METHODS["paired-t"] + ", exact McNemar test; CSR, score: "
             + stats.METHODS["paired-bootstrap"] + ", exact sign-flip permutation test")
 
 
@@ -97,22 +98,36 @@ def _headline(comparison: Comparison) -> str:
 
 
 def outcome_line(comparison: Comparison) -> str:
-    """The verdict: no significant regression, or the drops that are, and those the instances the new run
-    errored on could hide."""
+    """The gate's verdict: no significant regression, or the drops that are (their p-values adjusted over the
+    gate's tests), and those the instances the new run errored on could hide."""
     drops, hidden = comparison.regressions(), comparison.unresolved()
+    tests = comparison.gate_tests()
+    alpha = f"alpha {comparison.alpha:g}{holm_note(len(tests))}"
     if drops:
-        named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {p_value(d.p)})" for g, d in drops)
-        line = f"significant regression at alpha {comparison.alpha:g}: {named}"
+        line = f"significant regression at {alpha}: {named_drops(drops)}"
     else:
-        line = f"no significant regression at alpha {comparison.alpha:g}" + (" among the paired instances"
-                                                                             if hidden else "")
+        line = f"no significant regression at {alpha}" + (" among the paired instances" if hidden else "")
+        alone = [t for t in adjusted(tests) if t.delta.regression(comparison.alpha)]
+        if alone:
+            line += f" (alone, {named_drops(alone)}: not once the gate's {len(tests)} tests are taken together)"
     if comparison.worst_case and not hidden:
         line += f", not even had the instances {comparison.new.name} errored on failed"
     if hidden:
-        named = ", ".join(f"{g.benchmark} {d.metric} {change(d)} (p {p_value(d.p)})" for g, d in hidden)
         line += (f"; but {comparison.new.name} errored on instances {comparison.base.name} scored, and had they "
-                 f"failed: {named} -- nothing says they did not regress")
+                 f"failed: {named_drops(hidden)} -- nothing says they did not regress")
     return line
+
+
+def holm_note(tests: int) -> str:
+    """`` (Holm over 3 tests)`` when a gate tests more than one change at once."""
+    return f" (Holm over {tests} tests)" if tests > 1 else ""
+
+
+def named_drops(drops: Sequence[Gated]) -> str:
+    """``cmp ISR -60.0 pts ±11.2 [-83.5, -36.5] (p <0.001)``, with the adjusted p-value when it differs."""
+    return ", ".join(f"{t.group.benchmark} {t.delta.metric} {change(t.delta)} (p {p_value(t.delta.p)}"
+                     + ("" if p_value(t.adjusted) == p_value(t.delta.p) else f", adjusted {p_value(t.adjusted)}")
+                     + ")" for t in drops)
 
 
 def worst_case_lines(comparison: Comparison) -> list[str]:
