@@ -166,6 +166,7 @@ async def run_cli(name: str, *, workspace: Workspace, queries: Sequence[str], sy
     if scaffold is None or problem is not None:
         return _result(name, session, log_path, None, problem, (), clis)
     root, running = resolve_version(name, version, directory, clis)
+    scaffold = scaffold.for_version(running)
     binary = str(root / "node_modules" / ".bin" / scaffold.binary)
     replacing = bool(system) and replace_system and scaffold.replaces_system
     system_note = None if not system else ("replaced" if replacing else "appended")

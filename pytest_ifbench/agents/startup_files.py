@@ -22,7 +22,8 @@ Nothing is followed out of the workspace or HOME: a symbolic link is compared by
 reached through one is not read, and only regular files are read (their first 4 MiB and their size; up to 64 MiB
 of a configuration file is parsed, a larger one is compared as it is). What a program itself reads is not
 followed: the modules a ``server.py`` imports, the files a script sources, a ``python -m`` module; nor a program
-named by a bare name (found on the sandbox's ``PATH``, which holds no directory the agent's commands write), nor
+named by a bare name (found on the sandbox's ``PATH``, which holds no directory the agent's commands write; a
+``PATH`` the CLI's own configuration sets, as Claude Code's settings ``env`` can, is the CLI's to compare), nor
 environment variables in a command line other than ``HOME`` and ``PWD``.
 """
 

@@ -85,6 +85,13 @@ class AgentCli:
         command, the same way (:mod:`..startup_files`). Nothing by default."""
         return {}
 
+    def for_version(self, version: str | None) -> AgentCli:
+        """The CLI as ``version`` (the installed version the run starts; None when unknown) behaves, where it
+        differs from the pinned one in what it loads or starts when it starts: an older version that runs more
+        of the agent's files at start-up declares them (:attr:`loads_at_start`, :meth:`startup_state`). The
+        runner asks once per run, before it configures the CLI. Itself by default."""
+        return self
+
     def configure(self, ws: Workspace, *, url: str, model: str, system: str | None) -> dict[str, str]:
         """Write the CLI's configuration for this run into ``ws.home`` (:func:`write_home`) and return the
         environment of its commands. ``url`` is the proxy's base URL inside the sandbox, ``model`` the

@@ -35,12 +35,31 @@ or HOME that the stdio servers' command lines name (``sh /workspace/tool.sh``, `
 agent rewriting a task's server program ends its run as well. An empty value counts as none. Not followed: what
 those programs import or read, an enabled plugin's own files, and a sub-agent's ``mcpServers`` (started when the
 model asks for that sub-agent, a tool call in the trajectory).
+
+What its own children run: the settings files' ``env`` (the user's, the project's, the local one, and the legacy
+``env`` of ``~/.claude.json``) goes into Claude Code's own environment, so a ``PATH`` or ``LD_PRELOAD`` there written
+in turn 1 made the git, ``which`` and ``uname`` it runs by itself when it starts for turn 2 the agent's programs (or
+loaded the agent's library into them) with no tool call (2.1.330 and 2.0.69, each of the four files).
+:meth:`ClaudeCode.startup_state` therefore also compares, in each of those files, the ``env`` entries that decide
+which program a child runs, what it loads or which configuration it reads (:data:`RISKY_ENV`,
+:data:`RISKY_ENV_PREFIXES`, case aside): the agent changing one ends its run before Claude Code starts again. Other
+``env`` entries (a model option, telemetry) and a task's own ``env`` left alone apply as before. Neither
+``/workspace/.env`` nor a ``bunfig.toml`` changed Claude Code's process.
+
+Versions before 2.1 (2.0.69 among them; :meth:`ClaudeCode.for_version`) run more when they start: their shell
+snapshot -- a login ``bash -c -l`` (or zsh) sourcing ``~/.bashrc`` (``.zshrc``) -- so the rc files turn 1 wrote ran at
+turn 2's start (2.1.330 takes it only before its first Bash call, a tool call); and their own ``git status``, ``git
+log`` and ``git config``, without the overrides 2.1.330 gives its git (``-c core.fsmonitor=``...), so a
+``core.fsmonitor`` turn 1 set ran too. For them the shell start-up files (:data:`SHELL_STARTUP`) and git's
+configuration files (:data:`GIT_CONFIGS`) are also compared, whole: an agent editing one in a turn before the last
+ends its run there (a difference from a bare 2.0.69, which would have run it).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +82,23 @@ GLOBAL_CONFIGS = ("~/.claude.json", "~/.claude-staging-oauth.json", "~/.claude-l
 SETTINGS = ("~/.claude/settings.json", ".claude/settings.json", ".claude/settings.local.json")
 #: The project's MCP servers (Claude Code looks in the working directory and every parent but ``/``).
 PROJECT_MCP = ".mcp.json"
+#: Environment variables that decide which program Claude Code's own children run (its git, ``which``, ``uname``, its
+#: shell snapshot and ripgrep), what they load, or where it and they read their configuration: in a settings file's
+#: ``env`` they reach those children (see the module doc). With every name starting with :data:`RISKY_ENV_PREFIXES`.
+RISKY_ENV = ("PATH", "HOME", "SHELL", "ENV", "BASH_ENV", "ZDOTDIR", "XDG_CONFIG_HOME", "PAGER", "NODE_OPTIONS",
+             "GCONV_PATH", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "USE_BUILTIN_RIPGREP",
+             "RIPGREP_CONFIG_PATH")
+#: The dynamic loader's (``LD_PRELOAD``, ``LD_LIBRARY_PATH``, ``LD_AUDIT``), git's (``GIT_EXEC_PATH``,
+#: ``GIT_CONFIG_*``, ``GIT_DIR``) and Bun's (``BUN_OPTIONS``) variables.
+RISKY_ENV_PREFIXES = ("LD_", "GIT_", "BUN_")
+#: The shell start-up files the shell snapshot of versions before 2.1 runs when they start (a login bash or zsh
+#: sourcing its rc file).
+SHELL_STARTUP = ("~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.profile", "~/.bash_logout", "~/.zshenv",
+                 "~/.zprofile", "~/.zshrc", "~/.zlogin", "~/.zlogout")
+#: Git's configuration files, which the start-up git of versions before 2.1 reads with no override.
+GIT_CONFIGS = (".git/config", "~/.gitconfig", "~/.config/git/config")
+#: The first version that takes its shell snapshot only before a Bash call and overrides its git's hooks.
+_GUARDED_SINCE = (2, 1)
 #: Settings keys that decide which plugins load (each brings its own MCP servers), besides those naming MCP.
 PLUGIN_KEYS = ("enabledPlugins", "extraKnownMarketplaces")
 
@@ -87,9 +123,15 @@ class ClaudeCode(AgentCli):
             argv.append("-c")
         return Invocation(argv=tuple(argv), stdin=query)
 
+    def for_version(self, version: str | None) -> AgentCli:
+        """Before 2.1, the shell start-up files and git's configuration too (see the module doc)."""
+        if version is None or _release(version) >= _GUARDED_SINCE:
+            return self
+        return replace(self, loads_at_start=(*self.loads_at_start, *SHELL_STARTUP, *GIT_CONFIGS))
+
     def startup_state(self, *, workspace: Path, home: Path) -> dict[str, str]:
-        """The MCP part of the global configuration and settings files, and the files the stdio MCP servers of those
-        and of ``.mcp.json`` run (see the module doc)."""
+        """The MCP part and the risky ``env`` entries of the global configuration and settings files, and the files
+        the stdio MCP servers of those and of ``.mcp.json`` run (see the module doc)."""
         found: dict[str, str] = {}
         servers: list[Any] = []
         for path in (*GLOBAL_CONFIGS, *SETTINGS):
@@ -97,6 +139,8 @@ class ClaudeCode(AgentCli):
             part = _mcp_part(data, plugins=path in SETTINGS)
             if (state := odd or digest(part)) is not None:
                 found[f"{sandbox_path(path)} (its MCP servers and their approvals)"] = state
+            if (state := digest(_risky_env(data))) is not None:
+                found[f"{sandbox_path(path)} (the environment it gives the programs Claude Code starts)"] = state
             local = part.get("projects", {}).values()
             servers += [part.get("mcpServers"), *(entry.get("mcpServers") for entry in local)]
         data, _ = read_config(PROJECT_MCP, workspace=workspace, home=home)
@@ -119,6 +163,25 @@ def _mcp_part(data: Any, *, plugins: bool) -> dict[str, Any]:
     return part
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """``2.0.69`` -> (2, 0, 69); what is not a number ends it."""
+    parts = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def _risky_env(data: Any) -> dict[str, Any]:
+    """The entries of a configuration file's ``env`` that :data:`RISKY_ENV` or :data:`RISKY_ENV_PREFIXES` name."""
+    env = data.get("env") if isinstance(data, dict) else None
+    if not isinstance(env, dict):
+        return {} if env is None else {"env": env}
+    return {key: value for key, value in env.items()
+            if key.upper() in RISKY_ENV or key.upper().startswith(RISKY_ENV_PREFIXES)}
+
+
 def _stdio(servers: list[Any]) -> Iterator[list[Any]]:
     """The command lines of the stdio servers of ``mcpServers`` objects (those with no ``type`` are stdio too)."""
     for named in servers:
@@ -129,4 +192,5 @@ def _stdio(servers: list[Any]) -> Iterator[list[Any]]:
 
 
 CLI = ClaudeCode(name="claude_code", package="@anthropic-ai/claude-code", version="2.1.330", binary="claude",
-                 wire="anthropic_messages", replaces_system=True, prompt_tokens=21000, loads_at_start=(PROJECT_MCP,))
+                 wire="anthropic_messages", replaces_system=True, prompt_tokens=21000,
+                 loads_at_start=(PROJECT_MCP,))
