@@ -9,12 +9,15 @@ verbosity (~0.9 KB of the ~10 KB it kept) and one per check at the default one.
 
 :class:`KeptReports` takes an instance's report back out of ``stats[""]`` right after the terminal
 reporter put it there. With ``-q`` or ``-v`` a passed check is filed under ``"subtests passed"``
-instead, which pytest only counts: there the report stays (conftests read every report in ``stats``,
-``nodeid`` and ``caplog`` included), but its two empty lists, ``sections`` and ``user_properties``,
-become one shared empty tuple (112 bytes a check; every plugin got the report with its own lists
-through the hook); so do an instance's passed call report's, filed under ``"passed"`` (for ``-rA``).
-Every other report filed under a category (failed, error, skipped...) and every report of another
-test stays as pytest keeps it.
+instead, a list pytest only counts (the summary line and its colour; no ``-r`` character lists it):
+there the report becomes a :class:`CountedCheck`, which keeps what names it -- its node id, keywords
+and check, all shared with the instance's other reports -- and says what it was (a passed call), in 56
+bytes instead of the report's ~350 (every plugin got the full report through the hook). Its duration
+goes, as it does at the default verbosity, where pytest keeps no passed check: ``--durations`` lists
+none. An instance's passed call report, filed under ``"passed"`` (for ``-rA``), stays, its two empty
+lists, ``sections`` and ``user_properties``, one shared empty tuple (112 bytes). Every other report
+filed under a category (failed, error, skipped...) and every report of another test stays as pytest
+keeps it.
 
 An instance's item, too, stays to the end (``session.items``). Once its run is over -- nothing adds
 to them after its teardown -- its empty ``extra_keyword_matches`` set and its empty
@@ -64,6 +67,39 @@ _NOTHING: tuple[()] = ()
 _NO_KEYWORDS: frozenset[str] = frozenset()
 
 
+class CountedCheck:
+    """What pytest keeps of an instance's passed check to count it under ``-q`` or ``-v`` (see the module
+    docstring): a passed call report by every field pytest or a conftest reads of one it counts."""
+
+    __slots__ = ("_id", "keywords", "context")
+
+    when = "call"
+    outcome = "passed"
+    passed = True
+    failed = False
+    skipped = False
+    longrepr = None
+    sections = _NOTHING
+    user_properties = _NOTHING
+    count_towards_summary = True
+
+    def __init__(self, report: Any) -> None:
+        self._id = report._id
+        self.keywords = report.keywords
+        self.context = report.context
+
+    @property
+    def id(self) -> Any:
+        return self._id
+
+    @property
+    def nodeid(self) -> str:
+        return str(self._id)
+
+    def __repr__(self) -> str:
+        return f"<CountedCheck {self.nodeid} [{getattr(self.context, 'msg', '')}] passed>"
+
+
 class KeptReports:
     """Drops instances' reports from ``stats[""]`` and slims their passed checks' (see the module
     docstring)."""
@@ -80,8 +116,12 @@ class KeptReports:
         if unkept and unkept[-1] is report:  # just filed there, by the terminal reporter's own hook
             unkept.pop()
         elif report.passed:
-            kept = stats.get("subtests passed" if hasattr(report, "context") else "passed")  # a check's, a call's
+            check = hasattr(report, "context")
+            kept = stats.get("subtests passed" if check else "passed")  # a check's, a call's
             if kept and kept[-1] is report:
+                if check and hasattr(report, "_id"):
+                    kept[-1] = CountedCheck(report)
+                    return
                 # attribute by attribute: asking for __dict__ would give the report a dict of its own
                 if not report.sections:
                     report.sections = _NOTHING  # type: ignore[assignment]

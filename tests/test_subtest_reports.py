@@ -227,6 +227,36 @@ def pytest_unconfigure(config):
         assert "PASSED suites/demo.yaml::both-pass" in result.stdout.str()
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist-controller"])
+def test_a_passed_check_pytest_keeps_to_count_is_a_counted_check_of_56_bytes(pytester, stub_env, workers):
+    """With -q pytest keeps each passed check's report to the end to count it (~350 bytes a check, ~1.5 KB
+    an instance of five): it keeps a CountedCheck, which names the check as the report did; the summary
+    counts the same, and --durations lists no check, as at the default verbosity."""
+    stub_env.add_rule("", Reply(content="hello there"))
+    write_suite(pytester.path, "suites/demo.yaml", SUITE)
+    pytester.makeconftest('''
+import json, pathlib, sys, pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    kept = config.pluginmanager.get_plugin("terminalreporter").stats.get("subtests passed", [])
+    pathlib.Path("counted.json").write_text(json.dumps([
+        [type(r).__name__, sys.getsizeof(r), r.nodeid, r.when, r.outcome, r.passed, r.context.msg,
+         "ifbench" in r.keywords] for r in kept]))
+''')
+    result = pytester.runpytest("suites", *stub_args(stub_env), "--ifbench-results=", "--ifbench-no-cache", "-q",
+                                "--durations=0", "--durations-min=0", *workers)
+    assert "2 failed, 1 passed, 3 subtests passed" in result.stdout.str()
+    counted = json.loads((pytester.path / "counted.json").read_text())
+    assert sorted(entry[2:] for entry in counted) == [
+        ["suites/demo.yaml::both-pass", "call", "passed", True, "short", True],
+        ["suites/demo.yaml::both-pass", "call", "passed", True, "words", True],
+        ["suites/demo.yaml::one-fails", "call", "passed", True, "words", True]]
+    assert {(name, size) for name, size, *_ in counted} == {("CountedCheck", 56)}
+    durations = result.stdout.str().partition("slowest durations")[2]
+    assert "suites/demo.yaml::one-fails" in durations and "[words]" not in durations, durations
+
+
 def test_a_passed_checks_report_has_exactly_the_fields_pytests_subtests_give_it():
     """Made directly (no JSON round trip, no dict of its own until asked), it reads and serializes as
     ``SubtestReport._new`` makes it."""
