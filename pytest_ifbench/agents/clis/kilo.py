@@ -37,6 +37,17 @@ that configured them had them run as Kilo's children right after it, in the same
 helps there), with no tool call running git (tested: ``test_cli_git_integrity.py``). Without snapshots Kilo runs no
 such git; it records no file changes to undo or revert (which ``kilo run`` does not do) and leaves no ``refs/kilo/*``
 in the task's repository.
+
+Kilo's configuration directories are ``~/.config/kilo``, ``~/.kilo``, ``~/.kilocode`` and the workspace's ``.kilo`` and
+``.kilocode``: it imports the custom tools of all five (those of ``~/.kilo``/``~/.kilocode`` ran inside Kilo in turn 2
+too, tested), and, when one holds a plugin file (``{plugin,plugins}/*``, or a configuration file there lists a plugin),
+installs that directory's npm dependencies as it starts, ``KILO_PURE`` or not (its own npm, scripts off): npm reads the
+directory's ``package.json``/``package-lock.json`` and the ``.npmrc`` files, and runs the ``git`` they name for a git
+dependency -- an agent-written ``.npmrc`` with ``git=/home/agent/x.sh`` ran as Kilo's child at turn 2's start (tested:
+``test_bun_cli_startup_integrity.py``). So the directories' npm files are in ``loads_at_start`` too, and the user's
+and the workspace's ``.npmrc`` in :meth:`Kilo.startup_state` while a directory would install (a plugin file itself is
+not compared: it is inert, and the agent may write one).
+
 ``kilo`` is a node script that
 starts the native executable (``bin/.kilo``) as its child: a launcher, whose child calls the model.
 """
@@ -51,7 +62,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..startup_files import programs, read_config, sandbox_path
+from ..startup_files import programs, read_config, sandbox_path, snapshot
 from ._base import HOME, PLACEHOLDER_KEY, AgentCli, Invocation, write_home
 
 if TYPE_CHECKING:
@@ -106,8 +117,11 @@ class Kilo(AgentCli):
 
     def startup_state(self, *, workspace: Path, home: Path) -> dict[str, str]:
         """The files the local MCP servers of Kilo's configuration files run, and those the files pull in with
-        ``{file:...}`` (the files themselves are in :attr:`~.AgentCli.loads_at_start`; see the module doc)."""
+        ``{file:...}`` (the files themselves are in :attr:`~.AgentCli.loads_at_start`; see the module doc); and while a
+        configuration directory holds a plugin (Kilo then installs its npm dependencies as it starts), the ``.npmrc``
+        files its npm reads besides the directory's own."""
         argvs: list[list[Any]] = []
+        installs = False
         for path in (*HOME_CONFIGS, *PROJECT_CONFIGS):
             parse = _toml if path.endswith("/config") else _jsonc
             data, _ = read_config(path, workspace=workspace, home=home, parse=parse)
@@ -117,7 +131,11 @@ class Kilo(AgentCli):
             argvs += _local_servers(config)
             folder = posixpath.dirname(sandbox_path(path))
             argvs += [[name if name.startswith(("/", "~/")) else posixpath.join(folder, name) for name in pulled]]
-        return programs(argvs, workspace=workspace, home=home)
+            installs = installs or (path.startswith(CONFIG_DIRS) and _plugins(config))
+        state = programs(argvs, workspace=workspace, home=home)
+        if installs or snapshot(PLUGIN_FILES, workspace=workspace, home=home):
+            state.update(snapshot(NPM_RC, workspace=workspace, home=home))  # what Kilo's npm install reads (above)
+        return state
 
 
 SCHEMA = "https://app.kilo.ai/config.json"
@@ -129,11 +147,22 @@ PROJECT_CONFIGS = (*_NAMES, *(f"{where}/{name}" for where in (".kilo", ".kilocod
 #: configuration directories'.
 HOME_CONFIGS = (*(f"~/.config/kilo/{name}" for name in ("config.json", *_NAMES, "config")),
                 *(f"~/{where}/{name}" for where in (".kilo", ".kilocode") for name in _NAMES))
-#: Kilo's custom tools, imported into its process at start-up whatever ``KILO_PURE`` says, its system prompt's
-#: instruction file and its configuration files (their MCP servers started with it, the ``shell`` its bash tool
-#: runs): the agent must not change them between two commands (see the module doc).
-LOADS_AT_START = tuple(f"{where}/{kind}/*" for where in ("~/.config/kilo", ".kilo", ".kilocode")
-                       for kind in ("tool", "tools")) + (f"~/{SYSTEM}",) + HOME_CONFIGS + PROJECT_CONFIGS
+#: Kilo's configuration directories (global, home, the workspace's).
+CONFIG_DIRS = ("~/.config/kilo", "~/.kilo", "~/.kilocode", ".kilo", ".kilocode")
+#: Their plugin files: never imported (``KILO_PURE``), but one makes Kilo install the directory's npm dependencies
+#: when it starts (see the module doc). Not compared themselves: writing one stays the agent's to do.
+PLUGIN_FILES = tuple(f"{where}/{kind}/*" for where in CONFIG_DIRS for kind in ("plugin", "plugins"))
+#: What that install reads in the directory: what it installs, and the ``.npmrc`` naming the ``git`` it runs.
+NPM_FILES = tuple(f"{where}/{name}" for where in CONFIG_DIRS
+                  for name in ("package.json", "package-lock.json", ".npmrc"))
+#: The other ``.npmrc`` files npm reads there (the user's; a project's up the tree), compared while one would install.
+NPM_RC = ("~/.npmrc", "~/.config/.npmrc", ".npmrc")
+#: Kilo's custom tools, imported into its process at start-up whatever ``KILO_PURE`` says, the npm files of its
+#: configuration directories, its system prompt's instruction file and its configuration files (their MCP servers
+#: started with it, the ``shell`` its bash tool runs): the agent must not change them between two commands (see the
+#: module doc).
+LOADS_AT_START = (tuple(f"{where}/{kind}/*" for where in CONFIG_DIRS for kind in ("tool", "tools")) + NPM_FILES
+                  + (f"~/{SYSTEM}",) + HOME_CONFIGS + PROJECT_CONFIGS)
 
 
 def _add_schema(path: Path) -> None:
@@ -175,6 +204,11 @@ def _jsonc_data(plain: str) -> Any:
 def _toml(text: str) -> tuple[Any, list[str]]:
     """The legacy TOML configuration file's data, and the files it pulls in."""
     return tomllib.loads(text), _PULLED.findall(text)
+
+
+def _plugins(config: Any) -> bool:
+    """Whether a configuration lists a plugin (Kilo installs its directory's dependencies for a local one)."""
+    return isinstance(config, dict) and bool(config.get("plugin"))
 
 
 def _local_servers(config: Any) -> Iterator[list[Any]]:
