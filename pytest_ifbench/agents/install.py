@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._user_cache import agents_dir
-from .clis import AgentClis
+from .clis import SANDBOX_PATH, AgentClis
 
 __all__ = ["agents_dir", "cli_problem", "install", "installed_version", "installed_versions", "parse_spec",
            "resolve_version", "version_root"]
@@ -87,10 +87,14 @@ def cli_problem(name: str, directory: Path | None = None, clis: AgentClis | None
     directory = directory or agents_dir()
     cli = clis.get(name)
     found = installed_version(name, directory, clis)
-    if found == cli.version or (found is not None and found in cli.supported):
-        return None
-    state = "is not installed" if found is None else f"{found} is installed, {cli.version} is pinned"
-    return f"agent CLI {name} {state} in {directory}: run `ifbench agents install {name}`"
+    if found != cli.version and (found is None or found not in cli.supported):
+        state = "is not installed" if found is None else f"{found} is installed, {cli.version} is pinned"
+        return f"agent CLI {name} {state} in {directory}: run `ifbench agents install {name}`"
+    missing = [(program, why) for program, why in cli.needs if shutil.which(program, path=SANDBOX_PATH) is None]
+    if missing:
+        named = "; ".join(f"`{program}` ({why})" for program, why in missing)
+        return f"agent CLI {name} needs on the sandbox's PATH ({SANDBOX_PATH}): {named}"
+    return None
 
 
 def parse_spec(spec: str, clis: AgentClis) -> tuple[str, str | None]:

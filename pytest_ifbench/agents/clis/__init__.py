@@ -13,8 +13,8 @@ Its wire format, if the proxy does not speak it yet, is likewise one module (:mo
 
 from __future__ import annotations
 
-from ._base import HOME, PLACEHOLDER_KEY, AgentCli, Invocation, write_home
+from ._base import HOME, PLACEHOLDER_KEY, SANDBOX_PATH, AgentCli, Invocation, write_home
 from ._registry import BUILTIN_CLIS, AgentClis, collect_agent_clis
 
-__all__ = ["BUILTIN_CLIS", "HOME", "PLACEHOLDER_KEY", "AgentCli", "AgentClis", "Invocation", "collect_agent_clis",
-           "write_home"]
+__all__ = ["BUILTIN_CLIS", "HOME", "PLACEHOLDER_KEY", "SANDBOX_PATH", "AgentCli", "AgentClis", "Invocation",
+           "collect_agent_clis", "write_home"]

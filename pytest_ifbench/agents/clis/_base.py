@@ -36,6 +36,10 @@ class Invocation:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+#: Where the sandbox looks for the programs an agent CLI runs by name: the host's, seen read-only.
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentCli:
     """One real agent CLI as a runner (``runner: <name>`` in a suite, ``--ifbench-agent-runner``).
@@ -75,6 +79,11 @@ class AgentCli:
     #: part may be a glob). One added, changed or removed between two commands of a multi-turn run ends the
     #: run as the agent's failure before the CLI starts again (:mod:`..startup_files`).
     loads_at_start: tuple[str, ...] = ()
+    #: Programs the CLI runs that must be on the sandbox's ``PATH`` (:data:`SANDBOX_PATH`, the host's directories the
+    #: sandbox sees read-only), each with what it is for and how to install it: where one is missing the CLI would
+    #: fetch it from the network, which the sandbox does not have, and a tool of its fails where a bare CLI's would
+    #: not. The run is refused at start-up naming it (an error of the machine, not of the agent).
+    needs: tuple[tuple[str, str], ...] = ()
 
     def startup_state(self, *, workspace: Path, home: Path) -> dict[str, str]:
         """What else the CLI loads or starts when it starts, read from its configuration as it is now (``workspace``

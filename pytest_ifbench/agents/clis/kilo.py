@@ -248,5 +248,10 @@ def _without_comments(text: str) -> str:
     return "".join(out)
 
 
+#: Kilo's grep and glob tools run ``rg`` from the ``PATH``, else from its cache in HOME, else download it from GitHub
+#: (which fails in the sandbox: "ripgrep execution failed: Transport error").
+NEEDS = (("rg", "Kilo's grep and glob tools run it, and would download it otherwise: install ripgrep, e.g. "
+                "`apt-get install ripgrep`"),)
+
 CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages",
-          prompt_tokens=12500, launcher=True, loads_at_start=LOADS_AT_START)
+          prompt_tokens=12500, launcher=True, loads_at_start=LOADS_AT_START, needs=NEEDS)
