@@ -73,3 +73,18 @@ def turns_script(turns: Sequence[Sequence[tuple[str, dict[str, Any]]]], queries:
         tool, arguments = calls[step]
         return Reply(tool_calls=[{"function": {"name": tool, "arguments": arguments}}])
     return reply
+
+
+def ancestry_marker(log: str, control: str, *, width: int = 200, passthrough: bool = False) -> str:
+    """A shell script appending a line to ``log`` each time it runs: its first argument, `` [control]`` when the
+    environment holds ``control`` (a control's tool call sets it, the CLI's own processes do not), then the command
+    lines of its ancestors (each cut to ``width``); with ``passthrough`` a git filter or textconv (a label ending in
+    ``clean``, ``smudge`` or ``textconv``) passes its input through."""
+    passing = 'case "$1" in *clean|*smudge|*textconv) cat;; esac\n' if passthrough else ""
+    return ("#!/bin/sh\n"
+            f'{{ printf \'%s%s\' "$1" "${{{control}:+ [control]}}"; p=$$\n'
+            '  while [ "$p" -gt 1 ] 2>/dev/null; do\n'
+            "    p=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$p/status); [ -n \"$p\" ] && [ \"$p\" -gt 0 ] || break\n"
+            f"    printf ' <- %s' \"$(tr '\\0\\n' '  ' < /proc/$p/cmdline | cut -c1-{width})\"\n"
+            f"  done; echo; }} >> {log}\n"
+            f"{passing}exit 0\n")

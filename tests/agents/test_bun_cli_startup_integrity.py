@@ -35,21 +35,14 @@ from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from tests._support import run_closing
-from tests.agents._cli_scripts import text_of, turns_script
+from tests.agents._cli_scripts import ancestry_marker, text_of, turns_script
 from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, SHELL, refused
 
 QUERIES = ("Do the task.", "Now the next one.")
 MARK = "/home/agent/.mark.sh"
 #: A line in the marker per run: the label, `` [control]`` when the control's tool call ran it, then the command lines
 #: of its ancestors.
-MARKER = r"""#!/bin/sh
-{ printf '%s%s' "$1" "${MARK_CONTROL:+ [control]}"; p=$$
-  while [ "$p" -gt 1 ] 2>/dev/null; do
-    p=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$p/status); [ -n "$p" ] && [ "$p" -gt 0 ] || break
-    printf ' <- %s' "$(tr '\0\n' '  ' < /proc/$p/cmdline | cut -c1-200)"
-  done; echo; } >> /workspace/RAN
-exit 0
-"""
+MARKER = ancestry_marker("/workspace/RAN", "MARK_CONTROL")
 CONTROL = " [control]"
 #: A ``git`` for npm (``.npmrc``): marks, then runs the real one.
 FAKEGIT = f"#!/bin/sh\nsh {MARK} fakegit\nexec git \"$@\"\n"

@@ -148,6 +148,15 @@ def _ends_before_turn_2(result, *names: str) -> None:
     assert refused(result) == []
 
 
+def _runs_on_pinned_ends_before_turn_2_on_older(result, version: str | None, *names: str) -> None:
+    """The pinned version runs both turns with no fault; an older one ends before turn 2 naming ``names``."""
+    if version is None:
+        assert result.harness_error is None and result.agent_fault is None, result.agent_fault
+        assert result.turn_texts == (REAL_ANSWER, REAL_ANSWER), result.turn_texts
+    else:
+        _ends_before_turn_2(result, *names)
+
+
 ENV_CASES = [pytest.param(place, version, id=f"{place}-{version or 'pinned'}")
              for version in (None, "2.0.69") for place in ENV_PLACES]
 
@@ -184,11 +193,7 @@ def test_shell_startup_files_the_agent_writes_never_run_at_the_clis_start(versio
     ws, result, _ = run([[_install_rc()], []], stub_env, tmp_path, version=version)
     try:
         assert _ran(ws) == []
-        if version is None:
-            assert result.harness_error is None and result.agent_fault is None, result.agent_fault
-            assert result.turn_texts == (REAL_ANSWER, REAL_ANSWER), result.turn_texts
-        else:
-            _ends_before_turn_2(result, *(_sandbox(rc) for rc in RC_FILES))
+        _runs_on_pinned_ends_before_turn_2_on_older(result, version, *(_sandbox(rc) for rc in RC_FILES))
     finally:
         ws.close()
 
@@ -206,11 +211,7 @@ def test_a_git_fsmonitor_the_agent_sets_never_runs_at_the_clis_start(version, ag
     ws, result, _ = run([[configure], []], stub_env, tmp_path, version=version)
     try:
         assert _ran(ws) == []
-        if version is None:
-            assert result.harness_error is None and result.agent_fault is None, result.agent_fault
-            assert result.turn_texts == (REAL_ANSWER, REAL_ANSWER), result.turn_texts
-        else:
-            _ends_before_turn_2(result, "/workspace/.git/config")
+        _runs_on_pinned_ends_before_turn_2_on_older(result, version, "/workspace/.git/config")
     finally:
         ws.close()
 

@@ -48,7 +48,7 @@ from pytest_ifbench.agents.options import AgentOptions
 from pytest_ifbench.agents.workspace import Workspace
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from tests._support import run_closing
-from tests.agents._cli_scripts import text_of, turns_script
+from tests.agents._cli_scripts import ancestry_marker, text_of, turns_script
 from tests.agents.test_relay_integrity import MODEL, REAL_ANSWER, SHELL, refused
 
 QUERIES = ("Do the task.", "Now the next one.")
@@ -56,15 +56,7 @@ SCRIPT = "/home/agent/.git-marker.sh"
 #: What every configured command runs: a line in the marker per run, the command's label, then the command lines of
 #: its ancestors; `` [control]`` after the label when the control's tool call ran it (its environment holds
 #: ``GIT_MARKER_CONTROL``, which the CLI's own git does not); a filter passes its input through.
-MARKER = r"""#!/bin/sh
-{ printf '%s%s' "$1" "${GIT_MARKER_CONTROL:+ [control]}"; p=$$
-  while [ "$p" -gt 1 ] 2>/dev/null; do
-    p=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$p/status); [ -n "$p" ] && [ "$p" -gt 0 ] || break
-    printf ' <- %s' "$(tr '\0\n' '  ' < /proc/$p/cmdline | cut -c1-300)"
-  done; echo; } >> /workspace/GIT_RAN
-case "$1" in *clean|*smudge|*textconv) cat;; esac
-exit 0
-"""
+MARKER = ancestry_marker("/workspace/GIT_RAN", "GIT_MARKER_CONTROL", width=300, passthrough=True)
 #: The hooks installed (each a line in the marker).
 HOOKS = ("post-index-change", "reference-transaction", "pre-commit", "post-commit", "post-checkout", "pre-auto-gc",
          "post-rewrite")
