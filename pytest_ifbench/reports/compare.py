@@ -16,16 +16,16 @@ where testing each at alpha would fail it up to alpha times the number of tests.
 
 Instances that flipped (passed -> failed, failed -> passed) are listed with the checks that failed;
 instances only one run holds, and instances that errored or had no applicable check in either run, are
-counted apart and never paired.
+counted apart and never paired. Two runs that are not comparable -- another results format, plugin
+version, judge panel, generation settings, or an instance whose checks differ (the suite changed) -- are
+a :class:`NotComparable` naming the difference; the model may differ, that is the point.
 
 An instance NEW errored on is no evidence that NEW did not regress there -- and an error is what a reply
 that talks a lone judge into leaving its failing check out makes of a failure. So for the instances NEW
 errored on and BASE scored, each benchmark is compared once more at NEW's worst (``worst_case``): each of
 them failed, its CSR and score with every undecided check failed (:func:`~.metrics.error_bounds`), paired
 with BASE's outcome. A significant drop there is :meth:`Comparison.unresolved`, which the gate fails on
-as on an observed one: it cannot tell the two apart. Two runs that are not comparable -- another results format, plugin
-version, judge panel, generation settings, or an instance whose checks differ (the suite changed) -- are
-a :class:`NotComparable` naming the difference; the model may differ, that is the point.
+as on an observed one: it cannot tell the two apart.
 """
 
 from __future__ import annotations
