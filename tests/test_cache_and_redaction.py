@@ -438,3 +438,41 @@ def test_redaction_module_reads_environment_at_call_time(monkeypatch):
     assert redact("late-secret-abcdef") == "late-secret-abcdef"
     monkeypatch.setenv("LATE_SECRET", "late-secret-abcdef")
     assert redact("late-secret-abcdef") == REDACTED
+
+
+KEY = "sk-AUDITopenai0123456789"
+
+
+@pytest.mark.parametrize("before", ["", "a", "ab", "api:", "user:x:"], ids=["0", "1", "2", "basic-user", "longer"])
+def test_a_key_in_base64_is_redacted_whatever_precedes_it(monkeypatch, before):
+    """A provider's error echoing ``Authorization: Basic base64(user:key)``, or the key base64-encoded after
+    anything: the part only the key decides is gone, in either alphabet, as a header's value or not."""
+    import base64
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        encoded = encode((before + KEY + "??>").encode()).decode()
+        cleaned = redact(f"400: bad request, body {encoded} rejected")
+        head, redacted, tail = cleaned.removeprefix("400: bad request, body ").removesuffix(" rejected").partition(
+            REDACTED)
+        assert redacted, cleaned
+        # only the 4-character groups holding a byte of something else are left
+        assert len(head) <= -(-len(before) // 3) * 4
+        assert len(tail) <= len(encoded) - (len(before) + len(KEY)) // 3 * 4
+    header = base64.b64encode(f"{before}{KEY}".encode()).decode()
+    assert redact(f"Authorization: Basic {header}") == f"Authorization: Basic {REDACTED}"
+
+
+def test_basic_credentials_are_redacted_only_as_a_headers_value():
+    assert redact('{"authorization": "Basic dXNlcjpwYXNzd29yZA=="}') == '{"authorization": "Basic [REDACTED]"}'
+    prose = "Basic understanding comes first; Basic structures later."
+    assert redact(prose) == prose
+
+
+@pytest.mark.parametrize("encoded", ["sk%2DAUDITopenai0123456789", "sk%2dAUDITopenai0123456789",
+                                     "".join(f"%{b:02x}" for b in KEY.encode()),
+                                     "".join(f"%{b:02X}" for b in KEY[::-1].encode())],
+                         ids=["dash", "dash-lower", "every-byte", "reversed"])
+def test_a_key_percent_encoded_in_any_part_is_redacted(monkeypatch, encoded):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert redact(f"GET /v1/x?key={encoded}&y=1 failed") == f"GET /v1/x?key={REDACTED}&y=1 failed"
