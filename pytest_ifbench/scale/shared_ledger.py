@@ -41,7 +41,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..models.spending import WAIT, LedgerUnavailable, Spent
-from .stores import hint
+from .stores import display_url, hint
 
 #: Seconds after an owner's last word (or its renewal thread's) that what it holds is given back.
 LEASE = 120.0
@@ -172,10 +172,10 @@ def parse(url: str) -> tuple[str, str, str]:
         raise ValueError(f"--ifbench-max-cost-ledger: {url.split('@')[-1]!r}: a shared ledger lives in Redis "
                          f"(redis://host:port/db/NAME or rediss://...); S3 has no atomic add")
     database, _, name = parts.path.lstrip("/").partition("/")
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    shown = urlunsplit((parts.scheme, host, parts.path, "", ""))
+    try:
+        shown = display_url(url)
+    except ValueError as exc:
+        raise ValueError(f"--ifbench-max-cost-ledger: {exc}") from None
     if not database.isdigit() or not _NAME.fullmatch(name):
         raise ValueError(f"--ifbench-max-cost-ledger: {shown!r}: name the run's ledger after the database, "
                          f"redis://host:port/0/NAME (NAME: letters, digits, '.', '_', ':', '-'; the same for "

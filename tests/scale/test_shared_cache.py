@@ -186,6 +186,21 @@ def test_bad_shared_cache_urls_are_usage_errors(pytester, stub_server):
     result.stderr.fnmatch_lines(["*drop --ifbench-no-cache*"])
 
 
+@pytest.mark.parametrize("password", ["AUDITpw#x", "AUDIT/pw", "AUDITpw?x", "2024#AUDIT"])
+def test_a_password_that_cuts_the_url_short_is_never_shown(pytester, stub_server, password):
+    """A password's '#', '/' or '?' ends the credentials early: urllib took its start for a port and its
+    error quoted it ("Port could not be cast to integer value as 'AUDITpw'"); all digits, it showed as one."""
+    _suite.write(pytester.path)
+    for option in (f"--ifbench-shared-cache=redis://:{password}@127.0.0.1:6379/0",
+                   f"--ifbench-max-cost-ledger=redis://:{password}@127.0.0.1:6379/0/run1"):
+        result = pytester.runpytest("suites", *stub_args(stub_server, option, "--ifbench-max-cost=1",
+                                                         "--model=openai/gpt-4o-mini"))  # a priced model
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        said = result.stdout.str() + result.stderr.str()
+        assert "percent-encode the characters '#', '/', '?' and '@' of a password" in said
+        assert password.split("#")[0].split("/")[0].split("?")[0] not in said
+
+
 @pytest.mark.slow
 def test_a_killed_shard_reruns_alone_and_the_merge_is_complete(pytester, redis_url):
     """kill -9 of one shard mid-run (a subprocess: it must really die), re-run of that shard only, merge."""

@@ -87,6 +87,10 @@ STORES: dict[str, str] = {
 
 def open_store(url: str) -> Store:
     """The store ``url`` names; ValueError saying what is wrong (unknown scheme, a package missing)."""
+    try:
+        display_url(url)
+    except ValueError as exc:
+        raise ValueError(f"--ifbench-shared-cache: {exc}") from None
     scheme = urlsplit(url).scheme.lower()
     target = STORES.get(scheme)
     if target is None:
@@ -97,11 +101,26 @@ def open_store(url: str) -> Store:
 
 
 def display_url(url: str) -> str:
-    """``url`` without user and password (a Redis password must not reach a report)."""
+    """``url`` without user and password (a Redis password must not reach a report); ValueError, naming
+    no part of the URL before its host, when a password's character ends the credentials early.
+
+    ``redis://:pa#ss@host`` is read as the credentials ``:pa`` and the rest as a fragment: the password's
+    start would be taken for a port (urllib's error quotes it) or, all digits, shown as one."""
     parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+        early = True
+    else:  # "user:pa/ss@host" or ":123#4@host": credentials cut short, the rest read as a path or fragment
+        rest = url.partition("://")[2][len(parts.netloc):]
+        early = "@" in rest and ":" in parts.netloc and "@" not in parts.netloc
+    if early:
+        raise ValueError(f"{parts.scheme}://...: the URL's host and port cannot be read; percent-encode the "
+                         "characters '#', '/', '?' and '@' of a password (e.g. '#' as %23)")
     host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    if port:
+        host = f"{host}:{port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
