@@ -37,6 +37,41 @@ def test_local_judge_returns_schema_valid_json():
     assert json.loads(completions[0].text)["checks"]
 
 
+@pytest.mark.slow
+def test_the_local_judge_answers_each_check_once():
+    """"N entries, each naming one of N ids" let SmolLM2 answer smoke's ``polite`` twice (pass, then fail) at
+    every try, and the judge refuses that: every judged instance of the main job errored. The grammar now
+    has one entry per id, in order."""
+    checks = [CheckSpec(id="polite", verifier="ifbench.judge", params={"criterion": "The reply is polite in tone."}),
+              CheckSpec(id="offers-credit", verifier="ifbench.judge",
+                        params={"criterion": "The reply offers store credit."})]
+    prompt = ("A customer asks for a refund after the 30-day window. Write a short, polite reply that declines but "
+              "offers store credit.")
+    verdicts, completions = asyncio.run(judge_checks(
+        [ModelClient(model="local/smollm2")], default_registry(), prompt,
+        "We are sorry, but we can offer you store credit.", checks))
+    assert all(isinstance(v, Verdict) for v in verdicts.values()), verdicts
+    assert [entry["id"] for entry in json.loads(completions[0].text)["checks"]] == ["polite", "offers-credit"]
+
+
+def test_one_entry_per_id_only_where_the_ids_are_as_many_as_the_entries():
+    from pytest_ifbench.judges import trajectory
+    from pytest_ifbench.judges.checklist import response_format
+    from pytest_ifbench.models.local import one_entry_per_id
+
+    for fmt in (response_format(["a", "b"], 5, conditional=True), trajectory.response_format(["a", "b"])):
+        schema = fmt["json_schema"]["schema"]
+        array = one_entry_per_id(schema)["properties"]["checks"]
+        assert "items" not in array and [e["properties"]["id"] for e in array["prefixItems"]] == [
+            {"const": "a"}, {"const": "b"}]
+        rest = {k: v for k, v in array["prefixItems"][1]["properties"].items() if k != "id"}
+        assert rest == {k: v for k, v in schema["properties"]["checks"]["items"]["properties"].items() if k != "id"}
+    loose = {"type": "array", "minItems": 1, "maxItems": 3,
+             "items": {"type": "object", "properties": {"id": {"enum": ["a", "b", "c"]}}}}
+    assert one_entry_per_id(loose) == loose
+    assert one_entry_per_id({"type": "string"}) == {"type": "string"}
+
+
 def test_suite_runs_on_the_embedded_model_by_default(pytester):
     write_suite(pytester.path, "suites/tiny.yaml", """
         ifbench: 1

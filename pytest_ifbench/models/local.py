@@ -137,6 +137,28 @@ PROVIDER = Provider(name="local", prefix="local/", problem=lambda: local_model_p
                     context_window=context_window, free=True)
 
 
+def one_entry_per_id(schema: Any, depth: int = 0) -> Any:
+    """``schema`` with each array of exactly N objects whose ``id`` is one of N values (a judge's verdicts:
+    one entry per check) made one entry per value, in the enum's order (``prefixItems``, ``id`` a ``const``).
+
+    A constrained decoder writes what the grammar allows and nothing else, and "N entries, each naming
+    one of N ids" allows an id twice: SmolLM2 answered the one check of smoke's ``polite-refusal`` twice,
+    pass then fail, at every try, and the judge refuses such an answer. Hosted models read the prompt's
+    "one entry per id" and get the portable schema; llama.cpp's converter takes ``prefixItems`` as is."""
+    if not isinstance(schema, Mapping) or depth > 8:
+        return schema
+    out = dict(schema)
+    if isinstance(out.get("properties"), Mapping):
+        out["properties"] = {key: one_entry_per_id(value, depth + 1) for key, value in out["properties"].items()}
+    item, count = out.get("items"), out.get("minItems")
+    props = item.get("properties") if isinstance(item, Mapping) else None
+    ids = props.get("id", {}).get("enum") if isinstance(props, Mapping) and isinstance(props.get("id"), Mapping) \
+        else None
+    if isinstance(ids, list) and count == out.get("maxItems") == len(ids) == len({json.dumps(i) for i in ids}):
+        out["prefixItems"] = [{**item, "properties": {**props, "id": {"const": value}}} for value in ids]
+        del out["items"]
+    return out
+
 class LocalModelUnavailable(RuntimeError):
     pass
 
@@ -236,7 +258,7 @@ class _Engine:
         kwargs = {k: v for k, v in params.items() if k in _PASSED_PARAMS and v is not None}
         fmt = kwargs.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-            schema = (fmt.get("json_schema") or {}).get("schema")
+            schema = one_entry_per_id((fmt.get("json_schema") or {}).get("schema"))
             kwargs["response_format"] = {"type": "json_object", **({"schema": schema} if schema else {})}
         with self.lock:
             self.llm.reset()
