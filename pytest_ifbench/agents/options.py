@@ -9,7 +9,8 @@ in the report.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -125,11 +126,46 @@ def agent_options(options: Mapping[str, Any], overrides: Mapping[str, Any] | Non
     return replace(AgentOptions(), **values)
 
 
+def spelling_key(name: str) -> str:
+    """A scaffold spelling compared case-, space- and punctuation-insensitively: lower case, every
+    non-alphanumeric dropped (``"Claude Code"``, ``"claude-code"``, ``"claude_code"`` -> ``"claudecode"``).
+    The ``scaffold_<slug>`` marker (:func:`~..suite.format.marker_name`) folds the same characters, so a
+    marker's slug and the scaffold it was made from have the same key."""
+    return re.sub(r"[^a-z0-9]+", "", name.lower())
+
+
+def scaffold_slug(scaffold: str | None, *, clis: Iterable[Any] = (), profiles: Iterable[str] = ()) -> str | None:
+    """The slug of a scaffold spelling as the CLI registry ``clis`` and the loop's tool ``profiles`` name it:
+    ``"Claude Code"``, ``"claude-code"`` -> ``"claude_code"``, ``"Factory Droid"`` -> ``"droid"``.
+
+    A CLI's or profile's own name, spelt exactly, is itself; else the spelling's :func:`spelling_key` is matched
+    against the CLIs' and profiles' names, then against the CLIs' :attr:`~.clis.AgentCli.aliases`. Anything
+    else (an unknown scaffold, None) is returned unchanged."""
+    if scaffold is None:
+        return None
+    clis = tuple(clis)
+    profiles = tuple(profiles)
+    names = [getattr(cli, "name", cli) for cli in clis]
+    if scaffold in names or scaffold in profiles:
+        return scaffold
+    key = spelling_key(scaffold)
+    if not key:
+        return scaffold
+    for name in (*names, *profiles):
+        if spelling_key(name) == key:
+            return name
+    for cli in clis:
+        if any(spelling_key(alias) == key for alias in getattr(cli, "aliases", ())):
+            return getattr(cli, "name", cli)
+    return scaffold
+
+
 def choose_runner(options: AgentOptions, *, scaffold: str | None, flag: str | None, clis: Any,
                   installed: Callable[[str], bool], profiles: Collection[str] = ()) -> AgentOptions:
     """``options`` with the runner (and the loop's profile) that runs an instance whose scaffold is
     ``scaffold``, under ``--ifbench-agent-runner`` = ``flag``. ``scaffold`` counts when it names a CLI
-    of the registry ``clis``; ``installed(name)`` says whether that CLI can run here.
+    of the registry ``clis`` (or a profile), however it is spelt (:func:`scaffold_slug`: ``Claude Code``
+    is ``claude_code``); ``installed(name)`` says whether that CLI can run here.
 
     * no flag: the instance's own ``runner`` option (default ``loop``);
     * ``loop``: the built-in loop for every instance, with the scaffold's tool profile where one exists
@@ -139,6 +175,7 @@ def choose_runner(options: AgentOptions, *, scaffold: str | None, flag: str | No
     * a CLI's name: the scaffold's own CLI for an instance that names one (never another CLI: a Droid
       instance is not run under Claude Code), this CLI for the others.
     """
+    scaffold = scaffold_slug(scaffold, clis=clis, profiles=profiles)
     cli_scaffold = scaffold if scaffold is not None and scaffold in clis else None
 
     def loop() -> AgentOptions:

@@ -49,8 +49,12 @@ class AgentCli:
     it under :attr:`name`.
     """
 
-    #: The runner name.
+    #: The runner name (also the slug of the scaffold it is: ``scaffold: claude_code``, the ``scaffold_claude_code``
+    #: marker, the loop's tool profile of the same name).
     name: str
+    #: Other spellings of the scaffold that mean this CLI (``"Claude Code"``, ``"Factory Droid"``...), compared
+    #: case-, space- and punctuation-insensitively (:func:`..options.scaffold_slug`); the name itself always counts.
+    aliases: tuple[str, ...] = ()
     #: The npm package ``ifbench agents install`` installs, at :attr:`version`.
     package: str
     #: The pinned version (what is installed, and what the results record as ``runner_version``).

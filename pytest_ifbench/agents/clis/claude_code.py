@@ -192,5 +192,6 @@ def _stdio(servers: list[Any]) -> Iterator[list[Any]]:
 
 
 CLI = ClaudeCode(name="claude_code", package="@anthropic-ai/claude-code", version="2.1.330", binary="claude",
+                 aliases=("Claude Code", "claude"),
                  wire="anthropic_messages", replaces_system=True, prompt_tokens=21000,
                  loads_at_start=(PROJECT_MCP,))

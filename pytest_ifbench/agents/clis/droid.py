@@ -100,4 +100,5 @@ def _write_overlay(path: Path) -> None:
 
 
 CLI = Droid(name="droid", package="droid", version="0.215.0", binary="droid", wire="anthropic_messages",
+            aliases=("Factory Droid",),
             multi_turn=False, prompt_tokens=8400)

@@ -254,4 +254,5 @@ NEEDS = (("rg", "Kilo's grep and glob tools run it, and would download it otherw
                 "`apt-get install ripgrep`"),)
 
 CLI = Kilo(name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo", wire="anthropic_messages",
+          aliases=("Kilo Code", "kilo-dev", "kilo cli"),
           prompt_tokens=12500, launcher=True, loads_at_start=LOADS_AT_START, needs=NEEDS)
