@@ -39,7 +39,6 @@ import atexit
 import itertools
 import os
 import stat
-import sys
 import tempfile
 import threading
 import time
@@ -51,7 +50,7 @@ from ._bootstrap import LEFT_BEHIND
 from ._process import minimal_env
 from ._types import SandboxLimits, SandboxResult
 from ._workspace import remove_tree
-from .backend import HOME, MOUNT, Limits, RunDirs, SandboxBackend, SandboxRun, SandboxUnavailable
+from .backend import HOME, MOUNT, Limits, RunDirs, SandboxBackend, SandboxRun, SandboxUnavailable, venv_python
 
 __all__ = ["CodeRuns", "close_all", "run_job"]
 
@@ -193,7 +192,7 @@ def _mount_points_below_tmp() -> tuple[tuple[str, ...], ...]:
 
 def _empty(directory: str, keep: Sequence[tuple[str, ...]]) -> set[str]:
     """Remove everything in ``directory`` but the directories on the way to each path in ``keep``
-    (components below it); returns the names kept at this level."""
+    (components below it) and the paths themselves; returns the names kept at this level."""
     kept = set()
     with os.scandir(directory) as entries:
         for entry in list(entries):
@@ -202,6 +201,8 @@ def _empty(directory: str, keep: Sequence[tuple[str, ...]]) -> set[str]:
                 kept.add(entry.name)
                 if all(below):  # not the mount point itself: empty what else is there
                     _empty(entry.path, below)
+            elif () in below:  # a file's mount point (the interpreter, a pyvenv.cfg)
+                kept.add(entry.name)
             elif entry.is_dir(follow_symlinks=False):
                 remove_tree(entry.path)
             else:
@@ -237,8 +238,8 @@ def close_all() -> None:
 
 def _interpreter() -> tuple[str, tuple[str, ...]]:
     """This interpreter (a virtual environment's, so its packages import) and what the sandbox must see of it."""
-    needed = tuple(dict.fromkeys(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)))
-    return sys.executable, (*needed, CHILD_DIR)
+    python, needed = venv_python()
+    return python, (*needed, CHILD_DIR)
 
 
 def _limits(limits: SandboxLimits, timeout: float) -> Limits:

@@ -40,7 +40,6 @@ import itertools
 import json
 import os
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -49,7 +48,7 @@ from dataclasses import replace
 from . import _namespaces as ns
 from ._process import ResultPipe, minimal_env, run_process
 from ._types import SandboxLimits, SandboxResult
-from .backend import SandboxBackend, SandboxUnavailable
+from .backend import SandboxBackend, SandboxUnavailable, venv_python
 from .backends import current_backend
 
 #: The child-side modules (started / loaded by file path from this directory, bound read-only).
@@ -75,10 +74,9 @@ def _fresh_uid() -> int:
 
 
 def _interpreter() -> tuple[str, tuple[str, ...]]:
-    """This interpreter (a virtual environment's, so its packages import) and the installation
-    directories the sandbox must see read-only for it to start."""
-    needed = tuple(dict.fromkeys(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)))
-    return sys.executable, needed
+    """This interpreter (a virtual environment's, so its packages import) and the parts of its
+    installation the sandbox must see read-only for it to start (:func:`~.backend.venv_python`)."""
+    return venv_python()
 
 
 def run_python(

@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 __all__ = [
     "DEFAULT_BACKEND", "HOME", "MOUNT", "CommandResult", "ImageBackend", "Limits", "ProxyRoute", "RunDirs",
     "SandboxBackend",
-    "SandboxRun", "SandboxUnavailable", "classify", "sandbox_python",
+    "SandboxRun", "SandboxUnavailable", "classify", "sandbox_python", "venv_python",
 ]
 
 #: Where the workspace appears inside the sandbox (also the working directory).
@@ -241,13 +241,39 @@ def visible(path: str) -> bool:
     return top in SYSTEM_DIRS and os.path.isdir(f"/{top}") and not os.path.islink(f"/{top}")
 
 
+def _installation(prefix: str) -> list[str]:
+    """What an interpreter reads of the installation at ``prefix``: its library directories (the standard
+    library, ``site-packages``, a shared ``libpython``) and a virtual environment's ``pyvenv.cfg``, at the
+    path given and at the real one. Never the rest: ``bin/activate`` and the ``.env`` a project keeps
+    beside it, or a conda environment's ``etc/conda/activate.d``, are where API keys are exported."""
+    out: list[str] = []
+    for root in dict.fromkeys((prefix, os.path.realpath(prefix))):
+        if visible(root):
+            continue
+        for name in dict.fromkeys(("lib", sys.platlibdir, "pyvenv.cfg")):
+            path = os.path.join(root, name)
+            if os.path.exists(path) and not os.path.islink(path):
+                out.append(path)
+    return out
+
+
 def sandbox_python() -> tuple[str, tuple[str, ...]]:
     """An interpreter for child-side scripts in the sandbox: (its path, the ``extra_ro`` it needs).
 
-    The running interpreter's own installation (``sys.base_prefix``), bound
-    read-only unless it already lies below a system directory."""
+    The running interpreter's own installation (``sys.base_prefix``): its binary and library directories,
+    bound read-only unless they already lie below a system directory (:func:`_installation`)."""
     prefix = os.path.realpath(sys.base_prefix)
     exe = os.path.join(prefix, "bin", f"python{sys.version_info[0]}.{sys.version_info[1]}")
     if not os.path.exists(exe):
         exe = os.path.realpath(sys.executable)
-    return exe, (() if visible(prefix) else (prefix,))
+    return exe, tuple(dict.fromkeys(p for p in (exe, *_installation(prefix)) if not visible(p)))
+
+
+def venv_python() -> tuple[str, tuple[str, ...]]:
+    """This interpreter with the packages it imports (a virtual environment's): (``sys.executable``, the
+    ``extra_ro`` it needs): the executable at its own path and at its real one, and the library
+    directories of its environment and of the installation it was made from (:func:`_installation`)."""
+    paths = [sys.executable, os.path.realpath(sys.executable)]
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        paths += _installation(prefix)
+    return sys.executable, tuple(dict.fromkeys(p for p in paths if not visible(p)))

@@ -61,6 +61,10 @@ CORPUS: list[tuple[str, str, str, list]] = [
     ("writes outside", "asserts", "def w():\n    open('/etc/ifbench-x', 'w')\n", ["w()"]),
     ("forks", "asserts", "import os\ndef f():\n    return os.fork()\n", ["f()"]),
     ("network", "asserts", "import socket\ndef f():\n    socket.create_connection(('1.1.1.1', 53), 1)\n", ["f()"]),
+    ("sees its interpreter's packages, not the rest of its environment", "asserts",
+     "import os, sys\nimport yaml\ndef seen():\n    return [p for p in ('bin/activate', 'bin/pip', '.env') "
+     "if os.path.exists(os.path.join(sys.prefix, p))]\n",
+     ["assert seen() == []", "assert yaml.safe_load('a: 1') == {'a': 1}"]),
     ("stdio right", "stdio", "print(int(input()) * 2)\n", DOUBLES),
     ("stdio wrong", "stdio", "print(int(input()) + 2)\n", DOUBLES),
     ("stdio crashes", "stdio", "print(1 / 0)\n", [{"input": "", "output": "1"}]),
@@ -122,6 +126,8 @@ def _differences(left: dict[str, tuple], right: dict[str, tuple]) -> dict[str, t
 def test_the_corpus_has_passes_and_failures_of_every_kind(on_bubblewrap):
     """The yardstick: the corpus is not trivially all-fail (so equal verdicts below mean something)."""
     assert on_bubblewrap["passes"][0] and on_bubblewrap["stdio right"][0]
+    # a virtual environment's bin/activate (where keys are exported) is not shown; its packages import
+    assert on_bubblewrap["sees its interpreter's packages, not the rest of its environment"][0]
     assert {v[2] for v in on_bubblewrap.values()} >= {None, "timeout", "output", "cpu", "memory"}
     assert not on_bubblewrap["does not load"][1]
     assert on_bubblewrap["wrong"][3][0][1] is False and on_bubblewrap["wrong"][3][1][1] is True

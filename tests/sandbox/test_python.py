@@ -156,3 +156,20 @@ def test_file_size_limit():
         limits=SandboxLimits(timeout=5.0, file_size_mb=1),
     )
     assert res.stdout.startswith("EFBIG"), (res.stdout, res.stderr)
+
+
+def test_the_sandbox_sees_the_interpreters_packages_not_its_environments_scripts():
+    """A virtual environment's ``bin/activate`` is where a key is often exported, and a project's ``.env`` sits
+    beside it: sandboxed code read both while the whole environment was bound. Now only its library
+    directories, ``pyvenv.cfg`` and the interpreter are: its packages still import."""
+    import os
+    import sys
+
+    code = ("import os, sys, yaml\n"
+            "print(sorted(p for p in ('bin/activate', 'bin/pip', 'pyvenv.cfg', 'lib') "
+            "if os.path.exists(os.path.join(sys.prefix, p))), yaml.safe_load('a: 1'))\n")
+    result = run_python(code, limits=FAST)
+    assert result.returncode == 0, result.stderr
+    shown = ["lib", "pyvenv.cfg"] if sys.prefix != sys.base_prefix else ["lib"]
+    assert result.stdout.strip() == f"{shown} {{'a': 1}}"
+    assert os.path.exists(os.path.join(sys.prefix, "bin", "pip")), "the host's environment has them"
