@@ -12,8 +12,8 @@ import random
 import pytest
 
 from pytest_ifbench.reports import stats
-from pytest_ifbench.reports.compare import Run, compare, gated, isr_delta
-from pytest_ifbench.reports.compare_render import outcome_line
+from pytest_ifbench.reports.compare import Run, compare, gated, isr_delta, mean_delta
+from pytest_ifbench.reports.compare_render import holm_note, outcome_line
 
 
 def test_holm_multiplies_the_sorted_p_values_by_k_down_to_1_and_keeps_them_ordered():
@@ -50,19 +50,37 @@ def _run(name: str, outcomes: dict[str, list[bool]]) -> Run:
     return Run(name=name, meta={"format": 1}, records=records)
 
 
-def test_one_drop_significant_alone_does_not_fail_a_gate_of_four_tests_and_the_verdict_says_why():
+def test_one_drop_significant_alone_does_not_fail_a_gate_of_two_tests_and_the_verdict_says_why():
     """Six of twenty instances of one benchmark flipped (exact McNemar p = 0.031 for ISR, the same for CSR);
-    the other benchmark did not move. Alone that failed the gate; over the four tests it is p 0.125."""
+    the other benchmark did not move, so its two tests could not reach alpha and are left out. Alone that
+    failed the gate; over the two tests that could, it is p 0.062."""
     base = _run("base.json", {"a": [True] * 20, "b": [True] * 20})
     new = _run("new.json", {"a": [False] * 6 + [True] * 14, "b": [True] * 20})
     comparison = compare(base, new)
     assert [d.p for g in comparison.groups if g.benchmark == "a" for d in g.deltas] == [pytest.approx(2 / 64)] * 2
     assert comparison.regressions() == []
     assert outcome_line(comparison) == (
-        "no significant regression at alpha 0.05 (Holm over 4 tests) (alone, a ISR -30.0 pts ±10.5 [-52.0, -8.0] "
-        "(p 0.031, adjusted 0.125), a CSR -30.0 pts ±10.2 [-50.0, -10.0] (p 0.031, adjusted 0.125): not once the "
-        "gate's 4 tests are taken together)")
+        "no significant regression at alpha 0.05 (Holm over 2 tests) (alone, a ISR -30.0 pts ±10.5 [-52.0, -8.0] "
+        "(p 0.031, adjusted 0.062), a CSR -30.0 pts ±10.2 [-50.0, -10.0] (p 0.031, adjusted 0.062): not once the "
+        "gate's 2 tests are taken together)")
     eight = _run("new.json", {"a": [False] * 8 + [True] * 12, "b": [True] * 20})
     drops = compare(base, eight).regressions()
     assert [(t.group.benchmark, t.delta.metric, round(t.adjusted, 4)) for t in drops] == [
-        ("a", "ISR", 0.0312), ("a", "CSR", 0.0312)], "eight flips: p 0.0078 each, 0.031 adjusted: still a drop"
+        ("a", "ISR", 0.0156), ("a", "CSR", 0.0156)], "eight flips: p 0.0078 each, 0.016 adjusted: a drop"
+
+
+def test_a_test_that_cannot_reach_alpha_does_not_weaken_the_others():
+    """Nine of ten moved instances went pass -> fail (p 0.021 for ISR and CSR); the rubric score of the one
+    scored instance moved too, and over one instance no outcome is significant (least p 1.0). Counted, it
+    made Holm over 3 tests (0.064: no regression); left out, over 2 (0.043: the gate fails)."""
+    base, new = [True] * 9 + [False] + [True] * 10, [False] * 9 + [True] + [True] * 10
+    tests = [("a", isr_delta(base, new)),
+             ("a", mean_delta("CSR", [float(b) for b in base], [float(n) for n in new])),
+             ("a", mean_delta("score", [0.8], [0.2]))]
+    assert [round(d.p, 4) for _, d in tests] == [0.0215, 0.0215, 1.0]
+    assert [d.least_p for _, d in tests] == [2 / 2 ** 10, 2 / 2 ** 10, 1.0]
+    assert [(t.delta.metric, round(t.adjusted, 3)) for t in gated(tests, 0.05)] == [("ISR", 0.043), ("CSR", 0.043)]
+    assert holm_note(tests, 0.05) == " (Holm over 2 tests; 1 left out: too few instances changed to reach alpha)"
+    assert holm_note(tests[:2], 0.05) == " (Holm over 2 tests)"
+    unchanged = [("b", isr_delta([True] * 10, [True] * 10))]
+    assert holm_note(unchanged, 0.05) == "" and gated(unchanged, 0.05) == []

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compare import Delta, Gated, gated, isr_delta, mean_delta
-from .compare_render import delta_line, holm_note, named_drops
+from .compare_render import alone_note, delta_line, holm_note, named_drops
 
 #: The gate's names, as ``--ifbench-baseline-gate`` takes them.
 GATES = ("tolerance", "paired")
@@ -64,11 +64,12 @@ def regressions(groups: Iterable[GateGroup], alpha: float) -> list[Gated]:
 def gate_lines(groups: list[GateGroup], alpha: float) -> list[str]:
     """The gate's verdict and one line per benchmark and metric, for the terminal and the summary file."""
     drops = regressions(groups, alpha)
-    level = f"alpha {alpha:g}{holm_note(sum(len(g.deltas) for g in groups))}"
+    tests = [(g, d) for g in groups for d in g.deltas]
+    level = f"alpha {alpha:g}{holm_note(tests, alpha)}"
     if not groups:
         head = "paired gate: no instance compared with its baseline"
     elif drops:
         head = f"paired gate: significant regression at {level}, the run fails: {named_drops(drops)}"
     else:
-        head = f"paired gate: no significant regression at {level}"
+        head = f"paired gate: no significant regression at {level}{alone_note(tests, alpha)}"
     return [head, *("  " + delta_line(g.benchmark, g.pairs, d, alpha) for g in groups for d in g.deltas)]

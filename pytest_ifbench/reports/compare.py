@@ -72,6 +72,14 @@ class Delta:
     #: For ISR: instances that went fail -> pass and pass -> fail.
     gains: int = 0
     losses: int = 0
+    #: The paired units whose value changed: all the test's p-value depends on beyond their signs.
+    moved: int = 0
+
+    @property
+    def least_p(self) -> float:
+        """The smallest p-value the test can give over these units, ``2 / 2^moved`` (every unit that moved
+        moving the same way): at or above alpha, no outcome of theirs could be significant."""
+        return min(1.0, 2.0 ** (1 - self.moved)) if self.moved else 1.0
 
     def significant(self, alpha: float) -> bool:
         return self.p < alpha and self.change.value != 0
@@ -141,17 +149,27 @@ class Gated(NamedTuple):
     adjusted: float
 
 
-def adjusted(tests: Sequence[tuple[Any, Delta]]) -> list[Gated]:
-    """A gate's ``tests`` (a group and its change each) with their p-values adjusted together by Holm's
-    method (:func:`~.stats.holm`)."""
-    return [Gated(group, delta, p) for (group, delta), p in
-            zip(tests, stats.holm([delta.p for _, delta in tests]), strict=True)]
+def family(tests: Sequence[tuple[Any, Delta]], alpha: float) -> list[tuple[Any, Delta]]:
+    """The ``tests`` a gate adjusts together: those that could be significant at ``alpha`` at all
+    (:attr:`Delta.least_p`). A test that cannot reject never raises a false alarm, so leaving it out keeps
+    the gate's chance of one at ``alpha`` (Tarone's argument for discrete tests; each test's least p-value
+    depends only on how many of its units moved, which its p-value is conditioned on) -- while counting it
+    would weaken every other: a rubric score over one instance (least p 1.0) made a 3-test Holm of a 2-test one."""
+    return [test for test in tests if test[1].least_p < alpha]
+
+
+def adjusted(tests: Sequence[tuple[Any, Delta]], alpha: float) -> list[Gated]:
+    """A gate's ``tests`` (a group and its change each) with the p-values of their :func:`family` adjusted
+    together by Holm's method (:func:`~.stats.holm`); the others keep theirs (never below ``alpha``)."""
+    members = [i for i, (_, delta) in enumerate(tests) if delta.least_p < alpha]
+    holm = dict(zip(members, stats.holm([tests[i][1].p for i in members]), strict=True))
+    return [Gated(group, delta, holm.get(i, delta.p)) for i, (group, delta) in enumerate(tests)]
 
 
 def gated(tests: Sequence[tuple[Any, Delta]], alpha: float) -> list[Gated]:
     """The significant drops among a gate's ``tests`` once adjusted (:func:`adjusted`): the chance that the
     gate fails a run that did not change stays at ``alpha`` however many benchmarks and metrics it tests."""
-    return [t for t in adjusted(tests) if t.adjusted < alpha and t.delta.change.value < 0]
+    return [t for t in adjusted(tests, alpha) if t.adjusted < alpha and t.delta.change.value < 0]
 
 
 def check_comparable(base: Run, new: Run) -> None:
@@ -347,15 +365,17 @@ def isr_delta(base: Sequence[bool], new: Sequence[bool]) -> Delta:
     change = stats.mean(diffs, bounds=(-1.0, 1.0), method="paired-t")
     assert change is not None  # a group has at least one pair
     return Delta(metric="ISR", base=_share(base), new=_share(new), change=change,
-                 p=stats.sign_test(gains, losses), test="exact McNemar", gains=gains, losses=losses)
+                 p=stats.sign_test(gains, losses), test="exact McNemar", gains=gains, losses=losses,
+                 moved=gains + losses)
 
 
 def mean_delta(metric: str, base: Sequence[float], new: Sequence[float]) -> Delta:
     """The change of a mean over paired units: the paired bootstrap's interval (fixed seed), tested with the
     exact sign-flip permutation test (the bootstrap's own p-value is not exact at small n)."""
     change, _ = stats.paired_bootstrap(base, new)
-    p = stats.sign_flip_test([b - a for a, b in zip(base, new, strict=True)])
-    return Delta(metric=metric, base=_share(base), new=_share(new), change=change, p=p, test="sign-flip permutation")
+    diffs = [b - a for a, b in zip(base, new, strict=True)]
+    return Delta(metric=metric, base=_share(base), new=_share(new), change=change, p=stats.sign_flip_test(diffs),
+                 test="sign-flip permutation", moved=sum(1 for d in diffs if abs(d) > 1e-12))
 
 
 def _share(values: Sequence[float | bool]) -> float:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from . import stats
-from .compare import Comparison, Delta, Gated, Group, adjusted, limit_warnings
+from .compare import Comparison, Delta, Gated, Group, adjusted, family, limit_warnings
 from .metrics import MetricTable, render_table
 
 COLUMNS = ("", "metric", "pairs", "base", "new", "Δ ±SE [95% CI]", "p", "test", "")
@@ -102,14 +103,12 @@ def outcome_line(comparison: Comparison) -> str:
     gate's tests), and those the instances the new run errored on could hide."""
     drops, hidden = comparison.regressions(), comparison.unresolved()
     tests = comparison.gate_tests()
-    alpha = f"alpha {comparison.alpha:g}{holm_note(len(tests))}"
+    alpha = f"alpha {comparison.alpha:g}{holm_note(tests, comparison.alpha)}"
     if drops:
         line = f"significant regression at {alpha}: {named_drops(drops)}"
     else:
         line = f"no significant regression at {alpha}" + (" among the paired instances" if hidden else "")
-        alone = [t for t in adjusted(tests) if t.delta.regression(comparison.alpha)]
-        if alone:
-            line += f" (alone, {named_drops(alone)}: not once the gate's {len(tests)} tests are taken together)"
+        line += alone_note(tests, comparison.alpha)
     if comparison.worst_case and not hidden:
         line += f", not even had the instances {comparison.new.name} errored on failed"
     if hidden:
@@ -118,9 +117,24 @@ def outcome_line(comparison: Comparison) -> str:
     return line
 
 
-def holm_note(tests: int) -> str:
-    """`` (Holm over 3 tests)`` when a gate tests more than one change at once."""
-    return f" (Holm over {tests} tests)" if tests > 1 else ""
+def holm_note(tests: Sequence[tuple[Any, Delta]], alpha: float) -> str:
+    """`` (Holm over 3 tests)`` when a gate adjusts more than one change together (:func:`~.compare.family`),
+    and how many it left out: `` (Holm over 2 tests; 1 left out: too few instances changed to reach alpha)``."""
+    members = len(family(tests, alpha))
+    parts = [f"Holm over {members} tests"] if members > 1 else []
+    if left := sum(1 for _, delta in tests if 0 < delta.moved and delta.least_p >= alpha):  # unchanged: no news
+        parts.append(f"{left} {'test' if left == 1 and not parts else 'tests' if not parts else ''}".rstrip()
+                     + " left out: too few instances changed to reach alpha")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def alone_note(tests: Sequence[tuple[Any, Delta]], alpha: float) -> str:
+    """`` (alone, a ISR … (p 0.031, adjusted 0.125): not once the gate's 4 tests are taken together)``: the
+    drops significant on their own that the adjustment leaves below the bar, named rather than hidden."""
+    alone = [t for t in adjusted(tests, alpha) if t.delta.regression(alpha)]
+    if not alone:
+        return ""
+    return f" (alone, {named_drops(alone)}: not once the gate's {len(family(tests, alpha))} tests are taken together)"
 
 
 def named_drops(drops: Sequence[Gated]) -> str:
