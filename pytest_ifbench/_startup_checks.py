@@ -1,8 +1,8 @@
 """What stops a run at start-up, in one line, before any instance calls a model or starts a sandbox.
 
-A provider that cannot run here, a missing sandbox, an agent CLI that is not installed: each would
-otherwise error every item alike (or, worse, every model call after its retries). The checks need the
-selected instances, so they run where the collection is known:
+A provider that cannot run here, a hosted model without its API key, a missing sandbox, an agent CLI
+that is not installed: each would otherwise error every item alike (or, worse, every model call after its
+retries). The checks need the selected instances, so they run where the collection is known:
 
 - without xdist, in ``pytest_collection_finish`` (see ``_plugin``), as a usage error;
 - under xdist, on the controller, when the first worker reports its collection
@@ -58,6 +58,23 @@ def check_models(names: list[str], config: pytest.Config) -> None:
     if found:
         model, provider, problem = found
         raise pytest.UsageError(f"pytest-ifbench: {provider.needed.format(model=model)} but {problem}")
+    _check_keys(names, config)
+
+
+def _check_keys(names: list[str], config: pytest.Config) -> None:
+    """Stop the run when a hosted model it will call has no API key (see ``models.credentials``):
+    every call would fail alike."""
+    from .models.credentials import missing_key
+
+    state = config.stash[STATE_KEY]
+    for model in dict.fromkeys(names):
+        missing = missing_key(model, state.api_base, state.providers)
+        if not missing:
+            continue
+        role = "judge model" if model != state.model_name and model in state.judge_names else "model"
+        hint = " (or name a server of your own with --api-base)" if missing == ("OPENAI_API_KEY",) else ""
+        raise pytest.UsageError(f"pytest-ifbench: {role} {model!r} needs an API key: set {' or '.join(missing)} "
+                                f"in the environment{hint}")
 
 
 def _check_agents(instances: Sequence[Instance], config: pytest.Config) -> None:

@@ -107,10 +107,11 @@ def retry_after(exc: BaseException) -> float | None:
 
 def answered(exc: BaseException) -> bool:
     """Whether the endpoint answered: a reply it sent was unusable, or an HTTP status it sent (not one a
-    client library made up for a timeout or a connection error)."""
+    client library made up for a timeout, a connection error or a call it could not send)."""
     if isinstance(exc, MalformedReply):
         return True
-    return status_of(exc) is not None and _kind(exc) not in {"Timeout", "APITimeoutError", "APIConnectionError"}
+    return (status_of(exc) is not None and _kind(exc) not in {"Timeout", "APITimeoutError", "APIConnectionError"}
+            and not is_setup_error(exc))
 
 
 def _kind(exc: BaseException) -> str:
@@ -130,10 +131,23 @@ def is_context_window_error(exc: BaseException) -> bool:
     return _kind(exc) == "ContextWindowExceededError" or bool(_CONTEXT_WINDOW.search(str(exc)[:2000]))
 
 
+#: How litellm (or the SDK under it) words a call it could not send: no key for the provider (OpenAI's
+#: as an HTTP 500 it makes up: "Missing credentials. Please pass an `api_key` ... or set the
+#: `OPENAI_API_KEY`"; Anthropic's as a 401), or no provider for the model string (a mistyped bare name).
+_NOT_SENT = re.compile(r"Missing credentials\. Please pass an `api_key`|Missing \w+ API Key"
+                       r"|api_key client option must be set|LLM Provider NOT provided")
+
+
+def is_setup_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the call could not be sent as the run is set up (a missing key, an unknown
+    provider): every attempt would fail alike, and no endpoint answered."""
+    return not isinstance(exc, MalformedReply) and bool(_NOT_SENT.search(str(exc)[:2000]))
+
+
 def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, MalformedReply):
         return True
-    if is_context_window_error(exc):
+    if is_context_window_error(exc) or is_setup_error(exc):
         return False
     name = _kind(exc)
     if name in {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",

@@ -103,6 +103,12 @@ def prefetch_litellm() -> None:
             _prefetch.start()
 
 
+def litellm_coming() -> bool:
+    """Whether this process has imported litellm, or started to (:func:`prefetch_litellm`): asking it
+    then costs no import that the run would not pay anyway."""
+    return _litellm is not None or _prefetch is not None
+
+
 def _import_quietly() -> None:
     try:
         import_litellm()
