@@ -21,7 +21,7 @@ from typing import Any
 
 from .anthropic_messages import cache_breakpoints, reply_data, request_body, usage_of
 from .openai_compat import LITELLM_ONLY_ENV, reply_tree
-from .prices import cost_of, provider_of
+from .prices import context_window, cost_of, provider_of
 from .provider_api import Provider
 from .sdk_pool import SDKTransport, installed
 
@@ -80,4 +80,4 @@ def _transport(model: str, api_base: str | None, extra: Mapping[str, Any]) -> An
 
 #: Anthropic's models through the ``anthropic`` SDK (asked before litellm).
 PROVIDER = Provider(name="anthropic", serves_when=sdk_route, transport=_transport, needs_litellm=False,
-                    cache_breakpoints=cache_breakpoints)
+                    cache_breakpoints=cache_breakpoints, context_window=context_window)

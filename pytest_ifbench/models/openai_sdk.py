@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .openai_compat import BODY_PARAMS, LITELLM_ONLY_ENV, REWRITTEN, reply_tree
-from .prices import Usage, cost_of, provider_of
+from .prices import Usage, context_window, cost_of, provider_of
 from .provider_api import Provider
 from .sdk_pool import SDKTransport, installed
 
@@ -87,4 +87,5 @@ def _transport(model: str, api_base: str | None, extra: Mapping[str, Any]) -> Op
 
 
 #: OpenAI's models through the ``openai`` SDK (asked after the direct path, before litellm).
-PROVIDER = Provider(name="openai", serves_when=sdk_route, transport=_transport, needs_litellm=False)
+PROVIDER = Provider(name="openai", serves_when=sdk_route, transport=_transport, needs_litellm=False,
+                    context_window=context_window)

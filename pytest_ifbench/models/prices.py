@@ -35,9 +35,9 @@ _PRICES = ("input_cost_per_token", "output_cost_per_token", "cache_read_input_to
 #: A long-prompt price: the price's name, then the prompt length past which it applies (``272k``, ``128000``).
 _LONG_PRICE = re.compile(rf"(?:{'|'.join(_PRICES)})_above_(\d+(?:\.\d+)?k?)_tokens")
 #: The other fields of an entry this module reads; the rest of the table's ~30 fields per model is not kept.
-_READ_FIELDS = frozenset([*_PRICES, "litellm_provider", "mode"])
+_READ_FIELDS = frozenset([*_PRICES, "litellm_provider", "mode", "max_input_tokens"])
 #: The compact table's format; a change makes every kept copy stale.
-_INDEX_FORMAT = 3
+_INDEX_FORMAT = 4
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,7 +46,7 @@ def price_table() -> Mapping[str, Mapping[str, Any]]:
     installed or the file is unreadable).
 
     The file is 3 MB of JSON: parsing it took ~20-50 ms and left ~6 MB in every process that
-    chose a route or priced a reply. Its compact form (names, providers, modes, prices: ~0.3 MB) is
+    chose a route or priced a reply. Its compact form (names, providers, modes, prices, windows: ~0.8 MB) is
     kept in the per-user cache, keyed by the file's path, size and modification time, and read
     instead once it is there."""
     source = _price_file()
@@ -93,6 +93,13 @@ def entry_for(model: str) -> Mapping[str, Any] | None:
         if entry is not None:
             return entry
     return None
+
+
+def context_window(model: str) -> int | None:
+    """The tokens ``model``'s prompt may hold as the table says (``max_input_tokens``), or None (unknown)."""
+    entry = entry_for(model)
+    value = entry.get("max_input_tokens") if entry is not None else None
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
 def is_priced(model: str) -> bool:

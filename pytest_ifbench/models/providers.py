@@ -28,7 +28,7 @@ from . import anthropic_messages, anthropic_sdk, local, openai_compat, openai_sd
 from .breaker import Breakers
 from .cache import ResponseCache
 from .client import ModelClient, RetryPolicy
-from .prices import provider_of
+from .prices import context_window, provider_of
 from .provider_api import Provider
 from .spending import Ledger
 
@@ -40,7 +40,7 @@ def _litellm_cache_breakpoints(model: str) -> tuple[Mapping[str, Any], ...]:
 
 #: The default: litellm serves every model string no other provider takes (its code is in :mod:`.client`).
 LITELLM = Provider(name="litellm", serves_when=lambda model, api_base, extra: True,
-                   cache_breakpoints=_litellm_cache_breakpoints)
+                   cache_breakpoints=_litellm_cache_breakpoints, context_window=context_window)
 #: The built-in providers before the default, in the order they are asked.
 BUILTIN: tuple[Provider, ...] = (local.PROVIDER, recorded.PROVIDER, openai_compat.PROVIDER, openai_sdk.PROVIDER,
                                  anthropic_sdk.PROVIDER)

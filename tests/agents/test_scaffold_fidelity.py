@@ -131,6 +131,21 @@ def test_a_cli_on_the_embedded_model_stops_at_start_up_in_one_line(suite, tmp_pa
     assert "Traceback" not in result.stderr.str() and "retry" not in result.stderr.str().lower()
 
 
+@pytest.mark.parametrize("model", ["openai/gpt-3.5-turbo", "gpt-3.5-turbo"])
+def test_a_hosted_model_whose_window_litellm_knows_is_checked_too(suite, tmp_path, monkeypatch, model):
+    """litellm's table says gpt-3.5-turbo takes 16,385 tokens: Claude Code's own prompt does not fit, and
+    every call would have failed (only the embedded model's window was known)."""
+    agents = tmp_path / "agents"
+    fake_install(agents, "claude_code")
+    monkeypatch.setenv("IFBENCH_AGENTS_DIR", str(agents))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-for-the-start-up-check")
+    result = suite.runpytest_subprocess("suites", "-p", "no:cacheprovider", f"--model={model}",
+                                        "--ifbench-agent-runner=claude_code", "--ifbench-summary=")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*agent CLI claude_code cannot run on {model}: the model's context "
+                                 "window is 16,385 tokens, and claude_code's own prompt*is about 21,000 tokens"])
+
+
 def test_a_missing_workspaces_directory_is_one_usage_error(suite, tmp_path):
     result = suite.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--model=openai/stub",
                                         "--api-base=http://127.0.0.1:9/v1", "--ifbench-summary=",
