@@ -170,10 +170,14 @@ def lines(entry: Mapping[str, Any]) -> list[str]:
     if entry.get("unread"):  # (the summary's warning says it)
         return []
     shared = f", every shard's calls in {entry['ledger']}" if entry.get("ledger") else ""
+    over = float(entry["spent"]) - float(entry["limit"])
+    past = (f"; over by {usd(over)}: calls already on their way when it was reached cost more than they had "
+            f"reserved") if over > 0 else ""
     out = [f"spending limit: {usd(entry['spent'])} of {usd(entry['limit'])} paid by {entry['calls']:,} call(s)"
-           f"{shared} (--ifbench-max-cost; the costliest call {usd(entry['largest_call'])})"]
+           f"{shared} (--ifbench-max-cost; the costliest call {usd(entry['largest_call'])}{past})"]
     if entry["refused"]:
-        out.append(f"spending limit reached: {entry['refused']:,} call(s) not made; their instances errored "
+        whose = " by the shards together" if entry.get("ledger") else ""
+        out.append(f"spending limit reached: {entry['refused']:,} call(s) not made{whose}; their instances errored "
                    f"(a run with a higher limit resumes from the cache)")
     if entry["unpriced"]:
         out.append(f"warning: {entry['unpriced']:,} paid call(s) came back without a price and are not in the "

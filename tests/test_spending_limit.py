@@ -588,3 +588,18 @@ def test_a_judge_call_refused_at_the_limit_keeps_the_paid_reply_in_the_record(py
         assert record["turns"] and record["cost"] and "spending limit is reached" in record["error"], record
     assert sum(r["cost"] or 0 for r in data["instances"]) == pytest.approx(entry["spent"])
     assert result.ret == 1
+
+
+def test_the_summary_says_an_overshoot_and_whose_calls_were_not_made():
+    """A limit passed by the calls already on their way read like a broken cap ("$0.00012 of $0.00010
+    paid"); a shard's line counted the calls every shard was refused as its own."""
+    from pytest_ifbench._max_cost import lines
+
+    own = {"limit": 0.0001, "spent": 0.00012, "calls": 3, "refused": 11, "unpriced": 0, "largest_call": 0.00005}
+    first, refused = lines(own)
+    assert first.endswith("; over by $0.000020: calls already on their way when it was reached cost more than "
+                          "they had reserved)"), first
+    assert refused.startswith("spending limit reached: 11 call(s) not made; their instances errored")
+    shared = lines({**own, "spent": 0.00009, "ledger": "redis://127.0.0.1:6379/0/run1"})
+    assert "over by" not in shared[0] and "every shard's calls in redis://127.0.0.1:6379/0/run1" in shared[0]
+    assert shared[1].startswith("spending limit reached: 11 call(s) not made by the shards together;")
