@@ -80,15 +80,33 @@ def shard_from(option: str | None, environ: Mapping[str, str]) -> ShardSpec | No
     if environ.get("SLURM_ARRAY_TASK_ID"):
         if not environ.get("SLURM_ARRAY_TASK_COUNT"):
             raise ValueError(_without_count("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "the array's size"))
-        task = _integer(environ["SLURM_ARRAY_TASK_ID"], "SLURM_ARRAY_TASK_ID")
-        first = _integer(environ.get("SLURM_ARRAY_TASK_MIN") or "0", "SLURM_ARRAY_TASK_MIN")
-        return parse_spec(f"{task - first + 1}/{environ['SLURM_ARRAY_TASK_COUNT']}",
+        return parse_spec(f"{_slurm_place(environ)}/{environ['SLURM_ARRAY_TASK_COUNT']}",
                           source="SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
     if count:
         raise ValueError(f"IFBENCH_SHARDS={count} is set but no shard index is: set IFBENCH_SHARD (1-based) in "
                          "each job, or run as a Kubernetes Indexed Job (JOB_COMPLETION_INDEX); give "
                          "--ifbench-shard=1/1 to run every instance")
     return None
+
+
+def _slurm_place(environ: Mapping[str, str]) -> int:
+    """A SLURM array task's shard: its place among the array's ids, from the lowest, every
+    ``SLURM_ARRAY_TASK_STEP`` (``--array=0-8:2``: task 6 is the fourth). An array whose ids are not one
+    regular range (``--array=1,3,5`` without a step) is refused in every task, naming it: numbered by their
+    ids, some tasks would run (and pay for) a shard while others were out of range, and the shards between
+    would never run."""
+    task = _integer(environ["SLURM_ARRAY_TASK_ID"], "SLURM_ARRAY_TASK_ID")
+    first = _integer(environ.get("SLURM_ARRAY_TASK_MIN") or "0", "SLURM_ARRAY_TASK_MIN")
+    step = _integer(environ.get("SLURM_ARRAY_TASK_STEP") or "1", "SLURM_ARRAY_TASK_STEP")
+    count = _integer(environ["SLURM_ARRAY_TASK_COUNT"], "SLURM_ARRAY_TASK_COUNT")
+    last = environ.get("SLURM_ARRAY_TASK_MAX")
+    regular = step > 0 and (task - first) % step == 0 and (
+        last is None or (_integer(last, "SLURM_ARRAY_TASK_MAX") - first) == (count - 1) * step)
+    if not regular:
+        raise ValueError(f"SLURM array tasks {first}..{last} (step {step}) are not {count} evenly spaced ids: "
+                         "give the array one range (--array=0-4, or 0-8:2), or set IFBENCH_SHARD/IFBENCH_SHARDS "
+                         "in each task")
+    return (task - first) // step + 1
 
 
 def run_id_from(option: str | None, environ: Mapping[str, str]) -> tuple[str, str] | None:

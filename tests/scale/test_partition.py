@@ -50,3 +50,32 @@ def test_the_engines_variables():
 def test_bad_specs(text):
     with pytest.raises(ValueError, match="--ifbench-shard"):
         parse_spec(text)
+
+
+def _slurm(task: int, spec: str) -> dict[str, str]:
+    """The variables SLURM sets in one task of ``--array=spec`` (``0-8:2``, ``1,3,5``)."""
+    if "," in spec:
+        ids = [int(i) for i in spec.split(",")]
+        step = None
+    else:
+        span, _, by = spec.partition(":")
+        low, high = map(int, span.split("-"))
+        step = int(by or 1)
+        ids = list(range(low, high + 1, step))
+    out = {"SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_COUNT": str(len(ids)),
+           "SLURM_ARRAY_TASK_MIN": str(min(ids)), "SLURM_ARRAY_TASK_MAX": str(max(ids))}
+    return {**out, **({"SLURM_ARRAY_TASK_STEP": str(step)} if step else {})}
+
+
+def test_a_stepped_slurm_array_numbers_its_tasks_by_place():
+    """``--array=0-8:2`` ran shards 1/5, 3/5 and 5/5 in tasks 0, 2 and 4 and refused 6 and 8: shards 2 and 4
+    never ran while three tasks paid. Each task's shard is now its place among the array's ids."""
+    assert [shard_from(None, _slurm(t, "0-8:2")).label for t in (0, 2, 4, 6, 8)] == ["1/5", "2/5", "3/5", "4/5",
+                                                                                       "5/5"]
+    assert [shard_from(None, _slurm(t, "3-5")).label for t in (3, 4, 5)] == ["1/3", "2/3", "3/3"]
+
+
+def test_an_irregular_slurm_array_is_refused_in_every_task():
+    for task in (1, 3, 5):
+        with pytest.raises(ValueError, match=r"not 3 evenly spaced ids: give the array one range"):
+            shard_from(None, _slurm(task, "1,3,5"))
