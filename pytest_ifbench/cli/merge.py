@@ -57,6 +57,23 @@ def _count(text: str) -> int:
     return value
 
 
+def _inputs(names: list[str]) -> tuple[list[Path], list[str]]:
+    """The files to merge, and the patterns among ``names`` that matched none: a shell without ``nullglob``
+    passes ``shard-*.partial.jsonl`` on as it is when no shard was killed, and ``merge shard-*.json
+    shard-*.partial.jsonl`` (the command that merges killed shards from their journals) must not be refused
+    for it. A missing file named outright is still the merge's refusal; a pattern alone is a usage error."""
+    inputs: list[Path] = []
+    unmatched: list[str] = []
+    for name in names:
+        if any(char in name for char in "*?[") and not Path(name).exists():
+            unmatched.append(name)
+        else:
+            inputs.append(Path(name))
+    if not inputs:
+        raise UsageError(f"no file to merge: {', '.join(unmatched)} matched nothing")
+    return inputs, unmatched
+
+
 def _progress(file: Any) -> None:
     print(f"ifbench merge: read {file.label}: {file.instances} instance(s)", file=sys.stderr, flush=True)
     if file.unfinished:
@@ -73,7 +90,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     summary = summary_path_for(out) if args.summary is None else (Path(args.summary) if args.summary else None)
     if summary is not None and summary.suffix.lower() not in (".md", ".html"):
         raise UsageError(f"--summary: {args.summary!r} must end in .md or .html")
-    inputs = [Path(name) for name in args.files]
+    inputs, unmatched = _inputs(args.files)
     if out.resolve() in {path.resolve() for path in inputs}:
         raise UsageError(f"--out {out} is one of the shards' files: it would be overwritten")
     lock = ResultsLock(out)  # a run writing --out at the same time would replace the merge's file
@@ -99,6 +116,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         print(line.replace("**", ""))
     for line in shared_cache_warnings(merged):
         print(f"ifbench merge: warning: {line}", file=sys.stderr)
+    for pattern in unmatched:
+        print(f"ifbench merge: note: {pattern} matched no file", file=sys.stderr)
     for note in merged.notes:  # stderr, as the warnings: stdout is the merged run's summary
         print(f"ifbench merge: note: {note}", file=sys.stderr)
     print(f"merged {len(merged.records)} instances from {len(inputs)} file(s) into {out}")

@@ -117,3 +117,24 @@ def test_an_engine_s_index_without_the_number_of_shards_is_a_usage_error(pyteste
     result.stderr.fnmatch_lines([f"*pytest-ifbench: {index} is set but {count} (the number of shards) is not: "
                                  f"set {count} to * or give --ifbench-shard=1/1 to run every instance*"])
     assert stub_server.calls == 0 and not (pytester.path / "all.json").exists()
+
+
+def test_a_journal_pattern_that_matches_nothing_does_not_refuse_a_complete_merge(pytester, stub_server, capsys):
+    """``ifbench merge --out merged.json shard-*.json shard-*.partial.jsonl`` merges a killed shard from its
+    journal; when no shard was killed, a shell without nullglob passes the pattern on as it is, and the merge
+    was refused ("cannot read: No such file or directory", nothing written)."""
+    _suite.write(pytester.path)
+    for index in (1, 2):
+        assert _run(pytester, stub_server, f"--ifbench-shard={index}/2",
+                    f"--ifbench-results=shard-{index}.json").ret in (0, 1)  # (some instances fail their checks)
+    out, pattern = pytester.path / "merged.json", str(pytester.path / "shard-*.partial.jsonl")
+    shards = [str(pytester.path / f"shard-{index}.json") for index in (1, 2)]
+    capsys.readouterr()
+    assert ifbench(["merge", "--out", str(out), *shards, pattern, "--expect", "2"]) == 0
+    assert f"ifbench merge: note: {pattern} matched no file" in capsys.readouterr().err
+    assert out.is_file()
+    assert ifbench(["merge", "--out", str(out), pattern]) == 2, "a pattern alone: nothing to merge"
+    assert f"no file to merge: {pattern} matched nothing" in capsys.readouterr().err
+    missing = str(pytester.path / "shard-3.json")
+    assert ifbench(["merge", "--out", str(out), *shards, missing]) == 2, "a file named outright must be there"
+    assert "cannot read" in capsys.readouterr().err
