@@ -5,6 +5,9 @@ Reporters, the scale plugins and benchmarks add their own options in their own m
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
+
 import pytest
 
 from .suite.run_settings import add_options as add_run_settings_options
@@ -19,7 +22,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="litellm model for LLM-judged checks; repeat for a panel (default: --model)")
     group.addoption("--api-base", dest="ifbench_api_base", default=None, metavar="URL",
                     help="base URL of an OpenAI-compatible server (litellm env vars such as OPENAI_API_BASE also work)")
-    group.addoption("--ifbench-concurrency", dest="ifbench_concurrency", type=int, default=0, metavar="N",
+    group.addoption("--ifbench-concurrency", dest="ifbench_concurrency", type=_count(0, "0 (auto) or more"),
+                    default=0, metavar="N",
                     help="model calls in flight at once per process (default: 16 for APIs, 1 for local models)")
     group.addoption("--ifbench-cache", dest="ifbench_cache", default=".ifbench-cache", metavar="DIR",
                     help="response cache directory (default: .ifbench-cache)")
@@ -31,7 +35,7 @@ def add_options(parser: pytest.Parser) -> None:
                     help="score pre-generated responses instead of calling a model")
     group.addoption("--ifbench-keep-think", dest="ifbench_keep_think", action="store_true",
                     help="verify replies with <think>...</think> blocks left in")
-    group.addoption("--ifbench-max-attempts", dest="ifbench_max_attempts", type=int, default=6, metavar="N",
+    group.addoption("--ifbench-max-attempts", dest="ifbench_max_attempts", type=_count(1), default=6, metavar="N",
                     help="attempts per model call before it errors (default: 6)")
     group.addoption("--ifbench-max-wait", dest="ifbench_max_wait", type=float, default=300.0, metavar="SECONDS",
                     help="cap on total backoff wait per model call (default: 300)")
@@ -73,7 +77,7 @@ def add_options(parser: pytest.Parser) -> None:
         agents.addoption(f"--ifbench-agent-{name}", dest=f"ifbench_agent_{option}", type=kind, default=None,
                          metavar=unit, help=f"{what}; default: the instance's protocol_options.{option}, else "
                                             f"{getattr(defaults, option):g}")
-    agents.addoption("--ifbench-agent-concurrency", dest="ifbench_agent_concurrency", type=int, default=2,
+    agents.addoption("--ifbench-agent-concurrency", dest="ifbench_agent_concurrency", type=_count(1), default=2,
                      metavar="N", help="agent runs in flight at once per process (default: 2)")
     agents.addoption("--ifbench-keep-workspaces", dest="ifbench_keep_workspaces", action="store_true",
                      help="keep each agent run's workspace (a failed item's report names its path)")
@@ -86,3 +90,20 @@ def add_options(parser: pytest.Parser) -> None:
                      default=None, metavar="PATH",
                      help="score recorded trajectories (files or folders: ours, normalized JSONL, raw proxy "
                           "logs) instead of running agents; repeatable")
+
+
+def _count(minimum: int, allowed: str = "") -> Callable[[str], int]:
+    """An option's ``type``: a whole number of at least ``minimum``; anything else is a usage error naming the
+    option (``argument --ifbench-concurrency: must be 0 (auto) or more, got -3``)."""
+    allowed = allowed or f"{minimum} or more"
+
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {value}")
+        return value
+
+    return count

@@ -72,6 +72,10 @@ SETTINGS_KEY = pytest.StashKey[_Settings]()
 COMPARISON_KEY = pytest.StashKey[Comparison]()
 DESELECTED_KEY = pytest.StashKey[list[pytest.Item]]()
 
+#: The defaults of the gate's settings (their options default to None: given, they imply --ifbench-baseline).
+_DEFAULTS: dict[str, Any] = {"ifbench_baseline_tolerance": 0.25, "ifbench_baseline_gate": "tolerance",
+                             "ifbench_baseline_alpha": 0.05}
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ifbench")
@@ -81,33 +85,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ifbench-baseline-dir", dest="ifbench_baseline_dir", default=None, metavar="DIR",
                     help=f"store baselines under DIR (mirroring the suites' paths) instead of a {DIRNAME}/ "
                          "directory beside each suite; implies --ifbench-baseline")
-    group.addoption("--ifbench-baseline-tolerance", dest="ifbench_baseline_tolerance", type=float, default=0.25,
+    # Their defaults are None, so that giving one is seen (it implies --ifbench-baseline); pytest_configure
+    # puts the real defaults (_DEFAULTS) in their place.
+    group.addoption("--ifbench-baseline-tolerance", dest="ifbench_baseline_tolerance", type=float, default=None,
                     metavar="RATE",
                     help="for checks with a pass rate (samples, judge panels): a drop of more than RATE "
-                         "is a regression (default: 0.25)")
-    group.addoption("--ifbench-baseline-gate", dest="ifbench_baseline_gate", choices=GATES, default="tolerance",
+                         f"is a regression (default: {_DEFAULTS['ifbench_baseline_tolerance']}); implies "
+                         "--ifbench-baseline")
+    group.addoption("--ifbench-baseline-gate", dest="ifbench_baseline_gate", choices=GATES, default=None,
                     help="tolerance (default): a check that regressed beyond the tolerance fails; paired: no "
                          "single check fails, the run fails when a benchmark's ISR or CSR over the instances "
-                         "dropped significantly (exact McNemar / sign-flip permutation test, --ifbench-baseline-alpha)")
-    group.addoption("--ifbench-baseline-alpha", dest="ifbench_baseline_alpha", type=float, default=0.05,
+                         "dropped significantly (exact McNemar / sign-flip permutation test, "
+                         "--ifbench-baseline-alpha); implies --ifbench-baseline")
+    group.addoption("--ifbench-baseline-alpha", dest="ifbench_baseline_alpha", type=float, default=None,
                     metavar="A", help="significance level of --ifbench-baseline-gate=paired and of "
-                                      "--baseline-results (default: 0.05)")
+                                      f"--baseline-results (default: {_DEFAULTS['ifbench_baseline_alpha']}); "
+                                      "implies --ifbench-baseline unless --baseline-results is given")
     add_compare_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    implied = _given_settings(config)
     alpha = config.getoption("ifbench_baseline_alpha")
     if not 0.0 < alpha < 1.0:
         raise pytest.UsageError(f"--ifbench-baseline-alpha must be between 0 and 1 (exclusive), got {alpha}")
-    configure_compare(config)
-    directory = config.getoption("ifbench_baseline_dir", None)
-    if not (config.getoption("ifbench_baseline", False) or directory):
-        return
-    if not config.pluginmanager.hasplugin("syrupy"):
-        raise pytest.UsageError("--ifbench-baseline needs the syrupy plugin (it is disabled or not installed)")
     tolerance = config.getoption("ifbench_baseline_tolerance")
     if not 0.0 <= tolerance <= 1.0:
         raise pytest.UsageError(f"--ifbench-baseline-tolerance must be between 0 and 1, got {tolerance}")
+    configure_compare(config)
+    directory = config.getoption("ifbench_baseline_dir", None)
+    if implied or directory:
+        # Like --ifbench-baseline-dir, a setting of the baseline's gate asks for the baseline: set the flag
+        # itself, so every plugin asking whether a baseline is in play hears it.
+        config.option.ifbench_baseline = True
+    if not config.getoption("ifbench_baseline", False):
+        return
+    if not config.pluginmanager.hasplugin("syrupy"):
+        raise pytest.UsageError("--ifbench-baseline needs the syrupy plugin (it is disabled or not installed)")
     if directory:
         path = Path(directory)
         BaselineExtension.custom_dir = path if path.is_absolute() else Path(config.invocation_params.dir) / path
@@ -121,6 +135,19 @@ def pytest_configure(config: pytest.Config) -> None:
         directory=directory or f"{DIRNAME}/ beside each suite",
     )
     config.pluginmanager.register(_Collector(settings), "ifbench-baseline-collector")
+
+
+def _given_settings(config: pytest.Config) -> bool:
+    """Whether a setting of the baseline's gate was given (then it implies ``--ifbench-baseline``); puts the
+    defaults in place of those not given. ``--ifbench-baseline-alpha`` with ``--baseline-results`` is that
+    comparison's level, and asks for no baseline."""
+    given = False
+    for dest, default in _DEFAULTS.items():
+        if config.getoption(dest) is None:
+            setattr(config.option, dest, default)
+        elif dest != "ifbench_baseline_alpha" or not config.getoption("ifbench_baseline_results", None):
+            given = True
+    return given
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -93,8 +93,40 @@ def settings_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def judge_warning(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> str | None:
-    """One line when judged checks were graded by the model under test itself."""
+    """One line when judged checks were graded without a --judge-model: by the model under test itself, or,
+    when recorded replies were scored, by the model that stood in as the judge (the embedded one by default)."""
     if config.getoption("ifbench_judge_models") or not any(r.get("judge_calls") for r in records):
         return None
-    return ("warning: no --judge-model given, so the model under test judged its own answers; "
+    recorded = _recorded(config)
+    if not recorded:
+        return ("warning: no --judge-model given, so the model under test judged its own answers; "
+                "pass --judge-model for comparable judged scores")
+    judges = sorted({str(j) for r in records if r.get("judge_calls") for j in r.get("judges") or ()})
+    if not judges:
+        from ..models.local import DEFAULT_LOCAL_MODEL
+
+        judges = [config.getoption("ifbench_model") or DEFAULT_LOCAL_MODEL]
+    named = ", ".join(f"the embedded model {j}" if j.startswith("local/") else f"{j} (--model)" for j in judges)
+    return (f"warning: no --judge-model given: {named} judged the {recorded}; "
             "pass --judge-model for comparable judged scores")
+
+
+def _recorded(config: pytest.Config) -> str:
+    """What a run re-scored instead of calling the model under test ("" when it called it)."""
+    from pathlib import Path
+
+    what = []
+    responses = config.getoption("ifbench_responses", None)
+    if responses:  # (`ifbench score --trajectories` alone passes an empty responses file)
+        path = Path(responses)
+        if not path.is_absolute():
+            path = Path(config.invocation_params.dir) / path
+        try:
+            holds = path.stat().st_size > 0
+        except OSError:
+            holds = True
+        if holds:
+            what.append("recorded responses")
+    if config.getoption("ifbench_recorded_trajectories", None):
+        what.append("recorded agent trajectories")
+    return " and ".join(what) or ("recorded responses" if responses else "")
