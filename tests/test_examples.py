@@ -116,8 +116,8 @@ def test_k8s_shard_exit_status_and_merge(tmp_path, stub_server):
     (tmp_path / "run" / "run-id").write_text("uid-1")
     (results / "stale").mkdir()  # another run's folder on the same volume is not read
     (results / "stale" / "shard-0.json").write_text("{}")
-    done = subprocess.run(["sh", "-c", _local(merge, stub_server, results).replace("/run/ifbench", str(tmp_path / "run"))],
-                          capture_output=True, text=True, env=_env())
+    command = _local(merge, stub_server, results).replace("/run/ifbench", str(tmp_path / "run"))
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=_env())
     assert done.returncode == 0, done.stderr  # every shard finished: complete, failed checks and all
     merged = json.loads((results / "uid-1" / "merged.json").read_text())
     assert len(merged["instances"]) == 6 and not merged.get("not_run"), done.stderr
