@@ -218,6 +218,20 @@ def test_verify_a_case_the_judge_left_out_of_its_answer_is_a_case_error(tmp_path
     assert results[0] == {"passed": None, "error": "line 1: judge openai/stub left this check out of its answer"}
 
 
+def test_verify_a_judge_without_its_key_is_a_case_error_at_once(tmp_path, capsys, monkeypatch):
+    """Each judged case retried litellm's made-up HTTP 500 six times (~17 s) before it errored."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_IDENTITY_PROVIDER_ID"):
+        monkeypatch.delenv(name, raising=False)
+    cases = _write_cases(tmp_path / "cases.jsonl", _case("ifbench.judge", "hi", {"criterion": "Says hi."}),
+                         _case("ifbench.case", "hi", {"mode": "lower"}))
+    code, results = _verify(capsys, cases, "--judge-model", "openai/gpt-4o-mini")
+    assert code == 1
+    assert results[0] == {"passed": None, "error": "line 1: judge 'openai/gpt-4o-mini' needs an API key: set "
+                                                   "OPENAI_API_KEY in the environment"}
+    assert results[1]["passed"] is True
+
+
 # --------------------------------------------------------------------------- verifiers
 
 
