@@ -81,6 +81,10 @@ class Delta:
         moving the same way): at or above alpha, no outcome of theirs could be significant."""
         return min(1.0, 2.0 ** (1 - self.moved)) if self.moved else 1.0
 
+    def can_reach(self, alpha: float) -> bool:
+        """Whether some outcome of these units would be significant at ``alpha`` (:attr:`least_p`)."""
+        return self.least_p < alpha
+
     def significant(self, alpha: float) -> bool:
         return self.p < alpha and self.change.value != 0
 
@@ -155,13 +159,13 @@ def family(tests: Sequence[tuple[Any, Delta]], alpha: float) -> list[tuple[Any, 
     the gate's chance of one at ``alpha`` (Tarone's argument for discrete tests; each test's least p-value
     depends only on how many of its units moved, which its p-value is conditioned on) -- while counting it
     would weaken every other: a rubric score over one instance (least p 1.0) made a 3-test Holm of a 2-test one."""
-    return [test for test in tests if test[1].least_p < alpha]
+    return [test for test in tests if test[1].can_reach(alpha)]
 
 
 def adjusted(tests: Sequence[tuple[Any, Delta]], alpha: float) -> list[Gated]:
     """A gate's ``tests`` (a group and its change each) with the p-values of their :func:`family` adjusted
     together by Holm's method (:func:`~.stats.holm`); the others keep theirs (never below ``alpha``)."""
-    members = [i for i, (_, delta) in enumerate(tests) if delta.least_p < alpha]
+    members = [i for i, (_, delta) in enumerate(tests) if delta.can_reach(alpha)]
     holm = dict(zip(members, stats.holm([tests[i][1].p for i in members]), strict=True))
     return [Gated(group, delta, holm.get(i, delta.p)) for i, (group, delta) in enumerate(tests)]
 

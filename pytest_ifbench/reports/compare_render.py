@@ -122,9 +122,9 @@ def holm_note(tests: Sequence[tuple[Any, Delta]], alpha: float) -> str:
     and how many it left out: `` (Holm over 2 tests; 1 left out: too few instances changed to reach alpha)``."""
     members = len(family(tests, alpha))
     parts = [f"Holm over {members} tests"] if members > 1 else []
-    if left := sum(1 for _, delta in tests if 0 < delta.moved and delta.least_p >= alpha):  # unchanged: no news
-        parts.append(f"{left} {'test' if left == 1 and not parts else 'tests' if not parts else ''}".rstrip()
-                     + " left out: too few instances changed to reach alpha")
+    if left := sum(1 for _, delta in tests if delta.moved and not delta.can_reach(alpha)):  # unchanged: no news
+        noun = "" if parts else " test" if left == 1 else " tests"
+        parts.append(f"{left}{noun} left out: too few instances changed to reach alpha")
     return f" ({'; '.join(parts)})" if parts else ""
 
 
