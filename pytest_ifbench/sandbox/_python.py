@@ -73,12 +73,6 @@ def _fresh_uid() -> int:
     return 0x3000_0000 + (os.getpid() % 0x10000) * 0x100 + next(_UIDS) % 0x100
 
 
-def _interpreter() -> tuple[str, tuple[str, ...]]:
-    """This interpreter (a virtual environment's, so its packages import) and the parts of its
-    installation the sandbox must see read-only for it to start (:func:`~.backend.venv_python`)."""
-    return venv_python()
-
-
 def run_python(
     source: str,
     *,
@@ -179,7 +173,7 @@ def runs_direct(backend: SandboxBackend) -> bool:
 def _execute_direct(job: bytes, *, stdin: str | None, limits: SandboxLimits,
                     start: float) -> tuple[SandboxResult, bytes]:
     """The job under bubblewrap started here: the payload and the report travel over inherited descriptors."""
-    python, needed = _interpreter()
+    python, needed = venv_python()  # this interpreter, so the environment's packages import
     jail = ns.Jail(workspace="", home="", tmp="", uid=_fresh_uid(), gid=ns.SANDBOX_UID,
                    extra_ro=(*needed, CHILD_DIR), scratch_bytes=limits.disk_mb << 20)
     rlimits = ns.Rlimits(cpu_seconds=limits.cpu_seconds, memory_mb=limits.memory_mb, processes=limits.processes,
