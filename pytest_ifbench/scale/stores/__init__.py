@@ -107,17 +107,15 @@ def display_url(url: str) -> str:
     ``redis://:pa#ss@host`` is read as the credentials ``:pa`` and the rest as a fragment: the password's
     start would be taken for a port (urllib's error quotes it) or, all digits, shown as one."""
     parts = urlsplit(url)
+    cut_short = ValueError(f"{parts.scheme}://...: the URL's host and port cannot be read; percent-encode the "
+                           "characters '#', '/', '?' and '@' of a password (e.g. '#' as %23)")
     try:
         port = parts.port
     except ValueError:
-        port = None
-        early = True
-    else:  # "user:pa/ss@host" or ":123#4@host": credentials cut short, the rest read as a path or fragment
-        rest = url.partition("://")[2][len(parts.netloc):]
-        early = "@" in rest and ":" in parts.netloc and "@" not in parts.netloc
-    if early:
-        raise ValueError(f"{parts.scheme}://...: the URL's host and port cannot be read; percent-encode the "
-                         "characters '#', '/', '?' and '@' of a password (e.g. '#' as %23)")
+        raise cut_short from None
+    rest = url.partition("://")[2][len(parts.netloc):]  # "user:pa/ss@host", ":123#4@host": read as path, fragment
+    if "@" in rest and ":" in parts.netloc and "@" not in parts.netloc:
+        raise cut_short
     host = parts.hostname or ""
     if port:
         host = f"{host}:{port}"
