@@ -113,20 +113,21 @@ def judge_warning(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
 
 def _recorded(config: pytest.Config) -> str:
     """What a run re-scored instead of calling the model under test ("" when it called it)."""
+    responses = config.getoption("ifbench_responses", None)
+    trajectories = config.getoption("ifbench_recorded_trajectories", None)
+    what = []
+    # `ifbench score --trajectories` alone passes an empty responses file: those are no recorded responses
+    if responses and not (trajectories and _empty(config, responses)):
+        what.append("recorded responses")
+    if trajectories:
+        what.append("recorded agent trajectories")
+    return " and ".join(what)
+
+
+def _empty(config: pytest.Config, path: str) -> bool:
     from pathlib import Path
 
-    what = []
-    responses = config.getoption("ifbench_responses", None)
-    if responses:  # (`ifbench score --trajectories` alone passes an empty responses file)
-        path = Path(responses)
-        if not path.is_absolute():
-            path = Path(config.invocation_params.dir) / path
-        try:
-            holds = path.stat().st_size > 0
-        except OSError:
-            holds = True
-        if holds:
-            what.append("recorded responses")
-    if config.getoption("ifbench_recorded_trajectories", None):
-        what.append("recorded agent trajectories")
-    return " and ".join(what) or ("recorded responses" if responses else "")
+    try:
+        return (Path(config.invocation_params.dir) / path).stat().st_size == 0  # (an absolute path stays itself)
+    except OSError:
+        return False
