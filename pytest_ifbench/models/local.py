@@ -159,6 +159,7 @@ def one_entry_per_id(schema: Any, depth: int = 0) -> Any:
         del out["items"]
     return out
 
+
 class LocalModelUnavailable(RuntimeError):
     pass
 
