@@ -64,7 +64,7 @@ def check_models(names: list[str], config: pytest.Config) -> None:
 def _check_keys(names: list[str], config: pytest.Config) -> None:
     """Stop the run when a hosted model it will call has no API key (see ``models.credentials``):
     every call would fail alike."""
-    from .models.credentials import missing_key
+    from .models.credentials import key_needed, missing_key
 
     state = config.stash[STATE_KEY]
     for model in dict.fromkeys(names):
@@ -73,8 +73,7 @@ def _check_keys(names: list[str], config: pytest.Config) -> None:
             continue
         role = "judge model" if model != state.model_name and model in state.judge_names else "model"
         hint = " (or name a server of your own with --api-base)" if missing == ("OPENAI_API_KEY",) else ""
-        raise pytest.UsageError(f"pytest-ifbench: {role} {model!r} needs an API key: set {' or '.join(missing)} "
-                                f"in the environment{hint}")
+        raise pytest.UsageError(f"pytest-ifbench: {role} {key_needed(model, missing)}{hint}")
 
 
 def _check_agents(instances: Sequence[Instance], config: pytest.Config) -> None:

@@ -92,12 +92,11 @@ class _Judges:
             found = providers.unavailable(self.models, self.api_base)
             if found:
                 raise CaseError(f"judge {self.models[0]!r} cannot run: {found[2]}")
-            from ..models.credentials import missing_key
+            from ..models.credentials import key_needed, missing_key
 
             for model in self.models:  # as a run's start-up check: every call would fail alike, after retries
                 if missing := missing_key(model, self.api_base, providers):
-                    raise CaseError(f"judge {model!r} needs an API key: set {' or '.join(missing)} in the "
-                                    "environment")
+                    raise CaseError(f"judge {key_needed(model, missing)}")
             self._clients = [make_client(model, api_base=self.api_base, providers=providers) for model in self.models]
         return self._clients
 

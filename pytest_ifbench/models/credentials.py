@@ -33,7 +33,7 @@ from .providers import LITELLM, endpoint
 if TYPE_CHECKING:
     from .providers import ProviderTable
 
-__all__ = ["missing_key"]
+__all__ = ["key_needed", "missing_key"]
 
 #: The providers whose variables are known here: (the variable to name, every variable that would do).
 #: The others are the ones their SDKs (or litellm) accept instead: Anthropic's auth token and workload
@@ -59,6 +59,12 @@ def missing_key(model: str, api_base: str | None, table: ProviderTable) -> tuple
         shown, accepted = known
         return () if any(_set(name) for name in accepted) else (shown,)
     return _asked_litellm(model)
+
+
+def key_needed(model: str, missing: tuple[str, ...]) -> str:
+    """What a run and ``ifbench verify`` say of ``model`` without its key (``missing``, from :func:`missing_key`):
+    ``'openai/gpt-4o-mini' needs an API key: set OPENAI_API_KEY in the environment``."""
+    return f"{model!r} needs an API key: set {' or '.join(missing)} in the environment"
 
 
 def _set(name: str) -> bool:
