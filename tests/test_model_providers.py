@@ -247,3 +247,37 @@ def test_ifbench_verify_asks_the_table_before_judging(tmp_path, capsys, monkeypa
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 1
     assert out == [{"passed": None, "error": "line 1: judge 'local/smollm2' cannot run: llama_cpp is not installed"}]
+
+
+def test_a_providers_revision_keeps_replies_of_another_revision_out_of_the_cache(tmp_path):
+    """A change of how a provider decodes (the embedded model's grammars) must not reuse what the old
+    decoding answered; a provider without a revision keeps the keys it always had."""
+    import asyncio
+
+    from pytest_ifbench import chat_reply
+    from pytest_ifbench.models import local
+    from pytest_ifbench.models.cache import cache_key
+    from pytest_ifbench.models.client import GenerationParams
+
+    answers = iter(["old decoding", "new decoding"])
+
+    class Sender:
+        async def acompletion(self, **kwargs: Any) -> Any:
+            return chat_reply({"choices": [{"message": {"role": "assistant", "content": next(answers)},
+                                            "finish_reason": "stop"}]})
+
+    def client(revision: str | None) -> ModelClient:
+        table = ProviderTable([Provider(name="t", prefix="t/", transport=lambda *_: Sender(), needs_litellm=False,
+                                        revision=None if revision is None else lambda model: revision)])
+        return make_client("t/m", cache=ResponseCache(tmp_path), providers=table, retry=RetryPolicy(max_attempts=1))
+
+    ask = [{"role": "user", "content": "hi"}]
+    assert asyncio.run(client("1").complete(ask)).text == "old decoding"
+    assert asyncio.run(client("1").complete(ask)).cached
+    again = asyncio.run(client("2").complete(ask))
+    assert (again.text, again.cached) == ("new decoding", False)
+    plain = make_client("t/m", providers=ProviderTable([Provider(name="t", prefix="t/")]))
+    params = GenerationParams()
+    assert plain.key(ask, params, sample=0, tools=(), response_format=None) == cache_key(
+        model="t/m", messages=ask, params=params.litellm_kwargs())
+    assert local.PROVIDER.revision is not None and local.PROVIDER.revision("local/smollm2")

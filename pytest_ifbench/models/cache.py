@@ -1,7 +1,8 @@
 """The on-disk response cache, content-addressed by what changes the output.
 
 The key is built from an explicit list of fields (model, messages, tools,
-generation parameters, response format, sample index); transport settings
+generation parameters, response format, sample index, and the provider's
+revision where it declares one); transport settings
 (api base, keys, timeouts) are left out, so pointing at another endpoint
 for the same model still hits the cache. Entries are written atomically
 (temp file + ``os.replace``), so xdist workers can share a directory and an
@@ -44,8 +45,9 @@ def cache_key(
     sample: int = 0,
     tools: Sequence[Mapping[str, Any]] = (),
     response_format: Mapping[str, Any] | None = None,
+    revision: str | None = None,
 ) -> str:
-    payload = {
+    payload: dict[str, Any] = {
         "format": CACHE_FORMAT,
         "model": model,
         "messages": list(messages),
@@ -54,6 +56,8 @@ def cache_key(
         "tools": list(tools),
         "response_format": response_format,
     }
+    if revision is not None:  # (a provider's; see Provider.revision)
+        payload["revision"] = revision
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

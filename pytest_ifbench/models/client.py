@@ -229,6 +229,8 @@ class ModelClient:
     #: The run's spending limit (``--ifbench-max-cost``, shared by the model's and the judges' clients and
     #: every process of the run); None: no limit.
     spending: Ledger | None = field(default=None, repr=False)
+    #: What the provider's replies depend on besides the request (``Provider.revision``), in every cache key.
+    revision: str | None = None
     #: Calls on their way, by (event loop, cache key): an identical request waits for the first (see
     #: :meth:`complete`).
     _in_flight: dict[tuple[int, str], asyncio.Future[Any]] = field(default_factory=dict, init=False, repr=False)
@@ -252,7 +254,7 @@ class ModelClient:
     def key(self, messages: Sequence[Mapping[str, Any]], params: GenerationParams, *, sample: int,
             tools: Sequence[Mapping[str, Any]], response_format: Mapping[str, Any] | None) -> str:
         return cache_key(model=self.model, messages=messages, params=params.litellm_kwargs(),
-                         sample=sample, tools=tools, response_format=response_format)
+                         sample=sample, tools=tools, response_format=response_format, revision=self.revision)
 
     def _completion(self, raw: str, entry: Mapping[str, Any], *, cached: bool) -> Completion:
         raw = utf8_safe(raw)  # every writer of the run can encode what the model said

@@ -132,9 +132,14 @@ def context_window(model: str = "local/smollm2") -> int:
     return int(os.environ.get("IFBENCH_LOCAL_CTX", "4096"))
 
 
+#: How this module decodes: raise it with any change that changes what the model answers (a grammar, the
+#: prompt of a tool call), so that a response cache filled before never gives the old answers again.
+#: 2: a judge's verdicts are one entry per check (:func:`one_entry_per_id`).
+DECODING_REVISION = "2"
+
 PROVIDER = Provider(name="local", prefix="local/", problem=lambda: local_model_problem(), concurrency=1,
                     needed="the embedded model is needed (no --model/--judge-model given)", uses_api_base=False,
-                    context_window=context_window, free=True)
+                    context_window=context_window, free=True, revision=lambda model: DECODING_REVISION)
 
 
 def one_entry_per_id(schema: Any, depth: int = 0) -> Any:

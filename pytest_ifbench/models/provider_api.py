@@ -80,6 +80,10 @@ class Provider:
     #: Whether its calls cost nothing (a model run on this machine, recorded replies): the run's spending
     #: limit (``--ifbench-max-cost``) neither counts nor refuses them, and accepts its models unpriced.
     free: bool = False
+    #: ``revision(model) -> str``: what its replies depend on besides the request (the embedded model: how
+    #: it decodes). It enters the response cache's key of every call, so a new revision never reuses what
+    #: an older one answered. None: the request alone decides (and the keys stay as they always were).
+    revision: Callable[[str], str] | None = None
 
     def serves(self, model: str, api_base: str | None, extra: Mapping[str, Any]) -> bool:
         if self.prefix is not None and not model.startswith(self.prefix):

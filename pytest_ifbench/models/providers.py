@@ -144,6 +144,7 @@ def make_client(model: str, *, api_base: str | None = None, cache: ResponseCache
     return ModelClient(model=model, api_base=base, cache=cache, retry=retry, strip_think=strip_think,
                        extra=sent, direct=transport, cache_breakpoints=marks,
                        spending=None if provider.free else spending,
+                       revision=provider.revision(model) if provider.revision is not None else None,
                        **({"breakers": breakers} if breakers is not None else {}))
 
 
