@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from pytest_ifbench.models.cache import ResponseCache
@@ -135,7 +137,18 @@ def test_missing_local_extra_fails_at_start_with_instructions(pytester, monkeypa
 
 
 def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
-    stub_env.latency = 0.25
+    """The run is killed with six replies cached and two calls in flight: the stub holds every call after
+    the sixth, so what the killed run paid is known however loaded the machine (it flaked when a late
+    request was counted after the kill, or the run finished before it)."""
+    held = threading.Event()
+    served = itertools.count()
+
+    def after_the_sixth_wait(body: dict) -> Reply:
+        if next(served) >= 6:
+            held.wait(60)
+        return Reply(content="an answer")
+
+    stub_env.add_rule("", after_the_sixth_wait)
     write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(24))
     # A real process: the test kills it with SIGKILL mid-run.
     args = [sys.executable, "-m", "pytest", "suites", *stub_args(stub_env, "--ifbench-concurrency=2")]
@@ -147,17 +160,17 @@ def test_resume_after_killed_run_pays_only_for_the_rest(pytester, stub_env):
         return len([p for p in cache.rglob("*.json") if not p.name.startswith(".")])
 
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and entries() < 6:
+    while time.monotonic() < deadline and (entries() < 6 or stub_env.in_flight < 2):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = entries()
-    assert 6 <= done < 24, done
-    assert len(ResponseCache(cache)) == done  # leftover temp files are not counted as entries
-    calls_before = stub_env.calls
+    held.set()
+    assert stub_env.wait_idle()
+    assert (entries(), stub_env.calls) == (6, 8)
+    assert len(ResponseCache(cache)) == 6  # leftover temp files are not counted as entries
     result = pytester.runpytest("suites", *stub_args(stub_env, "--ifbench-concurrency=8"))
     result.assert_outcomes(passed=24)
-    assert stub_env.calls - calls_before == 24 - done
+    assert stub_env.calls - 8 == 24 - 6
 
 
 def test_no_key_in_any_written_file(pytester, stub_env):
