@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from pytest_ifbench.models.cache import ResponseCache
 from pytest_ifbench.testing import Reply
 from tests._support import FAKE_KEY, bulk_suite, stub_args, write_suite
@@ -223,3 +225,31 @@ def test_full_instances_are_left_out_of_a_plain_run(pytester, stub_env):
     result.assert_outcomes(passed=3)
     result = pytester.runpytest("suites", *stub_args(stub_env), "-m", "bulk")
     result.assert_outcomes(passed=2, deselected=1)
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": "x"},
+                                   {"prompt_tokens": None, "completion_tokens": True}], ids=["strings", "null-bool"])
+def test_token_counts_that_are_not_numbers_count_as_none_and_never_crash_the_record(pytester, stub_env, usage):
+    """They were cached as sent, and adding them up crashed every run's record of the instance."""
+    stub_env.default = Reply(raw_body=json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "an answer"}}], "usage": usage}))
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
+    for _ in range(2):  # the second from the cache
+        pytester.runpytest("suites", *stub_args(stub_env)).assert_outcomes(passed=1)
+        (record,) = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+        assert record["status"] == "passed" and record["turns"][0]["response"]["prompt_tokens"] == 0
+    assert stub_env.calls == 1
+
+
+def test_a_cache_entry_with_damaged_figures_is_read_without_them(pytester, stub_env):
+    write_suite(pytester.path, "suites/bulk.yaml", bulk_suite(1))
+    pytester.runpytest("suites", *stub_args(stub_env)).assert_outcomes(passed=1)
+    (path,) = (pytester.path / ".ifbench-cache").rglob("*.json")
+    entry = json.loads(path.read_text())
+    entry["response"].update(prompt_tokens=None, completion_tokens="7", cost="0.1")
+    path.write_text(json.dumps(entry))
+    pytester.runpytest("suites", *stub_args(stub_env)).assert_outcomes(passed=1)
+    (record,) = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    response = record["turns"][0]["response"]
+    assert (response["prompt_tokens"], response["completion_tokens"], response["cost"]) == (0, 0, None)
+    assert stub_env.calls == 1

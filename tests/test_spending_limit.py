@@ -323,6 +323,58 @@ def test_a_failed_attempt_costs_nothing_and_its_retry_asks_again(stub_env, tmp_p
     assert now.calls == 1 and now.spent == pytest.approx(done.cost) and now.in_flight == 0
 
 
+def test_a_reply_refused_as_malformed_was_billed_and_counts_against_the_limit(stub_env, tmp_path):
+    """A reply with null content and no tool calls is retried, but the provider billed it: the ledger counts
+    its price and the call's cost includes it. (It settled as an unpriced call, so a model answering only
+    such replies paid 8 times a $0.002 limit while the ledger said $0.)"""
+    from pytest_ifbench.models.client import RetryPolicy
+
+    (alone,) = _complete(make_client(MODEL, api_base=stub_env.url), ["hello there"])
+    stub_env.reset()
+    stub_env.add_rule("", Reply(content=None), times=1)
+    ledger = _ledger(tmp_path, 1.0)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger,
+                         retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02))
+    (done,) = _complete(client, ["hello there"])
+    now = ledger.status()
+    assert done.attempts == 2 and stub_env.calls == 2 == now.calls and now.unpriced == 0
+    assert alone.cost < done.cost == pytest.approx(now.spent), "the refused reply's price is in the call's cost"
+
+
+def test_a_call_whose_every_reply_was_refused_carries_what_they_cost(stub_env, tmp_path):
+    """The errored record counts the refused replies (``ModelCallError.paid``), and the limit stops them."""
+    from pytest_ifbench.models.call_errors import ModelCallError
+    from pytest_ifbench.models.client import RetryPolicy
+
+    stub_env.default = Reply(content=None)
+    ledger = _ledger(tmp_path, 1.0)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger,
+                         retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02))
+    (failed,) = _complete(client, ["hello there"])
+    assert isinstance(failed, ModelCallError) and stub_env.calls == 3
+    assert [c.attempts for c in failed.paid] == [1, 2, 3] and all(c.cost and not c.cached for c in failed.paid)
+    now = ledger.status()
+    assert (now.calls, now.unpriced) == (3, 0) and now.spent == pytest.approx(sum(c.cost for c in failed.paid))
+    stub_env.reset()
+    (tmp_path / "tight").mkdir()
+    tight = _ledger(tmp_path / "tight", failed.paid[0].cost * 4.5)
+    client = make_client(MODEL, api_base=stub_env.url, spending=tight,
+                         retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02))
+    _complete(client, [f"hello there {i}" for i in range(6)])
+    assert tight.status().spent <= failed.paid[0].cost * 4.5 * 1.2 and tight.status().refused
+
+
+def test_a_reply_without_usage_has_no_price_and_is_counted_as_unpriced(stub_env, tmp_path):
+    """Not $0: a reply that reports no tokens cost what it cost; the summary warns of it."""
+    stub_env.default = Reply(raw_body=json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "an answer"}}]}))
+    ledger = _ledger(tmp_path, 1.0)
+    (done,) = _complete(make_client(MODEL, api_base=stub_env.url, spending=ledger), ["hello there"])
+    now = ledger.status()
+    assert done.text == "an answer" and done.cost is None
+    assert (now.calls, now.unpriced, now.spent) == (1, 1, 0.0)
+
+
 # --------------------------------------------------------------------------- whole runs
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from .._text import strip_reasoning, utf8_safe, utf8_safe_value
 from .._types import GenerationParams
 from .background import call_over, call_sent
+from .billing import amount, price, tokens, with_refused
 from .breaker import Breakers, CircuitOpen, is_connection_failure
 from .cache import ResponseCache, cache_key, kept_reply
 from .call_errors import (
@@ -190,10 +191,13 @@ async def _admitted(limit: Ledger, model: str, attempt: int, patience: float) ->
         await asyncio.sleep(0.05)
 
 
-def _reply_cost(response: Any) -> float | None:
-    """The ``cost`` (USD) a transport's reply carries, if it carries one."""
-    cost = getattr(response, "cost", None)
-    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+def _refused_reply(model: str, response: Any, cost: float | None, attempt: int, latency: float) -> Completion:
+    """A reply refused as malformed, as what it was billed: its tokens and price (no text: it had none usable)."""
+    usage = getattr(response, "usage", None)
+    choices = getattr(response, "choices", None)
+    return Completion(text="", raw_text="", prompt_tokens=tokens(usage, "prompt_tokens"),
+                      completion_tokens=tokens(usage, "completion_tokens"), latency=latency, cost=cost, model=model,
+                      attempts=attempt, finish_reason=getattr(choices[0], "finish_reason", None) if choices else None)
 
 
 @dataclass(kw_only=True)
@@ -263,8 +267,8 @@ class ModelClient:
         return Completion(
             text=text, raw_text=raw, reasoning=reasoning,
             tool_calls=tuple(utf8_safe_value(list(calls))) if calls else (),
-            prompt_tokens=entry.get("prompt_tokens", 0), completion_tokens=entry.get("completion_tokens", 0),
-            latency=entry.get("latency", 0.0), cost=entry.get("cost"), cached=cached, model=self.model,
+            prompt_tokens=tokens(entry, "prompt_tokens"), completion_tokens=tokens(entry, "completion_tokens"),
+            latency=entry.get("latency", 0.0), cost=amount(entry.get("cost")), cached=cached, model=self.model,
             attempts=entry.get("attempts", 1), finish_reason=entry.get("finish_reason"),
         )
 
@@ -353,7 +357,19 @@ class ModelClient:
     async def _call_with_retries(self, messages, params, *, tools, response_format, marks=(),
                                  slot: Slot | None = None) -> dict[str, Any]:
         """The reply's cache entry; ``slot``: the limiter's slot held already for the first attempt that
-        reaches the limiter (it is released with that attempt; each retry after it waits for one of its own)."""
+        reaches the limiter (it is released with that attempt; each retry after it waits for one of its own).
+        Replies refused as malformed were billed: the entry's ``cost`` includes theirs, and a call that fails
+        for good carries them as its error's ``paid``, so that the errored record counts them."""
+        refused: list[Completion] = []
+        try:
+            return await self._attempts(messages, params, tools=tools, response_format=response_format,
+                                        marks=marks, slot=slot, refused=refused)
+        except ModelCallError as failed:
+            failed.paid = (*refused, *failed.paid)
+            raise
+
+    async def _attempts(self, messages, params, *, tools, response_format, marks, slot: Slot | None,
+                        refused: list[Completion]) -> dict[str, Any]:
         litellm = await litellm_module() if self.direct is None else None
         kwargs: dict[str, Any] = dict(self.extra) | params.litellm_kwargs()
         if self.api_base:
@@ -395,6 +411,7 @@ class ModelClient:
         while True:
             attempt += 1
             start = time.perf_counter()
+            response = None
             try:
                 breaker.check()
                 if self.limiter is not None:
@@ -405,23 +422,16 @@ class ModelClient:
                     response = await send()
                 breaker.answered()
                 latency = time.perf_counter() - start
+                cost = price(response, litellm)  # before the reply is judged: one refused was billed too
                 choice, raw, calls, usage = checked_reply(response)
-                # A transport prices its own replies (the SDK providers, at litellm's prices); the direct
-                # path serves only models litellm has no price for, so its replies carry none.
-                cost = _reply_cost(response) if litellm is None else None
-                if litellm is not None:
-                    try:
-                        cost = float(litellm.completion_cost(completion_response=response))
-                    except Exception:
-                        cost = None
                 if reserved is not None:
                     spending.end(self.model, reserved, cost)  # type: ignore[union-attr]
                     reserved = None
                 return {
                     "raw_text": raw, "tool_calls": calls,
-                    "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-                    "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
-                    "latency": latency, "cost": cost, "attempts": attempt,
+                    "prompt_tokens": tokens(usage, "prompt_tokens"),
+                    "completion_tokens": tokens(usage, "completion_tokens"),
+                    "latency": latency, "cost": with_refused(cost, (r.cost for r in refused)), "attempts": attempt,
                     "finish_reason": getattr(choice, "finish_reason", None),
                 }
             except asyncio.CancelledError:
@@ -436,9 +446,12 @@ class ModelClient:
                 raise EndpointDown(self.model, str(opened), attempts=attempt - 1) from None
             except Exception as error:
                 exc = as_malformed(error)
-                if reserved is not None:  # a reply that came malformed was paid for, at a price not known
-                    spending.end(self.model, reserved, None,  # type: ignore[union-attr]
-                                 paid=isinstance(exc, MalformedReply))
+                came = isinstance(exc, MalformedReply)  # a reply came and was refused: billed all the same
+                billed = price(response, litellm) if came and response is not None else None
+                if came:
+                    refused.append(_refused_reply(self.model, response, billed, attempt, time.perf_counter() - start))
+                if reserved is not None:
+                    spending.end(self.model, reserved, billed, paid=came)  # type: ignore[union-attr]
                     reserved = None
                 message = error_message(exc)
                 if is_connection_failure(error):

@@ -139,9 +139,10 @@ def cost_of(model: str, usage: Usage) -> float | None:
     As litellm prices a plain chat call: a prompt longer than a length the entry names
     (``input_cost_per_token_above_272k_tokens``...) takes that length's prices, the longest such length
     first, each price missing there from the next shorter one, then the base; a cache price missing
-    altogether is the input price."""
+    altogether is the input price. A usage without prompt tokens was not reported (every prompt has some):
+    its price is not known either, rather than $0."""
     entry = entry_for(model)
-    if entry is None:
+    if entry is None or usage.prompt <= 0:
         return None
     prices = {name: _number(entry.get(name)) for name in _PRICES}
     lengths = {match.group(1) for key in entry if (match := _LONG_PRICE.fullmatch(key))}
