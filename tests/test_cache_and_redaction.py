@@ -366,6 +366,20 @@ def test_parse_good_verdicts():
     }
 
 
+@pytest.mark.parametrize("score", ["99", "11", "0", "-5", "NaN", "Infinity", "1e308", "10.5"])
+def test_a_score_outside_the_scale_is_a_malformed_answer_not_a_verdict(score):
+    """99 on a 1-10 scale passed and NaN failed: a schema binds only a constrained decoder."""
+    with pytest.raises(ValueError, match=r"needs a score from 1 to 10, got"):
+        parse_verdicts(f'{{"checks": [{{"id": "tone", "score": {score}, "verdict": "fail"}}]}}', ["tone"],
+                       {"tone": (6.0, 10)})
+
+
+def test_a_score_within_the_scale_passes_above_its_threshold():
+    verdicts = [parse_verdicts(f'{{"checks": [{{"id": "tone", "score": {s}}}]}}', ["tone"], {"tone": (6.0, 10)})
+                for s in (1, 6, 6.5, 10)]
+    assert [v["tone"][0] for v in verdicts] == [False, False, True, True]
+
+
 def test_parse_verdicts_wrapped_in_prose_and_fences():
     text = ('Here is my evaluation:\n```json\n{"checks": [{"id": "polite", "verdict": "pass", '
             '"reasoning": "uses {please}"}]}\n```\nHope that helps!')

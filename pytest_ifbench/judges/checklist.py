@@ -176,13 +176,14 @@ def reply_entries(text: str, key: str, *, finish_reason: str | None = None) -> l
     return entries
 
 
-def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | None = None,
+def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, tuple[float, int]] | None = None,
                    conditional: Collection[str] = (), *, complete: bool = False) -> dict[str, tuple[bool | None, str]]:
     """Parse the judge's JSON; raise ValueError with a reason when it is malformed (``complete``: or when it
     leaves out a requirement, or answers ``not_applicable`` on one not in ``conditional``).
 
-    ``scored`` maps the ids of scored requirements to their pass threshold: those
-    pass when their integer ``score`` exceeds it (the reasoning is prefixed with it).
+    ``scored`` maps the ids of scored requirements to their pass threshold and scale: those
+    pass when their ``score`` exceeds the threshold (the reasoning is prefixed with it); a score
+    outside 1..scale (99 of 10, NaN) is a malformed answer, since a schema binds only constrained decoders.
     ``not_applicable`` is parsed as None; on an id outside ``conditional`` (``complete`` False: a repaired
     answer) :func:`_panel_verdict` makes it an error on that check.
     """
@@ -194,10 +195,11 @@ def parse_verdicts(text: str, ids: Sequence[str], scored: Mapping[str, float] | 
             continue
         if entry["id"] in scored:
             score = entry.get("score")
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise ValueError(f"check {entry['id']!r} needs a numeric score, got {score!r}")
-            reasoning = f"score {score:g} (passes above {scored[entry['id']]:g}): {entry.get('reasoning', '')}"
-            out.setdefault(entry["id"], (score > scored[entry["id"]], reasoning))
+            threshold, top = scored[entry["id"]]
+            if isinstance(score, bool) or not isinstance(score, int | float) or not 1 <= score <= top:
+                raise ValueError(f"check {entry['id']!r} needs a score from 1 to {top}, got {score!r}")
+            reasoning = f"score {score:g} (passes above {threshold:g}): {entry.get('reasoning', '')}"
+            out.setdefault(entry["id"], (score > threshold, reasoning))
             continue
         verdict = str(entry.get("verdict", "")).strip().lower()
         if verdict == NOT_APPLICABLE and (entry["id"] in conditional or not complete):
@@ -264,7 +266,7 @@ async def ask_with_repair(call: Callable[[list[dict[str, Any]]], Awaitable[Compl
         raise error from None
 
 
-async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Mapping[str, float],
+async def _ask(client: ModelClient, prompt: str, ids: Sequence[str], scored: Mapping[str, tuple[float, int]],
                scale: int | None, conditional: Collection[str],
                ) -> tuple[dict[str, tuple[bool | None, str]], list[Completion]]:
     system = (_SYSTEM + (_SYSTEM_SCORED.format(scale=scale) if scale else "")
@@ -291,7 +293,7 @@ async def judge_checks(
     if not judges:
         raise JudgeError("judged checks need a judge model (--judge-model)")
     items = []
-    scored: dict[str, float] = {}
+    scored: dict[str, tuple[float, int]] = {}  # threshold, scale
     conditional: set[str] = set()
     scale = None
     for check in checks:
@@ -310,7 +312,7 @@ async def judge_checks(
             text = f"The response avoids this mistake: {text}"
         if verifier.judge_scale:
             scale = max(scale or 0, verifier.judge_scale)
-            scored[check.id] = float(check.params.get("threshold", 0.6 * verifier.judge_scale))
+            scored[check.id] = (float(check.params.get("threshold", 0.6 * verifier.judge_scale)), verifier.judge_scale)
             text += f" (give a score from 1 to {verifier.judge_scale})"
         items.append((check.id, text))
     ids = [check_id for check_id, _ in items]
