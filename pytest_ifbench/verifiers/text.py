@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from .._params import Param
+from .._params import Param, ParamError
 from .._types import Verdict
 
 _WORD = re.compile(r"\b[\w'-]+\b")
@@ -16,10 +16,16 @@ def _snippet(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _check_word_bounds(params) -> None:
+    if params["min"] > params["max"]:
+        raise ParamError("min", f"must be <= max ({params['max']}), got {params['min']}")
+
+
 def register(registry) -> None:
     @registry.verifier(
         "ifbench.word_count",
         params={"min": Param(int, default=0, min=0), "max": Param(int, default=10**9, min=0)},
+        check_params=_check_word_bounds,
         description="The reply has between min and max words (inclusive).",
     )
     def word_count(text, params, ctx):
