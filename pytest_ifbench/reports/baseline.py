@@ -36,8 +36,8 @@ from typing import Any
 import pytest
 from syrupy.exceptions import SnapshotDoesNotExist
 
-from .._collect import CheckFailed, InstanceItem, failure_message
-from .baseline_compare import Comparison, compare, instance_pair, payload
+from .._collect import CheckFailed, CheckUndecided, InstanceItem, failure_message
+from .baseline_compare import Comparison, compare, instance_pair, kept, payload, undecided
 from .baseline_extension import DIRNAME, BaselineExtension, _Stored
 from .baseline_gate import GATES, GateGroup, evaluate, gate_lines, regressions
 from .compare_run import add_options as add_compare_options
@@ -212,6 +212,7 @@ def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) 
     assertion = _assertion(item)
     stored = _read(assertion)
     current = payload(record)
+    left = undecided(record)
     expected = [c.id for c in item.spec.all_checks() if c.scored]  # type: ignore[attr-defined]
     if stored is None:
         comparison = Comparison(nodeid=item.nodeid, status="new")
@@ -229,10 +230,13 @@ def pytest_ifbench_instance_verified(item: pytest.Item, record: dict[str, Any]) 
             baseline = None
         if baseline is not None:
             paired = settings.gate == "paired"
-            comparison = compare(item.nodeid, baseline, current, 0.0 if paired else settings.tolerance, expected)
+            comparison = compare(item.nodeid, baseline, current, 0.0 if paired else settings.tolerance, expected,
+                                 left)
             if paired:
                 comparison.defer()
-                comparison.pair = instance_pair(baseline, current, expected)
+                # An instance with an undecided check errored: no pair, as one that could not run.
+                comparison.pair = {} if left else instance_pair(baseline, current, expected)
+        current = kept(current, baseline, left)  # stored and diffed: an undecided check keeps its old entry
         if settings.update:
             # Accept the current run: syrupy writes the snapshot when it differs.
             _assert(assertion, current)
@@ -279,6 +283,11 @@ def pytest_ifbench_report_check(item: pytest.Item, name: str, outcomes: list[Any
             + "\n".join("  " + line for line in failure_message(o).splitlines())
             for o in regressed
         ))
+    # A check nothing decided is an error whatever the baseline holds (the built-in's CheckUndecided), never a
+    # known failure, nor a pass because the baseline is new or being updated.
+    left = [o for o in outcomes if o.error is not None and o.applicable]
+    if left:
+        raise CheckUndecided("\n".join(failure_message(o) for o in left))
     return True
 
 

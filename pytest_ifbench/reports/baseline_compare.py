@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
+
+from .metrics import applicable
 
 #: Format of the stored payload: ``{"ifbench_baseline": 1, "model", ["judges"], "checks": {id: {"passed", ["rate"]}}}``.
 PAYLOAD_FORMAT = 1
@@ -21,14 +24,31 @@ def check_entry(check: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def undecided(record: dict[str, Any]) -> list[str]:
+    """The applicable scored checks of ``record`` that have no decision, only an error (a judge left them out of
+    its answer, a verifier could not run): the instance errored on them (:func:`~.metrics.errored`), so
+    they are neither compared with the baseline nor stored in it."""
+    return [c["id"] for c in record.get("checks", []) if c.get("scored", True) and c.get("error") and applicable(c)]
+
+
 def payload(record: dict[str, Any]) -> dict[str, Any]:
-    """The snapshot of one instance: the model (and judges, when a check was judged) and its scored checks."""
+    """The snapshot of one instance: the model (and judges, when a check was judged) and its scored checks
+    that were decided (:func:`undecided`: not the others)."""
+    left = set(undecided(record))
     scored = [c for c in record.get("checks", []) if c.get("scored", True)]
     out: dict[str, Any] = {"ifbench_baseline": PAYLOAD_FORMAT, "model": record.get("model"),
-                           "checks": {c["id"]: check_entry(c) for c in scored}}
+                           "checks": {c["id"]: check_entry(c) for c in scored if c["id"] not in left}}
     if any((c.get("verdict") or {}).get("details", {}).get("judges") for c in scored):
         out["judges"] = list(record.get("judges") or [])
     return out
+
+
+def kept(current: dict[str, Any], baseline: dict[str, Any] | None, checks: Collection[str]) -> dict[str, Any]:
+    """The ``current`` payload with the ``baseline``'s entries of ``checks`` (the undecided ones): what an
+    update stores, keeping what the baseline held of a check this run could not decide (as it keeps an
+    errored instance's whole snapshot)."""
+    old = (baseline or {}).get("checks") or {}
+    return current | {"checks": current["checks"] | {c: old[c] for c in checks if c in old}}
 
 
 def _setup(snapshot: dict[str, Any]) -> str:
@@ -57,6 +77,8 @@ class Comparison:
     new_checks: list[str] = field(default_factory=list)
     #: checks of the suite that passed in the baseline but were not reached (patience)
     unreached: dict[str, str] = field(default_factory=dict)
+    #: checks left undecided (an error, no verdict): not compared, their baseline kept
+    undecided: list[str] = field(default_factory=list)
     #: with --snapshot-update: the checks whose stored outcome changed
     changed: list[str] = field(default_factory=list)
     #: "<baseline model> -> <current model>" when the baseline was recorded with another setup
@@ -89,16 +111,18 @@ class Comparison:
         for label, names in (("regressions", self.regressions), ("not reached", self.unreached),
                              ("drops (gated by the paired test)", self.drops),
                              ("improvements", self.improvements), ("known failures", self.known_failures),
-                             ("new checks", self.new_checks), ("updated", self.changed)):
+                             ("new checks", self.new_checks), ("undecided (baseline kept)", self.undecided),
+                             ("updated", self.changed)):
             if names:
                 parts.append(f"{label}: {', '.join(names)}")
         return "; ".join(parts) or "as in the baseline"
 
 
 def compare(nodeid: str, baseline: dict[str, Any], current: dict[str, Any], tolerance: float,
-            expected: list[str]) -> Comparison:
-    """Classify every current check against ``baseline``; ``expected`` = the scored checks of the suite."""
-    result = Comparison(nodeid=nodeid, status="compared")
+            expected: list[str], left: Collection[str] = ()) -> Comparison:
+    """Classify every current check against ``baseline``; ``expected`` = the scored checks of the suite,
+    ``left`` = those this run left undecided (:func:`undecided`), neither regressed nor unreached."""
+    result = Comparison(nodeid=nodeid, status="compared", undecided=sorted(left))
     if "model" in baseline and _setup(baseline) != _setup(current):
         result.setup_changed = f"{_setup(baseline)} -> {_setup(current)}"
     old_checks = baseline.get("checks") or {}
@@ -121,7 +145,8 @@ def compare(nodeid: str, baseline: dict[str, Any], current: dict[str, Any], tole
             result.known_failures[check_id] = how
     for check_id in expected:
         old = old_checks.get(check_id)
-        if check_id not in current["checks"] and old is not None and _rate(old) > tolerance + 1e-9:
+        if check_id not in current["checks"] and check_id not in left and old is not None \
+                and _rate(old) > tolerance + 1e-9:
             result.unreached[check_id] = f"passed in the baseline ({_pct(_rate(old))}), not reached now"
     return result
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from .metrics import instance_passed_share
+from .metrics import errored, instance_passed_share
 from .summary_writer import START_KEY, write_summary
 
 FORMATS = (".md", ".html")
@@ -136,7 +136,7 @@ def pytest_ifbench_plots(benchmark: str, records: list[dict[str, Any]], director
     series = [[r for r in records] if label == "all" else groups[label] for label in labels]
     isr, csr, counts = [], [], []
     for group in series:
-        shares = [s for r in group if r.get("status") != "error" if (s := instance_passed_share(r)) is not None]
+        shares = [s for r in group if not errored(r) if (s := instance_passed_share(r)) is not None]
         isr.append(statistics.fmean(float(a) for a, _ in shares) if shares else 0.0)
         csr.append(statistics.fmean(b for _, b in shares) if shares else 0.0)
         counts.append(len(shares))

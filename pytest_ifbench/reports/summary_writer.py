@@ -24,6 +24,7 @@ import pytest
 
 from ..suite.run_settings import judge_warning, settings_lines
 from .metrics import COLUMNS, INTERVAL_NOTE, Aggregate, MetricTable, errored
+from .terminal import error_text
 
 #: When the session started (set by :mod:`.summary_file`'s ``pytest_sessionstart``): the summary says how long it took.
 START_KEY = pytest.StashKey[float]()
@@ -254,13 +255,8 @@ def build_document(config: pytest.Config, records: Sequence[Mapping[str, Any]], 
     if errors:
         doc.heading(2, "Errors")
         doc.table(("instance", "kind", "error"),
-                  [(r["nodeid"], r.get("error_kind") or "check", _error_text(r)[:300]) for r in errors[:50]])
+                  [(r["nodeid"], r.get("error_kind") or "check", error_text(r)[:300]) for r in errors[:50]])
     return doc
-
-
-def _error_text(record: Mapping[str, Any]) -> str:
-    undecided = "; ".join(f"{c.get('check')}: {c.get('error')}" for c in record.get("checks", []) if c.get("error"))
-    return str(record.get("error") or f"undecided checks: {undecided}")
 
 
 def scored_what(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -> str:
@@ -301,8 +297,8 @@ def _slug(name: str) -> str:
 
 
 def totals_table(by_benchmark: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[tuple[str, ...], list[tuple]]:
-    """Instances, errors, tokens and cost (paid in this run, and from the cache) and model time, per benchmark
-    and in all."""
+    """Instances, errors (:func:`~.metrics.errored`: with a check left undecided too), tokens and cost (paid
+    in this run, and from the cache) and model time, per benchmark and in all."""
     columns = ("", "instances", "errors", "prompt tokens", "completion tokens", "cached prompt",
                "cached completion", "cost", "cached cost", "generation s", "verification s")
 
@@ -313,7 +309,7 @@ def totals_table(by_benchmark: Mapping[str, Sequence[Mapping[str, Any]]]) -> tup
     def row(label: str, records: Sequence[Mapping[str, Any]]) -> tuple:
         tokens = [r.get("tokens") or {} for r in records]
         durations = [r.get("durations") or {} for r in records]
-        return (label, len(records), sum(r.get("status") == "error" for r in records),
+        return (label, len(records), sum(errored(r) for r in records),
                 sum(t.get("prompt", 0) for t in tokens), sum(t.get("completion", 0) for t in tokens),
                 sum(t.get("cached_prompt", 0) for t in tokens), sum(t.get("cached_completion", 0) for t in tokens),
                 usd(records, "cost"), usd(records, "cached_cost"),
@@ -339,11 +335,12 @@ def markers_table(benchmark: str, records: Sequence[Mapping[str, Any]]) -> Metri
 
 
 def failed_checks_table(benchmark: str, records: Sequence[Mapping[str, Any]], limit: int = 15) -> MetricTable | None:
-    """The scored checks that failed most often (by check id), with their pass rate."""
+    """The scored checks that failed most often (by check id), with their pass rate. Errored instances are
+    left out, as from the rates: a check left undecided did not fail, and its instance's others count nowhere."""
     seen: Counter[tuple[str, str]] = Counter()
     failed: Counter[tuple[str, str]] = Counter()
     for record in records:
-        if record.get("status") == "error":
+        if errored(record):
             continue
         for check in record.get("checks", []):
             if check.get("scored", True) and check.get("applicable", True):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ..suite.run_settings import judge_warning, settings_lines
-from .metrics import MetricTable, core_tables, headline_metrics, render_table
+from .metrics import MetricTable, core_tables, errored, headline_metrics, render_table
 
 _TABLES_KEY = pytest.StashKey[tuple[tuple[str, ...], dict[str, list[MetricTable]]]]()
 
@@ -70,11 +70,11 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
             lines.append("")
             lines.extend(render_table(table))
     lines.extend(time_lines(records))
-    errors = [r for r in records if r.get("status") == "error"]
+    errors = [r for r in records if errored(r)]
     if errors:
         lines.append("")
         lines.append(f"{len(errors)} instance(s) errored and are excluded from ISR/CSR; first: {errors[0]['nodeid']}: "
-                     f"{errors[0]['error'][:200]}")
+                     f"{error_text(errors[0])[:200]}")
     if state.unmatched_responses:
         shown = ", ".join(state.unmatched_responses[:5])
         more = f" and {len(state.unmatched_responses) - 5} more" if len(state.unmatched_responses) > 5 else ""
@@ -89,6 +89,13 @@ def summary_lines(config: pytest.Config, records: Sequence[Mapping[str, Any]]) -
         lines.append("")
         lines.append(f"warning: results file {target} {problem}" if problem else f"results: {target}")
     return lines
+
+
+def error_text(record: Mapping[str, Any]) -> str:
+    """Why an errored instance (:func:`~.metrics.errored`) errored: its error, or the checks it left undecided
+    (a record whose judge left a check out has no ``error`` of its own)."""
+    undecided = "; ".join(f"{c.get('id')}: {c.get('error')}" for c in record.get("checks", []) if c.get("error"))
+    return str(record.get("error") or f"undecided checks: {undecided}")
 
 
 def time_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
