@@ -597,7 +597,23 @@ def test_a_record_s_cost_is_what_the_run_paid_and_cached_replies_cost_apart(pyte
     assert sum(record["cached_cost"] for record in runs[1]) == pytest.approx(paid)
     header, *rows = [line for line in (pytester.path / "again.md").read_text().splitlines()
                      if line.startswith("| ") and "instances" in line or line.startswith("| scaled")][:2]
-    assert "| cost | cached cost |" in header and f"| $0.0000 | ${paid:.4f} |" in rows[0]
+    assert "| cost | judges' cost | cached cost |" in header and f"| $0.0000 | - | ${paid:.4f} |" in rows[0]
+
+
+def test_the_records_and_the_totals_say_what_the_judges_cost(pytester, stub_env):
+    """Judges can be most of a run's money (94% in the money audit's run), and no table said so."""
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "judged.yaml").write_text(JUDGED, encoding="utf-8")
+    stub_env.add_rule("REQUIREMENTS", Reply(content=json.dumps({"checks": [{"id": "polite", "verdict": "pass",
+                                                                            "reasoning": "r"}]})))
+    pytester.runpytest(*_args(stub_env, None, f"--judge-model={JUDGE}", "--ifbench-summary=s.md", "-k", "q0 or q1"))
+    records = json.loads((pytester.path / "ifbench-results.json").read_text())["instances"]
+    judges = [sum(c["cost"] for c in r["judge_calls"]) for r in records]
+    assert [r["judge_cost"] for r in records] == pytest.approx(judges) and all(0 < j < r["cost"]
+                                                                              for j, r in zip(judges, records))
+    header, row = [line for line in (pytester.path / "s.md").read_text().splitlines()
+                   if line.startswith("| ") and "instances" in line or line.startswith("| demo")][:2]
+    assert "| cost | judges' cost |" in header and f"| ${sum(judges):.4f} |" in row
 
 
 JUDGED = """

@@ -92,9 +92,16 @@ def error_record(nodeid: str, instance: Instance, model: str | None, judges: Seq
     tokens, costs = usage(paid)
     return plain(_base(nodeid, instance, model, judges) | {
         "status": "error", "error": error, "error_kind": kind, "turns": [], "checks": [],
-        "tokens": tokens, **costs, "durations": {}, **({"paid_calls": len(paid)} if paid else {}),
+        "tokens": tokens, **costs, "judge_cost": judge_cost(paid_judges), "durations": {},
+        **({"paid_calls": len(paid)} if paid else {}),
         **({"judge_calls": [c.to_json() for c in paid_judges]} if paid_judges else {}),
     })
+
+
+def judge_cost(judge_calls: Sequence[Completion]) -> float | None:
+    """What this run paid for the judge calls among an instance's calls (``cost`` counts them too): the
+    summary's Totals say what of the money went to judges. None when none has a price."""
+    return usage(judge_calls)[1]["cost"]
 
 
 def usage(completions: Sequence[Completion]) -> tuple[dict[str, int], dict[str, float | None]]:
@@ -123,6 +130,9 @@ def errored_after_run(record: dict[str, Any], error: str, kind: str, paid: Seque
     out = record | {"status": "error", "error": error, "error_kind": kind, "errored_checks": errored}
     if paid_judges:
         out["judge_calls"] = [*record.get("judge_calls", ()), *(c.to_json() for c in paid_judges)]
+        more = judge_cost(paid_judges)
+        if more is not None:
+            out["judge_cost"] = (record.get("judge_cost") or 0.0) + more
     if paid:
         tokens, costs = usage(paid)
         out["tokens"] = {name: record["tokens"].get(name, 0) + value for name, value in tokens.items()}
@@ -160,6 +170,7 @@ def episode_record(
         "judge_calls": [c.to_json() for e in episodes for c in e.judge_completions],  # every sample's
         "tokens": tokens,
         **costs,
+        "judge_cost": judge_cost([c for e in episodes for c in e.judge_completions]),
         "durations": {"generation": round(max(e.duration for e in episodes), 4),
                       "verification": round(verify_seconds, 4)},
         "samples": len(episodes),

@@ -298,9 +298,9 @@ def _slug(name: str) -> str:
 
 def totals_table(by_benchmark: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[tuple[str, ...], list[tuple]]:
     """Instances, errors (:func:`~.metrics.errored`: with a check left undecided too), tokens and cost (paid
-    in this run, and from the cache) and model time, per benchmark and in all."""
+    in this run, of it the judges', and from the cache) and model time, per benchmark and in all."""
     columns = ("", "instances", "errors", "prompt tokens", "completion tokens", "cached prompt",
-               "cached completion", "cost", "cached cost", "generation s", "verification s")
+               "cached completion", "cost", "judges' cost", "cached cost", "generation s", "verification s")
 
     def usd(records: Sequence[Mapping[str, Any]], key: str) -> str:
         costs = [r[key] for r in records if r.get(key) is not None]
@@ -312,7 +312,7 @@ def totals_table(by_benchmark: Mapping[str, Sequence[Mapping[str, Any]]]) -> tup
         return (label, len(records), sum(errored(r) for r in records),
                 sum(t.get("prompt", 0) for t in tokens), sum(t.get("completion", 0) for t in tokens),
                 sum(t.get("cached_prompt", 0) for t in tokens), sum(t.get("cached_completion", 0) for t in tokens),
-                usd(records, "cost"), usd(records, "cached_cost"),
+                usd(records, "cost"), usd(records, "judge_cost"), usd(records, "cached_cost"),
                 f"{sum(d.get('generation', 0) for d in durations):.1f}",
                 f"{sum(d.get('verification', 0) for d in durations):.2f}")
 
