@@ -18,7 +18,9 @@ Stop rules (:attr:`LoopResult.stop_reason`), limits checked before each model ca
 * ``max_steps`` / ``max_tokens`` (completion tokens) / ``max_seconds`` / ``max_cost`` (when the
   provider reports cost; 0 = no limit): a limit of :class:`~.options.AgentOptions` was reached.
   ``max_seconds`` is a wall-clock deadline that also holds while a model call or a tool command is
-  in flight (the call is cancelled; a command's timeout is cut to the time left).
+  in flight (the call is cancelled; a command's timeout is cut to the time left, but never below
+  :data:`~.tools.DEADLINE_GRACE`) and between the calls of one reply: once it has passed, the reply's
+  remaining calls are answered "not executed".
   One call's ``max_tokens`` is capped by what is left of the run's budget.
 * ``repeated_action``: the same call (tool name and canonical JSON arguments) ``max_repeats``
   times in a row; that last call is answered "not executed", not run.
@@ -31,11 +33,15 @@ Stop rules (:attr:`LoopResult.stop_reason`), limits checked before each model ca
   ``harness_error`` (``cancelled`` when cancelled) and re-raised the same way.
 
 Robustness: arguments that are not a JSON object, an unknown tool or arguments that do not fit
-the tool's schema are answered with an error tool message and the run goes on. Every call of a
-reply is answered, in order, even those after a finish or a stop (as "not executed"). Tool
-output longer than ``max_output_chars`` keeps its head and tail around ``… [N characters
-elided] …``. In the history sent back to the model, arguments that are not valid JSON are
-replaced by ``{}`` (some providers reject them); the trajectory keeps the text as written.
+the tool's schema are answered with an error tool message and the run goes on -- so are arguments
+no tool can take (``NaN``, numbers out of range, nesting deeper than
+:data:`~.trajectory.MAX_ARGUMENT_DEPTH`) and commands the sandbox cannot start (a NUL character, a
+command line over :data:`~.tools.MAX_COMMAND_BYTES`): what the agent sent is its own failure, never the
+harness's error. Every call of a reply is answered, in order, even those after a finish or a stop
+(as "not executed"). Tool output longer than ``max_output_chars`` keeps its head and tail around
+``… [N characters elided] …``. In the history sent back to the model, arguments that are not valid
+(strict) JSON are replaced by ``{}`` (some providers reject them); the trajectory keeps the text as
+written.
 
 Caching: every model call goes through ``client.complete(..., tools=...)``, cached by content.
 Re-running a finished run replays it from the cache with no model call as long as every tool
@@ -70,7 +76,7 @@ from .options import BUILT_IN_RUNNER, AgentOptions
 from .profiles import Profile
 from .progress import BOARD
 from .tools import ToolContext, ToolResult, command_line, truncate_middle
-from .trajectory import Trajectory, TrajectoryBuilder
+from .trajectory import ArgumentsError, Trajectory, TrajectoryBuilder, loads_arguments
 from .workspace import Workspace
 
 STOP_REASONS = ("finished", "no_tool_call", "max_steps", "max_tokens", "max_seconds", "max_cost",
@@ -146,10 +152,12 @@ class HistoryMessage(dict):
 
 
 def _canonical(raw: Any) -> str:
-    try:
-        return json.dumps(json.loads(raw), sort_keys=True, ensure_ascii=False) if isinstance(raw, str) else str(raw)
-    except ValueError:
+    if not isinstance(raw, str):
         return str(raw)
+    try:
+        return json.dumps(loads_arguments(raw), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return raw
 
 
 def _replay(builder: TrajectoryBuilder, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -236,7 +244,7 @@ def _calls(completion: Completion, step: int) -> list[dict[str, Any]]:
 
 def _wire_call(call: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        valid = isinstance(json.loads(call["function"]["arguments"] or "{}"), dict)
+        valid = isinstance(loads_arguments(call["function"]["arguments"] or "{}"), dict)
     except ValueError:
         valid = False
     return call if valid else {**call, "function": {**call["function"], "arguments": "{}"}}
@@ -267,7 +275,10 @@ async def _execute(call: Mapping[str, Any], profile: Profile, ctx: ToolContext, 
         return ToolResult(content=f"Error: there is no tool named {name!r}. Available tools: {known}.",
                           is_error=True), f"{name or '?'} (unknown tool)"
     try:
-        arguments = utf8_safe_value(json.loads(raw)) if raw.strip() else {}  # "\\ud83d" parses to a lone surrogate
+        arguments = utf8_safe_value(loads_arguments(raw)) if raw.strip() else {}  # "\\ud83d": a lone surrogate
+    except ArgumentsError as exc:
+        return ToolResult(content=f"Error: invalid arguments for {name}: {exc}.", is_error=True), \
+            f"{name} (invalid arguments)"
     except ValueError as exc:
         return ToolResult(content=f"Error: the arguments of {name} are not valid JSON ({exc}); send a JSON object.",
                           is_error=True), f"{name} (bad JSON)"
@@ -373,7 +384,10 @@ async def _step(client: ModelClient, history: list[Mapping[str, Any]], params: G
     if not calls:
         run.stop_reason = "no_tool_call"
         summaries.append("answer")
+    deadline = run.start + run.options.max_seconds
     for call in calls:
+        if not run.stop_reason and time.monotonic() >= deadline:  # the deadline holds within a reply too
+            run.stop_reason = "max_seconds"
         if run.stop_reason:
             result = ToolResult(content=f"Not executed: the run already stopped ({run.stop_reason}).", is_error=True)
         else:

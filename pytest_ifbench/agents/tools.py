@@ -4,7 +4,9 @@ A :class:`Tool` is a name, a description, the JSON schema of its arguments (Open
 form, :meth:`Tool.spec`) and an async executor taking already validated arguments and a
 :class:`ToolContext`. The generic set (:data:`GENERIC_TOOLS`):
 
-* ``bash`` {command, timeout?}: ``bash -c COMMAND`` in the workspace, under the run's limits;
+* ``bash`` {command, timeout?}: ``bash -c COMMAND`` in the workspace, under the run's limits; a command
+  the sandbox cannot start (a NUL character, over :data:`MAX_COMMAND_BYTES`: the command line is the
+  only way in) or a negative timeout is answered as invalid arguments;
 * ``read_file`` {path, offset?, limit?}: numbered lines (``cat -n``), ``limit`` lines from ``offset``;
 * ``write_file`` {path, content}: creates or replaces a file (and its parent directories);
 * ``edit_file`` {path, old, new, replace_all?}: an exact-string edit; no match, or several
@@ -26,17 +28,20 @@ or host paths appear in it.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import shlex
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sandbox.backend import sandbox_python
+from ..sandbox.backend import SandboxBackend, sandbox_python
 from .options import AgentOptions
-from .workspace import CommandResult, Limits, Workspace
+from .workspace import CommandResult, Limits, SandboxUnavailable, Workspace
 
 #: The sandbox-side script of the file tools.
 RUNNER = Path(__file__).resolve().with_name("_tool_runner.py")
@@ -44,6 +49,13 @@ RUNNER = Path(__file__).resolve().with_name("_tool_runner.py")
 SANDBOX_PYTHON = "/usr/bin/python3"
 _PYTHON_FLAGS = ("-I", "-S", "-B")
 _runner_python: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (argv prefix, extra read-only binds)
+_probe_lock = threading.Lock()
+#: The least time a command gets from the run's deadline: a call started just before ``max_seconds`` may run
+#: this long past it (the loop starts no call once the deadline has passed).
+DEADLINE_GRACE = 1.0
+#: The longest ``bash`` command in UTF-8 bytes: the kernel's limit on one argument (``MAX_ARG_STRLEN``,
+#: 128 KiB with its terminating NUL), as the command is passed to ``bash -c``.
+MAX_COMMAND_BYTES = (128 << 10) - 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,10 +81,13 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
 
     def limits(self, timeout: float | None = None) -> Limits:
-        """The sandbox limits of one command: ``timeout`` capped by ``command_timeout`` and the deadline."""
-        seconds = min(timeout or self.options.command_timeout, self.options.command_timeout)
+        """The sandbox limits of one command: ``timeout`` (when positive) capped by ``command_timeout`` and by
+        the time left to the deadline, but never cut below :data:`DEADLINE_GRACE` by the deadline."""
+        seconds = self.options.command_timeout
+        if timeout is not None and 0 < timeout < seconds:  # False for NaN
+            seconds = timeout
         if self.deadline is not None:
-            seconds = max(min(seconds, self.deadline - time.monotonic()), 1.0)
+            seconds = min(seconds, max(self.deadline - time.monotonic(), DEADLINE_GRACE))
         return Limits(timeout=seconds, memory_mb=self.options.memory_mb, max_processes=self.options.max_processes,
                       max_output_bytes=max(4 * self.options.max_output_chars, 1 << 16))
 
@@ -123,7 +138,7 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "boolean": lambda v: isinstance(v, bool),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) or isinstance(v, float) and v.is_integer(),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int) and not isinstance(v, bool) or isinstance(v, float) and math.isfinite(v),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
     "null": lambda v: v is None,
@@ -200,18 +215,34 @@ def describe(result: CommandResult, limits: Limits) -> str:
 async def _python(ctx: ToolContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The sandbox's interpreter for the runner: ``/usr/bin/python3`` when it starts there, else the
     running interpreter with its installation prefix bound read-only (probed once per process)."""
-    global _runner_python
     if _runner_python is None:
-        probe = await ctx.workspace.arun([SANDBOX_PYTHON, *_PYTHON_FLAGS, "-c", "import json"],
-                                         limits=Limits(timeout=30.0, memory_mb=512, max_processes=64))
+        return await asyncio.to_thread(_probe, ctx.workspace.backend)
+    return _runner_python
+
+
+def _probe(backend: SandboxBackend) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Decide :func:`_python` in a fresh empty workspace of the backend, never in an agent's: what an agent did
+    to its own (``chmod 000 /workspace``, filling its disk) must not choose the interpreter -- and the host
+    paths bound in -- for every later run of the process. Only a clear answer is kept."""
+    global _runner_python
+    default = (SANDBOX_PYTHON, *_PYTHON_FLAGS), ()
+    with _probe_lock:
+        if _runner_python is not None:
+            return _runner_python
+        try:
+            with Workspace.create(None, backend=backend) as neutral:
+                probe = neutral.run([SANDBOX_PYTHON, *_PYTHON_FLAGS, "-c", "import json"],
+                                    limits=Limits(timeout=30.0, memory_mb=512, max_processes=64))
+        except (OSError, SandboxUnavailable):  # no room for a workspace now: decide on a later call
+            return default
         if probe.ok:
-            _runner_python = ((SANDBOX_PYTHON, *_PYTHON_FLAGS), ())
+            _runner_python = default
         elif probe.limit is not None:  # a passing shortage (e.g. processes): decide on a later call
-            return (SANDBOX_PYTHON, *_PYTHON_FLAGS), ()
+            return default
         else:
             executable, extra = sandbox_python()
             _runner_python = ((executable, *_PYTHON_FLAGS), tuple(extra))
-    return _runner_python
+        return _runner_python
 
 
 # --- the generic tools ---------------------------------------------------------------------------
@@ -229,7 +260,23 @@ def _integer(description: str) -> dict[str, str]:
     return {"type": "integer", "description": description}
 
 
+def command_problem(command: str, timeout: Any = None) -> str | None:
+    """Why the sandbox cannot run ``bash -c command`` with this ``timeout`` (the agent's mistake), or None."""
+    if "\0" in command:
+        return "the command contains a NUL character (\\0), which a command line cannot hold"
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size > MAX_COMMAND_BYTES:
+        return (f"the command is {size:,} bytes, over the {MAX_COMMAND_BYTES:,} a command line can hold; "
+                "write a long script to a file and run that file")
+    if timeout is not None and not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout >= 0):
+        return f"the timeout must be a positive number of seconds, got {timeout!r}"  # 0: the default
+    return None
+
+
 async def run_bash(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+    problem = command_problem(args["command"], args.get("timeout"))
+    if problem is not None:
+        return ToolResult(content=f"Error: invalid arguments: {problem}.", is_error=True)
     limits = ctx.limits(args.get("timeout"))
     result = await ctx.command(["bash", "-c", args["command"]], timeout=args.get("timeout"))
     return ToolResult(content=describe(result, limits), is_error=result.returncode != 0 or bool(result.limit),

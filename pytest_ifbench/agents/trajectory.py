@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -118,9 +119,55 @@ def openai_call(call: Mapping[str, Any], default_id: str | None = None) -> dict[
             "function": {"name": str(spec.get("name") or ""), "arguments": arguments}}
 
 
+#: How deep tool-call arguments may nest (objects and arrays); real tools' arguments stay below 10.
+MAX_ARGUMENT_DEPTH = 64
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+class ArgumentsError(ValueError):
+    """Tool-call arguments that are JSON but no tool can take: nested too deeply, or holding NaN/Infinity."""
+
+
+def _constant(name: str) -> Any:
+    raise ArgumentsError(f"{name} is not valid JSON")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ArgumentsError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def loads_arguments(raw: str) -> Any:
+    """Tool-call arguments text parsed as strict JSON (raises ``ValueError``; :class:`ArgumentsError` when the
+    text is JSON only to a lenient parser -- ``NaN``, ``Infinity``, a number out of range -- or nests past
+    :data:`MAX_ARGUMENT_DEPTH`).
+
+    Whatever parses here can be copied, dumped and walked recursively without a ``RecursionError``."""
+    try:
+        value = json.loads(raw, parse_constant=_constant, parse_float=_float)
+    except RecursionError:
+        raise ArgumentsError(f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels") from None
+    if _depth(value) > MAX_ARGUMENT_DEPTH:
+        raise ArgumentsError(f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+    return value
+
+
 def _arguments(call: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        value = json.loads(call["function"]["arguments"] or "{}")
+        value = loads_arguments(call["function"]["arguments"] or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

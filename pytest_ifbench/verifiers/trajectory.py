@@ -21,7 +21,6 @@ it as forbidden: claiming a call cannot help a run, and hiding one leaves the re
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -30,7 +29,8 @@ from typing import Any
 from .._params import Param, ParamError
 from .._registry import Verifier
 from .._types import Verdict
-from ..agents.trajectory import strings_in
+from ..agents.trajectory import loads_arguments, strings_in
+from ..sandbox.backend import MOUNT
 from ._patterns import MULTILINE, BoundedPattern, compile_pattern
 from ._unicode import LANGUAGES, LATIN_LANGUAGES, SCRIPT_LANGUAGES, find_emoji, language_shares
 
@@ -69,7 +69,7 @@ def _matches(pattern: BoundedPattern | None, call: Any) -> bool:
     if pattern.search(raw):
         return True
     try:
-        decoded = json.loads(raw or "{}")
+        decoded = loads_arguments(raw or "{}")
     except ValueError:
         return False
     return any(pattern.search(text) for text in strings_in(decoded))
@@ -194,9 +194,15 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _existed(ctx: Any, path: str) -> bool:
-    """Whether a relative ``path`` exists in the instance's starting environment (when it has one)."""
+    """Whether ``path`` (normalised) exists in the instance's starting environment (when it has one).
+
+    The environment is what the sandbox shows at :data:`MOUNT` (the agent's working directory), so
+    ``/workspace/a.py`` is ``a.py`` -- the form Claude Code's ``Write`` always uses. Other absolute paths
+    (``/tmp``, ``HOME``) lie outside the environment: nothing there existed in it."""
     environment = getattr(getattr(ctx, "instance", None), "environment", None)
-    if environment is None or path.startswith("/") or path.split("/")[0] == "..":
+    if path.startswith(MOUNT + "/"):
+        path = path[len(MOUNT) + 1:]
+    if environment is None or not path or path.startswith("/") or path.split("/")[0] == "..":
         return False
     return (environment / path).exists()
 
@@ -206,7 +212,8 @@ def read_before_edit(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
 
     A path counts as known once a read tool read it or a create tool created it. A create-tool call on an
     unknown path is a creation (no read needed) unless the path exists in the instance's starting
-    environment; other edit tools on an unknown path are violations. Each sub-agent conversation is
+    environment -- relative to the workspace or below its mount point ``/workspace`` --; other edit tools on
+    an unknown path are violations. Each sub-agent conversation is
     checked on its own. With ``ignore_failed``, edit calls whose result is an error are skipped. Paths are
     compared after normalisation, an absolute one matching a relative one it ends with. Changes made
     through a shell command (``sed -i``, redirections) are not seen.
@@ -264,7 +271,7 @@ def _scope_texts(root: Any, scope: str, *, tool_arguments: bool, history: bool =
 
 def _decoded(arguments: Any) -> Any:
     try:
-        return json.loads(arguments or "{}")
+        return loads_arguments(arguments or "{}")
     except ValueError:
         return arguments
 
