@@ -1,4 +1,4 @@
-"""SIGTERM ends a run as Ctrl-C does.
+"""SIGTERM ends a run as Ctrl-C does; SIGINT to an xdist controller reaches its workers.
 
 The engines that run shards stop them with SIGTERM -- Kubernetes deleting a pod, SLURM's ``scancel`` and a
 job past its time, ``docker stop``, ``timeout`` -- and give them a grace period before SIGKILL. By default
@@ -11,9 +11,16 @@ handler installed by someone else is left alone.
 
 Two cases differ from Ctrl-C in a terminal, which reaches every process of the run at once:
 
-- on an xdist controller, SIGTERM reaches the controller alone; it passes SIGINT on to its workers (its
-  child processes), which stop as they would on Ctrl-C -- they would otherwise go on sending the calls
-  queued for their items until the controller's shutdown reached them;
+- on an xdist controller, SIGTERM -- and SIGINT sent to its pid alone (``kill -INT``, ``timeout -s INT``, a CI
+  runner cancelling the job) -- reaches the controller alone; it passes SIGINT on to its workers (its child
+  processes), which stop as they would on Ctrl-C -- they would otherwise go on sending the calls queued for
+  their items until the controller's shutdown reached them. When the signal reached the workers too (Ctrl-C
+  in a terminal; SIGTERM to the whole group, as SLURM sends it), the controller's copy follows within a moment
+  and would be a second Ctrl-C, which stops a worker at once, its calls on their way paid for and lost: a
+  worker takes a SIGINT arriving within :data:`ECHO_SECONDS` of the stop it took as that same stop, and ignores
+  it. (A copy cannot be told from a terminal's Ctrl-C by its signal or its sender, which Python's handlers are
+  not given; a person's second Ctrl-C comes seconds later -- after the line saying the run waits -- and still
+  stops at once.)
 - once the session is finishing (its results file, summary and reports being written), the work is done:
   SIGTERM then lets it finish (a line says so) instead of cutting the results file with a traceback and
   exit status 1; a second one kills.
@@ -33,6 +40,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 
 import pytest
@@ -48,28 +56,42 @@ _NOTING = pytest.StashKey[bool]()  # this run's SIGINT handler is ours
 class _Flag:
     """A flag the signal handlers set and read without a lock. ``threading.Event.set`` takes one: a second
     Ctrl-C arriving while the first one's handler held it ran the handler again on the same thread, inside the
-    first, which then waited for that lock for ever (the run hung instead of stopping)."""
+    first, which then waited for that lock for ever (the run hung instead of stopping). It also keeps when it
+    was last set (:meth:`set_within`)."""
 
-    __slots__ = ("_on",)
+    __slots__ = ("_on", "_when")
 
     def __init__(self) -> None:
         self._on = False
+        self._when = float("-inf")
 
     def set(self) -> None:
+        self._when = time.monotonic()  # first: a handler run inside this one never sees the flag without it
         self._on = True
 
     def clear(self) -> None:
         self._on = False
+        self._when = float("-inf")
 
     def is_set(self) -> bool:
         return self._on
 
+    def set_within(self, seconds: float) -> bool:
+        """Set, last less than ``seconds`` ago."""
+        return time.monotonic() - self._when < seconds
 
-#: Set while the session finishes (see the module docstring); whether this process is an xdist controller.
+
+#: Set while the session finishes (see the module docstring); whether this process is an xdist controller, or
+#: one of its workers.
 _FINISHING = _Flag()
 _CONTROLLER = _Flag()
+_WORKER = _Flag()
 #: A SIGINT or SIGTERM stopped the run (see the module docstring).
 _STOPPED = _Flag()
+#: Seconds after a worker took a stop during which a SIGINT is that stop's copy from the controller (see the
+#: module docstring): the controller passes it on from its handler, at once; a person's second Ctrl-C comes
+#: seconds later.
+ECHO_SECONDS = 1.0
 
 
 class Terminated(KeyboardInterrupt):
@@ -83,6 +105,12 @@ def install(config: pytest.Config) -> None:
         return
     _STOPPED.clear()
     _FINISHING.clear()
+    _WORKER.clear()
+    _CONTROLLER.clear()
+    if hasattr(config, "workerinput"):
+        _WORKER.set()
+    elif getattr(config.option, "numprocesses", None):
+        _CONTROLLER.set()
     config.pluginmanager.register(_Finishing(), "ifbench-termination")
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupted)
@@ -91,10 +119,6 @@ def install(config: pytest.Config) -> None:
         return
     signal.signal(signal.SIGTERM, _terminated)
     config.stash[_INSTALLED] = True
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        _CONTROLLER.set()
-    else:
-        _CONTROLLER.clear()
 
 
 def uninstall(config: pytest.Config) -> None:
@@ -106,6 +130,7 @@ def uninstall(config: pytest.Config) -> None:
     config.stash[_INSTALLED] = False
     _FINISHING.clear()
     _CONTROLLER.clear()
+    _WORKER.clear()
 
 
 class _Finishing:
@@ -117,8 +142,13 @@ class _Finishing:
 
 
 def _interrupted(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C: noted, then Python's own ``KeyboardInterrupt``."""
+    """Ctrl-C: noted, passed on to an xdist controller's workers, then Python's own ``KeyboardInterrupt``; on a
+    worker, ignored when it is the controller's copy of the stop the worker just took (see the module docstring)."""
+    if _WORKER.is_set() and _STOPPED.is_set() and _STOPPED.set_within(ECHO_SECONDS):
+        return
     _STOPPED.set()
+    if _CONTROLLER.is_set():
+        _interrupt_children()
     signal.default_int_handler(signum, frame)
 
 
