@@ -23,6 +23,16 @@ def utf8_safe(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
+def printable(text: str) -> str:
+    """``text`` as a prompt, a record or a terminal can show it: what is not UTF-8 (the undecodable bytes of a
+    file name an agent chose, a lone surrogate) as U+FFFD, any other unprintable character (a line break in a
+    name) escaped as Python writes it."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else "\ufffd" if "\ud800" <= char <= "\udfff" else repr(char)[1:-1]
+                   for char in text)
+
+
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     """A JSON value (a tool call) with ``change`` applied to every string in it (mappings become dicts,
     tuples lists)."""

@@ -14,19 +14,21 @@ the changes (:func:`rebuild`) and opens a fresh sandbox workspace on the result,
 they ran live.
 
 Packed: regular files (a file with holes as a GNU sparse member, its data only), directories, symbolic links
-as they were (wherever they point: in the re-score's sandbox a link is only a name) and hard links. FIFOs,
-sockets and devices are left out: the checks refuse them anyway. Owners become root's (the sandbox's uid is
-the run's own); permission bits are kept, set-uid, set-gid and sticky bits are not. The workspace is the
-agent's: whatever it left, :func:`pack` never raises for it. Changes holding more than :data:`MAX_BYTES` of
-data or :data:`MAX_SIZE` of file sizes (holes included), a workspace of more than :data:`MAX_ENTRIES` entries
-(its walk stops there), a tree deeper than :data:`MAX_DEPTH`, or anything that cannot be read are not packed,
-and the record says why.
+as they were (wherever they point: in the re-score's sandbox a link is only a name) and hard links. Owners
+become root's (the sandbox's uid is the run's own); permission bits are kept, set-uid, set-gid and sticky bits
+are not. The workspace is the agent's: whatever it left, :func:`pack` never raises for it. Changes holding more
+than :data:`MAX_BYTES` of data or :data:`MAX_SIZE` of file sizes (holes included), a workspace of more than
+:data:`MAX_ENTRIES` entries (its walk stops there), a tree deeper than :data:`MAX_DEPTH`, a FIFO, socket or
+device among the changes (the live checks saw it, ``file_exists`` or a command's ``test -p``, and a re-score's
+workspace cannot hold one: left out, the re-score would decide them otherwise), or anything that cannot be read
+are not packed, and the record says why; a re-score then errors the checks that read the workspace.
 
-Unpacking (:func:`rebuild`) refuses what the packer never writes, member by member just before it is written
-(:func:`_unpack_filter`, in place of tarfile's ``data`` filter, which refuses links leading out and resets
-modes): absolute names, ``..``, names deeper than :data:`MAX_DEPTH`, special files, a name written twice, a
-name or a hard link's target that goes through a link (nothing is written, linked or chmod-ed through one), and
-archives over the limits.
+Unpacking (:func:`rebuild`) removes what the run removed, then writes the members in archive order, each
+replacing what the environment had at its name (a directory where a file was, ...). It refuses what the packer
+never writes, member by member just before it is written (:func:`_unpack_filter`, in place of tarfile's
+``data`` filter, which refuses links leading out and resets modes): absolute names, ``..``, names deeper than
+:data:`MAX_DEPTH`, special files, a name written twice, a name or a hard link's target that goes through a link
+(nothing is written, linked or chmod-ed through one), and archives over the limits.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .._text import printable
 from ..sandbox.backend import Limits
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_ENTRIES", "MAX_SIZE", "archive_path", "pack", "rebuild", "reopen"]
@@ -92,7 +95,7 @@ def pack(workspace: Path, target: Path, *, environment: Path | None = None, max_
         partial.unlink(missing_ok=True)
     except OSError:
         pass
-    return f"not kept: {problem}"
+    return f"not kept: {printable(problem)}"  # a name in it may not be UTF-8: the trajectory must hold it
 
 
 def _pack(workspace: Path, partial: Path, environment: Path | None, max_bytes: int, max_size: int) -> None:
@@ -101,6 +104,11 @@ def _pack(workspace: Path, partial: Path, environment: Path | None, max_bytes: i
     holes: dict[str, list[tuple[int, int]]] = {}  # the data segments of each changed file that has holes
     data = size = 0
     for name, st in changed:
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            # The live checks saw it (``file_exists``, a command's ``test -p``): left out, a re-score would
+            # decide them otherwise; not kept, it says they cannot be decided again.
+            raise _NotKept(f"it holds a special file (FIFO, socket or device), which a re-score cannot make again: "
+                           f"{name[:300]}")
         if stat.S_ISREG(st.st_mode):
             segments = _segments(os.path.join(root, name), st)
             data += sum(length for _, length in segments)
@@ -148,10 +156,10 @@ def rebuild(archive: Path, into: Path, *, environment: Path | None, max_bytes: i
             size = sum(member.size for member in files)
             if size > max_size:
                 raise ValueError(f"{archive}: its files are {size:,} bytes long, over the {max_size:,} a workspace may")
-            # What the run removed goes, and so does what a member replaces (a file where a link or a directory
-            # was, or the reverse): extraction would not overwrite a directory, nor write through a link.
-            _remove(into, [*removed, *(member.name for member in members if _replaces(into, member))])
-            tar.extractall(into, members=members, filter=_unpack_filter)
+            # What the run removed goes first (it lies in directories that stay directories); then each member,
+            # in archive order, replaces what the environment has at its name (:func:`_unpacker`).
+            _remove(into, removed)
+            tar.extractall(into, members=members, filter=_unpacker())
     except (tarfile.TarError, EOFError, OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{archive}: not a workspace archive: {exc}") from None
 
@@ -343,26 +351,45 @@ def _below(root: str, name: str) -> str:
     return os.path.join(root, *parts)
 
 
-def _unpack_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+def _unpacker() -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo]:
+    """The extraction filter of one archive (:func:`_unpack_filter`), which knows what its members wrote."""
+    written: set[str] = set()  # the names members wrote, and the directories on their way
+    return lambda member, dest: _unpack_filter(member, dest, written)
+
+
+def _unpack_filter(member: tarfile.TarInfo, dest: str, written: set[str]) -> tarfile.TarInfo:
     """tarfile's extraction filter for a workspace archive, called on each member just before it is written
     (so it sees what the members before it made). Links are kept as they were, wherever they point: tarfile's
     ``data`` filter refuses one leading out (a venv's ``python`` -> ``/usr/bin/python3``), which a sandbox
     workspace holds harmlessly, and resets the modes a check may test. What it guarded against is refused
     here instead: absolute and ``..`` names, special files, writing through a link (:func:`_below`, and a name
     written twice: tarfile's ``open(name, "wb")`` would follow a link extracted there before), a hard link to
-    anything but a file extracted before; set-uid, set-gid and sticky bits and owners go."""
+    anything but a file extracted before; set-uid, set-gid and sticky bits and owners go.
+
+    What the environment has at the member's name goes first (a file where a link or a directory was, or the
+    reverse: extraction would not overwrite a directory, nor write through a link), here, member by member:
+    ``README.md/sub`` then goes through the directory ``README.md`` that replaced the environment's file.
+    What ``written`` holds (a member, or a directory on a member's way) is never replaced."""
     if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
         raise _Refused(f"{member.name!r} is a special file (FIFO, socket or device)")
     target = _below(dest, member.name)
-    itself = not _parts(member.name)  # the root member, ".": the workspace's own mode
-    if itself and not member.isdir():
+    parts = _parts(member.name)
+    if not parts and not member.isdir():  # the root member, ".": the workspace's own mode
         raise _Refused(f"the workspace itself is not a directory: {member.name!r}")
-    if not itself and os.path.lexists(target) and not (member.isdir() and _is_directory(target)):
-        raise _Refused(f"{member.name!r} is written twice")
+    if parts and os.path.lexists(target) and not (member.isdir() and _is_directory(target)):
+        if "/".join(parts) in written:
+            raise _Refused(f"{member.name!r} is written twice")
+        _remove(Path(dest), [member.name])
     if member.islnk():
         linked = _below(dest, member.linkname)
-        if not _parts(member.linkname) or not os.path.lexists(linked) or not stat.S_ISREG(os.lstat(linked).st_mode):
+        if ("/".join(_parts(member.linkname)) not in written or not os.path.lexists(linked)
+                or not stat.S_ISREG(os.lstat(linked).st_mode)):
             raise _Refused(f"{member.name!r} is a hard link to {member.linkname!r}, no file extracted before")
+    written.add("/".join(parts))
+    for end in range(len(parts) - 1, 0, -1):
+        if (parent := "/".join(parts[:end])) in written:
+            break
+        written.add(parent)
     return member.replace(mode=None if member.issym() else member.mode & 0o777, uid=None, gid=None, uname=None,
                           gname=None, deep=False)
 
@@ -383,14 +410,6 @@ def _remove(root: Path, names: list[str]) -> None:
             remove_tree(Path(target))
         elif os.path.lexists(target):
             os.unlink(target)
-
-
-def _replaces(root: Path, member: tarfile.TarInfo) -> bool:
-    """Whether ``member`` replaces what is at its name: anything, but a directory where a directory is."""
-    if not _parts(member.name):
-        return False
-    target = _below(os.fspath(root), member.name)
-    return os.path.lexists(target) and not (member.isdir() and _is_directory(target))
 
 
 def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo | None:

@@ -4,24 +4,35 @@
 Each file becomes a :class:`Material`: its text (:func:`.documents.convert`) and, for images and rendered
 HTML/SVG, PNG data URLs for a vision judge. Agent files are read through ``Workspace.read_bytes`` (no
 symbolic link followed, no special file) into a private temporary directory before any library opens them.
+
+The agent chose the names and the bytes: a tree deeper than :data:`MAX_DEPTH` is left out with a note (the
+walk does not recurse: ``os.walk`` raised ``RecursionError`` on one 1,200 directories deep), and names, texts
+and notes are made encodable, names printable too, before a judge call carries them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pytest_ifbench import printable
 
 from . import documents, screenshot
 
 MAX_FILES = 30
 MAX_FILE_BYTES = 20 << 20
 _SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
+#: The deepest file shown, in directories (a kept workspace's own limit, ``agents.workspace_archive``).
+MAX_DEPTH = 256
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SHOWN_DEEP = 5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +48,7 @@ class Material:
 def material(path: Path, *, name: str | None = None, limit: int = documents.DEFAULT_LIMIT,
              render: bool = True) -> Material:
     """``path`` converted; images (and HTML/SVG screenshots when ``render``) as PNG data URLs."""
-    name = name or path.name
+    name = printable(name or path.name)
     text = documents.convert(path, limit=limit, name=name)
     suffix = path.suffix.lower()
     images: list[str] = []
@@ -53,7 +64,13 @@ def material(path: Path, *, name: str | None = None, limit: int = documents.DEFA
                 png.write_bytes(shot.png)
                 if url := documents.image_payload(png):
                     images.append(url)
-    return Material(name=name, text=text, images=tuple(images), notes=tuple(notes))
+    return Material(name=name, text=_encodable(text), images=tuple(images),
+                    notes=tuple(_encodable(note) for note in notes))
+
+
+def _encodable(text: str) -> str:
+    """``text`` with what is not UTF-8 (a lone surrogate) as U+FFFD: a judge call must encode it."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def from_paths(paths: Iterable[tuple[str, Path]], **kwargs: Any) -> list[Material]:
@@ -69,42 +86,70 @@ def _environment_digests(environment: Path | None) -> dict[str, str]:
     out: dict[str, str] = {}
     if environment is None or not environment.is_dir():
         return out
-    for path in environment.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            out[path.relative_to(environment).as_posix()] = _digest(path.read_bytes())
+    for relative in workspace_files(environment):
+        out[relative] = _digest((environment / relative).read_bytes())
     return out
 
 
-def workspace_files(root: Path) -> list[str]:
+def workspace_files(root: Path, notes: list[str] | None = None) -> list[str]:
     """Relative paths of the regular files under ``root`` (links and special files skipped, tool
-    directories such as ``.git`` left out), sorted."""
-    found: list[str] = []
-    for top, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not os.path.islink(os.path.join(top, d)))
-        for name in files:
-            full = os.path.join(top, name)
-            try:
-                if stat.S_ISREG(os.lstat(full).st_mode):
-                    found.append(os.path.relpath(full, root).replace(os.sep, "/"))
-            except OSError:
-                continue
-    return sorted(found)
+    directories such as ``.git`` left out), sorted. What lies over :data:`MAX_DEPTH` directories deep, and a
+    directory that cannot be listed, is left out, said in ``notes``."""
+    deep: list[str] = []
+
+    def unreadable(name: str, exc: OSError) -> None:
+        if notes is not None:
+            notes.append(f"left out, cannot list {printable(name or '.')}: {exc.strerror or exc}")
+
+    entries = _walk(os.fspath(root), deep.append, unreadable)
+    found = sorted(name for name, st in entries if stat.S_ISREG(st.st_mode))
+    if deep and notes is not None:
+        shown = ", ".join(printable(name[:200]) + "..." for name in deep[:_SHOWN_DEEP])
+        more = f" and {len(deep) - _SHOWN_DEEP:,} more" if len(deep) > _SHOWN_DEEP else ""
+        notes.append(f"left out, over {MAX_DEPTH} directories deep: {shown}{more}")
+    return found
+
+
+def _walk(root: str, too_deep: Callable[[str], object],
+          unreadable: Callable[[str, OSError], None]) -> Iterator[tuple[str, os.stat_result]]:
+    """Every entry below ``root`` by relative name, with its ``lstat``, without recursion; no link and no tool
+    directory walked. A name over :data:`MAX_DEPTH` directories deep goes to ``too_deep``, a directory that
+    cannot be listed to ``unreadable`` (``""``: ``root``); neither is walked."""
+    stack = [""]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, directory) if directory else root) as entries:
+                found = [(entry.name, entry.stat(follow_symlinks=False)) for entry in entries]
+        except OSError as exc:
+            unreadable(directory, exc)
+            continue
+        for entry, st in found:
+            name = f"{directory}/{entry}" if directory else entry
+            if name.count("/") >= MAX_DEPTH:
+                too_deep(name)
+            else:
+                yield name, st
+                if stat.S_ISDIR(st.st_mode) and entry not in _SKIP_DIRS:
+                    stack.append(name)
 
 
 def produced(workspace: Any, environment: Path | None) -> tuple[list[str], list[str]]:
     """(new or changed files of the final workspace, notes on what was left out)."""
     before = _environment_digests(environment)
-    changed, notes = [], []
-    for relative in workspace_files(Path(workspace.path)):
+    changed: list[str] = []
+    notes: list[str] = []
+    for relative in workspace_files(Path(workspace.path), notes):
         try:
             data = workspace.read_bytes(relative, max_bytes=MAX_FILE_BYTES + 1)
         except (OSError, ValueError) as exc:
-            notes.append(f"cannot read {relative}: {exc}")
+            notes.append(printable(f"cannot read {relative}: {exc}"))
             continue
         if before.get(relative) != _digest(data):
             changed.append(relative)
     if len(changed) > MAX_FILES:
-        notes.append(f"{len(changed) - MAX_FILES} more produced files not shown: {', '.join(changed[MAX_FILES:])}")
+        notes.append(printable(f"{len(changed) - MAX_FILES} more produced files not shown: "
+                               f"{', '.join(changed[MAX_FILES:])}"))
         changed = changed[:MAX_FILES]
     return changed, notes
 
@@ -117,7 +162,8 @@ def produced_materials(workspace: Any, environment: Path | None, **kwargs: Any) 
         for index, relative in enumerate(names):
             data = workspace.read_bytes(relative, max_bytes=MAX_FILE_BYTES + 1)
             if len(data) > MAX_FILE_BYTES:
-                out.append(Material(name=relative, text=f"cannot read {relative}: over {MAX_FILE_BYTES:,} bytes"))
+                out.append(Material(name=printable(relative),
+                                    text=f"cannot read {printable(relative)}: over {MAX_FILE_BYTES:,} bytes"))
                 continue
             copy = Path(tmp) / str(index) / Path(relative).name
             copy.parent.mkdir()
