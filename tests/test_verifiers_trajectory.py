@@ -404,7 +404,7 @@ def test_file_exists(workspace):
     assert not missing.passed and "does not exist" in missing.verdict.evidence
     assert check("ifbench.file_exists", {"path": "src/nope.py", "negate": True}, workspace=workspace).passed
     command, limits = workspace.calls[0]
-    assert command == f"test -e {shlex.quote('src/app.py')}" and limits.timeout == 30
+    assert f"realpath -e -- {shlex.quote('src/app.py')}" in command and limits.timeout == 30
 
 
 def test_file_contains(workspace):

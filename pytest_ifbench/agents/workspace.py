@@ -253,9 +253,14 @@ class Workspace:
         ``usercustomize.py`` or ``.pth`` in its user site that makes ``python3 test_x.py`` exit 0 whatever
         the tests say, a ``.gitconfig``, a FIFO or link at a ``/tmp`` path a check writes to.  Emptied in
         place, never made again: a container's bind mounts pin the directories.  With ``keep`` the
-        entries move to ``agent-home`` and ``agent-tmp`` in :attr:`root` (never shown inside)."""
+        entries move to ``agent-home`` and ``agent-tmp`` in :attr:`root` (never shown inside).
+
+        The workspace's directories are opened again for the checks (:func:`_reopen_directories`): a
+        ``chmod 000 /workspace`` stopped every check's sandbox at its start, and a ``chmod 000 build`` hid
+        what is in it from ``test -e``, ``find`` and ``grep -r``."""
         if self._closed or self._run is None:
             raise RuntimeError("the workspace is closed")
+        _reopen_directories(self.path)
         for directory, aside in ((self.home, self.root / "agent-home"), (self.tmp, self.root / "agent-tmp")):
             if os.path.islink(directory) or not directory.is_dir():
                 raise OSError(f"not a directory any more: {directory}")
@@ -317,6 +322,84 @@ def _chown_tree(top: Path, uid: int, gid: int) -> None:
     for dirpath, dirnames, filenames in os.walk(top):
         for name in (*dirnames, *filenames):
             os.lchown(os.path.join(dirpath, name), uid, gid)
+
+
+#: How deep :func:`_reopen_directories` goes: an open directory per level (the archive keeps no deeper name).
+REOPEN_DEPTH = 256
+
+
+def _reopen_directories(top: Path, max_entries: int = Limits().max_workspace_entries) -> None:
+    """Give the workspace's owner (the checks' uid) its way back in: ``u+rwx`` on the workspace itself and
+    ``u+rx`` on every directory below it that lacks them, nothing else.
+
+    Nothing else changes: files keep their modes (one chmodded 000 fails the checks that read it, and a
+    re-score keeps it so), directories their write bit (``chmod 500 d`` may be the task).  Done from the host
+    on descriptors, never through a link (each directory opened ``O_NOFOLLOW``, chmodded through its
+    ``O_PATH`` descriptor), on this file system only, and best effort below the top: past ``max_entries``
+    entries or :data:`REOPEN_DEPTH` levels, or where a directory cannot be opened, the rest stays as it was
+    (the file checks fail what they cannot reach).  ``OSError`` when the workspace itself is not a directory
+    any more or cannot be chmodded."""
+    st = os.lstat(top)
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(f"not a directory any more: {top}")
+    if st.st_mode & 0o700 != 0o700:
+        os.chmod(top, stat.S_IMODE(st.st_mode) | 0o700)
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    left = [max_entries]
+    stack = [(fd, _subdirectories(fd, left))]
+    try:
+        while stack:
+            parent, names = stack[-1]
+            if not names:
+                os.close(stack.pop()[0])
+                continue
+            child = _opened(parent, names.pop(), st.st_dev)
+            if child is not None and len(stack) < REOPEN_DEPTH:
+                stack.append((child, _subdirectories(child, left)))
+            elif child is not None:
+                os.close(child)
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def _subdirectories(fd: int, left: list[int]) -> list[str]:
+    """The names of the directories in ``fd``, counting its entries off ``left[0]``: none once it is spent."""
+    names: list[str] = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                left[0] -= 1
+                if left[0] < 0:
+                    return []
+                if entry.is_dir(follow_symlinks=False):
+                    names.append(entry.name)
+    except OSError:
+        return []
+    return names
+
+
+def _opened(parent: int, name: str, device: int) -> int | None:
+    """The directory ``name`` of ``parent`` opened for listing, with ``u+rx`` added if it lacked them; None
+    for a link, anything but a directory, another file system's, or one that cannot be opened."""
+    try:
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(handle)
+        if st.st_dev != device:
+            return None
+        if st.st_mode & 0o500 != 0o500:
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o500)
+        return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=handle)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
 
 
 def _remove(root: Path) -> None:

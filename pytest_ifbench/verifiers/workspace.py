@@ -3,8 +3,17 @@
 They use only ``ctx.workspace.run(command, *, limits=...)`` (``agents.workspace.Workspace``: the command runs
 contained in the run's final working directory and returns ``returncode, stdout, stderr, duration, limit``).
 Files are read with ``head -c`` inside the sandbox, never through the host filesystem, so a symlink the agent
-left cannot point a check outside the workspace. Paths are relative to the workspace. Each check raises
-("... needs an agent run") when the instance has no workspace: an error outcome, never a pass.
+left cannot make a check read the host's files. Paths are relative to the workspace and resolved in the
+sandbox (``realpath -e``): ``file_contains`` reads only a regular file whose resolved path lies in the
+workspace (a link to a system file, ``/dev/null`` or ``/proc/self/...`` is not the agent's file: the check
+fails), while ``file_exists`` tests the name (a venv's ``bin/python -> /usr/bin/python3`` exists; the
+evidence says where it leads). Only a missing file (no such file, or a parent that is not a directory)
+satisfies a negation: one that cannot be reached or read (a directory the check may not search, a file
+chmodded 000, a FIFO), or a negated ``file_contains`` not read to its end (``max_bytes``), fails. Each check
+raises ("... needs an agent run") when the instance has no workspace, and a file check raises when its command
+gave no answer of its own (the sandbox could not start it, ``realpath`` is missing): errors, never passes.
+(``workspace_command`` cannot tell a sandbox that did not start from its command's exit 1: that is the
+backend's to report.)
 """
 
 from __future__ import annotations
@@ -50,14 +59,52 @@ def _failure(verifier_id: str, what: str, result: Any) -> RuntimeError:
     return RuntimeError(f"{verifier_id}: could not {what} (exit {result.returncode}{limit}): {detail}")
 
 
+#: Resolves the path (``realpath -e``, links followed as the sandbox sees them) and tells a missing file
+#: (exit 3, ``ifbench:missing``; "No such file or directory" or "Not a directory") from one that cannot be
+#: reached (exit 4: a directory the check may not search, a loop of links): only the first may pass a negation.
+#: An exit without the script's marker (bwrap's own 1 when the sandbox could not start, 127 without
+#: ``realpath``) is no answer: the check errors.
+_RESOLVE = """export LC_ALL=C
+command -v realpath >/dev/null 2>&1 || {{ echo 'realpath: not found' >&2; exit 127; }}
+if ! r=$(realpath -e -- {path} 2>&1); then
+  case $r in *': No such file or directory'|*': Not a directory') echo ifbench:missing; exit 3;; esac
+  printf '%s\\n' "$r" >&2; exit 4
+fi
+top=$(pwd -P)
+case $r in "$top"|"$top"/*) inside=1;; *) inside=;; esac
+"""
+#: The verdicts' markers on stdout, beside the exit status: bwrap's own failure can print neither.
+_MISSING = "ifbench:missing"
+_OUTSIDE = "ifbench:outside "
+_SIZE = "ifbench:size "
+
+
+def _missing(result: Any) -> bool:
+    return result.returncode == 3 and (result.stdout or "").strip() == _MISSING
+
+
+def _reason(result: Any) -> str:
+    return _tail(result.stderr, 200).strip() or f"exit {result.returncode}"
+
+
 def file_exists(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
-    """The path exists in the final workspace (with ``negate``: it does not)."""
+    """The path exists in the final workspace (with ``negate``: it does not). A path the check cannot reach
+    (a directory it may not search) fails either way: only a missing one is missing."""
     path = params["path"]
-    result = _run(ctx, "ifbench.file_exists", f"test -e {shlex.quote(path)}", FILE_TIMEOUT)
-    if result.returncode not in (0, 1):
+    script = _RESOLVE.format(path=shlex.quote(path)) + (
+        'if [ -n "$inside" ]; then echo ifbench:exists; else printf \'ifbench:exists-outside %s\\n\' "$r"; fi')
+    result = _run(ctx, "ifbench.file_exists", script, FILE_TIMEOUT)
+    out = result.stdout or ""
+    if _missing(result):
+        return Verdict(passed=params["negate"], evidence=f"{path} does not exist")
+    if result.returncode == 4:
+        return Verdict(passed=False, evidence=f"cannot tell whether {path} exists: {_reason(result)}")
+    if result.returncode != 0 or not out.startswith("ifbench:exists"):
         raise _failure("ifbench.file_exists", f"test {path!r}", result)
-    exists = result.returncode == 0
-    return Verdict(passed=exists != params["negate"], evidence=f"{path} {'exists' if exists else 'does not exist'}")
+    evidence = f"{path} exists"
+    if out.startswith("ifbench:exists-outside "):  # e.g. a venv's bin/python -> /usr/bin/python3: still a name here
+        evidence += f" (a link leading outside the workspace, to {out.split(' ', 1)[1].rstrip(chr(10))})"
+    return Verdict(passed=not params["negate"], evidence=evidence)
 
 
 def _check_contains(params: Mapping[str, Any]) -> None:
@@ -69,18 +116,34 @@ def _check_contains(params: Mapping[str, Any]) -> None:
 
 def file_contains(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     """The file contains the text or a match of the pattern (``negate``: it does not; a missing file does
-    not contain anything). Only the first ``max_bytes`` bytes are searched; the pattern is multiline."""
+    not contain anything). Only the first ``max_bytes`` bytes are searched; the pattern is multiline.
+
+    Only a regular file of the workspace is read: a path that leads out of it (a link to a system file, to
+    ``/dev/null``, to ``/proc/self/cmdline``), a FIFO, device or directory, or a file that cannot be read
+    fails the check either way, and so does a negation when the file is longer than ``max_bytes`` and the
+    part read does not hold it (the rest might)."""
     path, cap = params["path"], params["max_bytes"]
-    quoted = shlex.quote(path)  # a FIFO or device would block head or never end: not a file to read
-    result = _run(ctx, "ifbench.file_contains", f"if [ -e {quoted} ] && [ ! -f {quoted} ]; then "
-                  f"echo 'not a regular file' >&2; exit 2; fi; exec head -c {cap + 1} -- {quoted}", FILE_TIMEOUT)
-    if result.returncode is None and result.limit != "output":
+    script = _RESOLVE.format(path=shlex.quote(path)) + (  # a FIFO or device would block head or never end
+        f'[ -n "$inside" ] || {{ printf \'{_OUTSIDE}%s\\n\' "$r"; exit 5; }}\n'
+        "[ -f \"$r\" ] || { echo 'not a regular file' >&2; exit 6; }\n"
+        'size=$(wc -c <"$r") || exit 7\n'
+        f"printf '{_SIZE}%s\\n' $size\n"
+        f'exec head -c {cap} -- "$r"')
+    result = _run(ctx, "ifbench.file_contains", script, FILE_TIMEOUT)
+    out = result.stdout or ""
+    if _missing(result):
+        return Verdict(passed=params["negate"], evidence=f"cannot read {path}: it does not exist")
+    if result.returncode == 5 and out.startswith(_OUTSIDE):
+        where = out[len(_OUTSIDE):].rstrip("\n")
+        return Verdict(passed=False, evidence=f"cannot read {path}: it leads outside the workspace, to {where}")
+    header, _, body = out.partition("\n")
+    sized = header.startswith(_SIZE) and header[len(_SIZE):].isdigit()  # printed just before head started
+    if result.returncode in (4, 6, 7) or (sized and result.returncode not in (0, None)):
+        return Verdict(passed=False, evidence=f"cannot read {path}: {_reason(result)}")
+    if not sized or (result.returncode is None and result.limit != "output"):
         raise _failure("ifbench.file_contains", f"read {path!r}", result)
-    if result.returncode not in (0, None):
-        reason = _tail(result.stderr, 200).strip() or f"exit {result.returncode}"
-        return Verdict(passed=params["negate"], evidence=f"cannot read {path}: {reason}")
-    body = result.stdout or ""
-    cut = result.limit == "output" or len(body.encode("utf-8", "replace")) > cap
+    size = int(header[len(_SIZE):])
+    cut = result.limit == "output" or size > cap
     if params["pattern"] is not None:
         match = compile_pattern(params["pattern"], MULTILINE).search(body)
         start, shown = (match.start(), match.group(0)) if match else (-1, "")
@@ -91,9 +154,12 @@ def file_contains(text: str, params: Mapping[str, Any], ctx: Any) -> Verdict:
     evidence = f"{path} {'contains' if found else 'does not contain'} {what}"
     if found:
         evidence += f" (line {body.count(chr(10), 0, start) + 1}: {shown[:80]!r})"
+    passed = found != params["negate"]
     if cut:
-        evidence += f"; only its first {cap} bytes were searched"
-    return Verdict(passed=found != params["negate"], evidence=evidence, details={"truncated": cut})
+        evidence += f"; only its first {cap} bytes (of {size}) were searched"
+        if passed and not found:  # negated: the rest may hold it
+            passed, evidence = False, evidence + ": the rest may hold it, so it cannot be said not to"
+    return Verdict(passed=passed, evidence=evidence, details={"truncated": cut, "size": size})
 
 
 def _check_command(params: Mapping[str, Any]) -> None:
