@@ -437,15 +437,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         workspaces.close_open_workspaces()  # finished agent runs whose items did not run (Ctrl-C)
 
 
-#: Seconds a stopped run (Ctrl-C, SIGTERM) waits for the model calls it already sent, so that their replies --
-#: billed in any case -- are in the cache for the re-run; within the 30 s Kubernetes gives a pod before SIGKILL.
-DRAIN_SECONDS = 20.0
-
-
 def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
     """Ctrl-C or SIGTERM: no further model call is sent (what is queued would be paid for nothing), and the calls
     already sent are waited for, before the session's end closes the caches (the shared one's writes included)."""
-    from .models.background import stop_and_drain
+    from .models.background import DRAIN_SECONDS, stop_and_drain
 
     stop_and_drain(DRAIN_SECONDS, _say)
 

@@ -21,6 +21,12 @@ Two cases differ from Ctrl-C in a terminal, which reaches every process of the r
   it. (A copy cannot be told from a terminal's Ctrl-C by its signal or its sender, which Python's handlers are
   not given; a person's second Ctrl-C comes seconds later -- after the line saying the run waits -- and still
   stops at once.)
+- a stopped xdist controller starts its teardown (xdist's ``NodeManager.teardown_nodes``) only once its workers
+  are done (:func:`_wait_for_workers`) -- their wait for the calls they already sent over, their session finished
+  -- or :data:`~pytest_ifbench.models.background.DRAIN_SECONDS` and a few more seconds after the stop. The teardown
+  has execnet interrupt a worker still running 5 s later (a SIGINT the worker sends itself: a second Ctrl-C, which
+  ends its wait at once) and kill it 10 s later: calls answered after 5 s were paid for and lost. A second Ctrl-C
+  (or SIGTERM) to the controller ends its wait, passed on to the workers, which end theirs.
 - once the session is finishing (its results file, summary and reports being written), the work is done:
   SIGTERM then lets it finish (a line says so) instead of cutting the results file with a traceback and
   exit status 1; a second one kills.
@@ -42,10 +48,12 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import Any
 
 import pytest
 
 from ._owner import parent
+from ._xdist import worker_done
 
 __all__ = ["Terminated", "install", "uninstall"]
 
@@ -57,21 +65,24 @@ class _Flag:
     """A flag the signal handlers set and read without a lock. ``threading.Event.set`` takes one: a second
     Ctrl-C arriving while the first one's handler held it ran the handler again on the same thread, inside the
     first, which then waited for that lock for ever (the run hung instead of stopping). It also keeps when it
-    was last set (:meth:`set_within`)."""
+    was last set (:meth:`set_within`, :meth:`since`) and how many times since cleared (``times``)."""
 
-    __slots__ = ("_on", "_when")
+    __slots__ = ("_on", "_when", "times")
 
     def __init__(self) -> None:
         self._on = False
         self._when = float("-inf")
+        self.times = 0  # set since cleared
 
     def set(self) -> None:
         self._when = time.monotonic()  # first: a handler run inside this one never sees the flag without it
+        self.times += 1
         self._on = True
 
     def clear(self) -> None:
         self._on = False
         self._when = float("-inf")
+        self.times = 0
 
     def is_set(self) -> bool:
         return self._on
@@ -79,6 +90,10 @@ class _Flag:
     def set_within(self, seconds: float) -> bool:
         """Set, last less than ``seconds`` ago."""
         return time.monotonic() - self._when < seconds
+
+    def since(self) -> float:
+        """Seconds since it was last set."""
+        return time.monotonic() - self._when
 
 
 #: Set while the session finishes (see the module docstring); whether this process is an xdist controller, or
@@ -92,6 +107,12 @@ _STOPPED = _Flag()
 #: module docstring): the controller passes it on from its handler, at once; a person's second Ctrl-C comes
 #: seconds later.
 ECHO_SECONDS = 1.0
+#: Seconds a stopped controller waits for its workers beyond their own wait for the calls they sent: they take the
+#: stop a moment after it, and then finish their session (the caches written).
+WORKERS_MARGIN_SECONDS = 3.0
+#: Seconds a stopped controller waits for its workers before it says so: workers with no call on its way are done
+#: by then.
+_QUIET_SECONDS = 1.0
 
 
 class Terminated(KeyboardInterrupt):
@@ -134,11 +155,58 @@ def uninstall(config: pytest.Config) -> None:
 
 
 class _Finishing:
+    def __init__(self) -> None:
+        self.workers = _Workers()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist, on the controller: a worker starts (a crashed one's replacement too). :class:`_Workers`,
+        registered now, after xdist's ``DSession``, has its ``pytest_sessionfinish`` called right before that of
+        ``DSession``, which tears the workers down (pluggy calls the last registered first)."""
+        self.workers.nodes.append(node)
+        if not node.config.pluginmanager.is_registered(self.workers):
+            node.config.pluginmanager.register(self.workers, "ifbench-termination-workers")
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        _FINISHING.set()
+        if not self.workers.nodes:  # (an xdist controller finishes once its workers are done: _Workers)
+            _FINISHING.set()
         if _STOPPED.is_set():  # however pytest took the signal(s): the run did not finish
             session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+
+class _Workers:
+    """An xdist controller's workers: when the run was stopped, its teardown waits for them (see the module
+    docstring)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+
+    def pytest_sessionfinish(self) -> None:
+        if _STOPPED.times == 1:  # (stopped twice: at once)
+            _wait_for_workers(self.nodes)
+        _FINISHING.set()
+
+
+def _wait_for_workers(workers: list[Any]) -> None:
+    """Wait until every worker is done (see the module docstring), up to the workers' own wait after the stop and
+    :data:`WORKERS_MARGIN_SECONDS`; a KeyboardInterrupt (a second Ctrl-C or SIGTERM) ends the wait."""
+    from .models.background import DRAIN_SECONDS
+
+    left = DRAIN_SECONDS + WORKERS_MARGIN_SECONDS - _STOPPED.since()
+    deadline, quiet = time.monotonic() + left, time.monotonic() + _QUIET_SECONDS
+    said = False
+    try:
+        while (running := sum(not worker_done(node) for node in workers)) and time.monotonic() < deadline:
+            if not said and time.monotonic() >= quiet:
+                said = True
+                sys.stderr.write(f"pytest-ifbench: waiting up to {deadline - time.monotonic():.0f} s for {running} "
+                                 "worker(s) still waiting for the model calls they already sent, so that a re-run "
+                                 "finds their replies in the cache; Ctrl-C again to stop now\n")
+                sys.stderr.flush()
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        pass
 
 
 def _interrupted(signum: int, frame: FrameType | None) -> None:

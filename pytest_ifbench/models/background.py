@@ -26,6 +26,11 @@ PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_priority
 _WAITED: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("ifbench_waited", default=None)
 
 
+#: Seconds a stopped run (Ctrl-C, SIGTERM) waits for the model calls it already sent (:func:`stop_and_drain`), so
+#: that their replies -- billed in any case -- are in the cache for the re-run; within the 30 s Kubernetes gives a
+#: pod before SIGKILL. An xdist controller waits as long (and a little more) for its workers to be done.
+DRAIN_SECONDS = 20.0
+
 #: The tasks whose model call was sent and whose reply is not kept yet (:func:`call_sent`): the provider bills them
 #: whatever this process does next, so a run that stops lets them finish for a while (:func:`stop_and_drain`) and
 #: keeps their replies, where cancelling them paid for them now and again on the re-run.
