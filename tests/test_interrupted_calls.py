@@ -4,6 +4,7 @@ it received whatever the run does next, so cancelling them paid for them now and
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,3 +56,17 @@ def test_sigterm_to_an_xdist_controller_stops_its_workers_sending(tmp_path, stub
     status, output = stop_a_run(argv, tmp_path, ready=lambda: stub_env.in_flight == 4, signum=signal.SIGTERM)
     assert status == 2, output[-3000:]
     assert stub_env.calls == 4, output[-3000:]
+
+
+def test_what_the_calls_answered_after_a_stop_cost_is_said(tmp_path, stub_env):
+    """They are in the cache and in no record: the tables came out short of what the provider billed, with
+    nothing to say why (the money audit: 32 calls served, 24 in the table)."""
+    stub_env.add_rule("", Reply(content="hello there", latency=3.0))
+    write_suite(tmp_path, "suites/bulk.yaml", bulk_suite(8))
+    argv = [sys.executable, "-m", "pytest", "suites", "--model=openai/gpt-4o-mini", f"--api-base={stub_env.url}",
+            "--ifbench-concurrency=4", "-q", "-p", "no:cacheprovider"]
+    status, output = stop_a_run(argv, tmp_path, ready=lambda: stub_env.in_flight == 4, signum=signal.SIGINT)
+    assert status == 2, output[-3000:]
+    said = re.search(r"4 model call\(s\) answered after the stop cost \$([0-9.]+): their replies are in the cache, "
+                     r"in no record \(a re-run takes them free\)", output)
+    assert said and float(said.group(1)) > 0, output[-3000:]

@@ -17,8 +17,10 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+
+from .spending import usd
 
 #: Priority of the job the current task belongs to (lower runs first).
 PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("ifbench_priority", default=0)
@@ -37,6 +39,9 @@ DRAIN_SECONDS = 20.0
 _SENDING: set[asyncio.Task[Any]] = set()
 #: Set while a stopping run waits for the calls on their way: no call is sent any more.
 _DRAINING = threading.Event()
+#: The calls answered while a stopping run waited for them: how many, the USD of those priced, how many had no
+#: price. Their replies are in the cache and in no record, so the run's tables are short of them: said at the end.
+_AFTER_STOP = [0, 0.0, 0]
 
 
 def call_sent() -> None:
@@ -65,18 +70,33 @@ def stop_and_drain(seconds: float, say: Callable[[str], None] = lambda _: None) 
             time.sleep(0.05)
     except KeyboardInterrupt:
         pass
+    calls, priced, unpriced = _AFTER_STOP
+    if calls:
+        cost = f" cost {usd(priced)}" + (f" ({unpriced:,} with no price)" if unpriced else "") \
+            if unpriced < calls else " had no price"
+        say(f"{calls:,} model call(s) answered after the stop{cost}: their replies are in the cache, in no record "
+            "(a re-run takes them free)")
 
 
 def resume_sending() -> None:
     """A new run may send again (the last one stopped; runs in one process follow one another)."""
     _DRAINING.clear()
+    _AFTER_STOP[:] = [0, 0.0, 0]
 
 
-def call_over() -> None:
-    """The current task's call is over: its reply kept (in the cache), or it failed."""
+def call_over(kept: Mapping[str, Any] | None = None) -> None:
+    """The current task's call is over: its reply kept (in the cache; ``kept``, its entry), or it failed."""
     task = asyncio.current_task()
-    if task is not None:
-        _SENDING.discard(task)
+    if task is None:
+        return
+    if kept is not None and _DRAINING.is_set() and task in _SENDING:
+        cost = kept.get("cost")
+        _AFTER_STOP[0] += 1
+        if isinstance(cost, int | float):
+            _AFTER_STOP[1] += cost
+        else:
+            _AFTER_STOP[2] += 1
+    _SENDING.discard(task)
 
 
 def start_wait_clock() -> list[float]:

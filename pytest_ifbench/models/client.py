@@ -336,8 +336,8 @@ class ModelClient:
                 "model": self.model, "messages": list(messages), "params": params.litellm_kwargs(),
                 "sample": sample, "tools": list(tools), "response_format": response_format, "response": answer,
             })
-        finally:
-            call_over()  # the reply is in the cache (or the call failed): a stopping run need not wait for it
+        finally:  # the reply is in the cache (or the call failed): a stopping run need not wait for it
+            call_over(answer)  # (counted only if this task sent the call: not a reply another process paid for)
             if slot is not None:
                 slot.release()  # unless its attempt did (a call that failed before it: litellm's import)
             if claimed:
