@@ -180,8 +180,9 @@ def lines(entry: Mapping[str, Any]) -> list[str]:
         out.append(f"spending limit reached: {entry['refused']:,} call(s) not made{whose}; their instances errored "
                    f"(a run with a higher limit resumes from the cache)")
     if entry["unpriced"]:
-        out.append(f"warning: {entry['unpriced']:,} paid call(s) came back without a price and are not in the "
-                   f"total")
+        out.append(f"warning: {entry['unpriced']:,} call(s) had no price and are not in the total: replies that "
+                   f"reported no usage, or calls given up at their timeout after they were sent (a provider may "
+                   f"bill them)")
     return out
 
 

@@ -375,6 +375,35 @@ def test_a_reply_without_usage_has_no_price_and_is_counted_as_unpriced(stub_env,
     assert (now.calls, now.unpriced, now.spent) == (1, 1, 0.0)
 
 
+def test_a_call_given_up_at_its_timeout_after_it_was_sent_is_counted_as_one_without_a_price(stub_env, tmp_path):
+    """A provider bills a request it received whatever the client waited: it was counted nowhere (7 replies
+    served, the ledger said 0 calls). It counts among the calls without a price, and the model's next call
+    still waits for a priced first one."""
+    from pytest_ifbench.models.call_errors import ModelCallError
+    from pytest_ifbench.models.client import RetryPolicy
+
+    stub_env.latency = 2.0
+    ledger = _ledger(tmp_path, 1.0)
+    client = make_client(MODEL, api_base=stub_env.url, spending=ledger, retry=RetryPolicy(max_attempts=1, timeout=0.5))
+    (failed,) = _complete(client, ["hello there"])
+    assert isinstance(failed, ModelCallError) and stub_env.calls == 1
+    now = ledger.status()
+    assert (now.calls, now.unpriced, now.spent, now.in_flight) == (1, 1, 0.0, 0)
+    assert ledger.start(MODEL) == 0.0 and ledger.start(MODEL) == WAIT, "no price known yet: one call at a time"
+
+
+def test_a_call_that_never_reached_the_endpoint_is_not_counted(tmp_path):
+    from pytest_ifbench.models.call_errors import ModelCallError
+    from pytest_ifbench.models.client import RetryPolicy
+    from tests._support import free_port
+
+    ledger = _ledger(tmp_path, 1.0)
+    client = make_client(MODEL, api_base=f"http://127.0.0.1:{free_port()}/v1", spending=ledger,
+                         retry=RetryPolicy(max_attempts=1, timeout=0.5))
+    (failed,) = _complete(client, ["hello there"])
+    assert isinstance(failed, ModelCallError) and (ledger.status().calls, ledger.status().unpriced) == (0, 0)
+
+
 # --------------------------------------------------------------------------- whole runs
 
 

@@ -144,6 +144,12 @@ def is_setup_error(exc: BaseException) -> bool:
     return not isinstance(exc, MalformedReply) and bool(_NOT_SENT.search(str(exc)[:2000]))
 
 
+def is_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` is a call given up at its timeout (the client's, or the transport's own)."""
+    return isinstance(exc, TimeoutError) or _kind(exc) in {"Timeout", "APITimeoutError", "TimeoutError",
+                                                          "ReadTimeout", "ServerTimeoutError"}
+
+
 def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, MalformedReply):
         return True

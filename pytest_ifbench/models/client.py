@@ -39,6 +39,7 @@ from .call_errors import (
     error_message,
     is_context_window_error,
     is_retryable,
+    is_timeout,
     retry_after,
 )
 from .in_flight import Slot, reply_or_turn
@@ -450,8 +451,9 @@ class ModelClient:
                 billed = price(response, litellm) if came and response is not None else None
                 if came:
                     refused.append(_refused_reply(self.model, response, billed, attempt, time.perf_counter() - start))
-                if reserved is not None:
-                    spending.end(self.model, reserved, billed, paid=came)  # type: ignore[union-attr]
+                if reserved is not None:  # (sent and given up at its timeout: a provider may bill it)
+                    spending.end(self.model, reserved, billed, paid=came,  # type: ignore[union-attr]
+                                 given_up=is_timeout(exc) and not is_connection_failure(error))
                     reserved = None
                 message = error_message(exc)
                 if is_connection_failure(error):

@@ -86,7 +86,8 @@ class Ledger(Protocol):
 
     def start(self, model: str, *, wait: bool = True) -> float | None: ...
 
-    def end(self, model: str, reserved: float, cost: float | None, *, paid: bool = True) -> None: ...
+    def end(self, model: str, reserved: float, cost: float | None, *, paid: bool = True,
+            given_up: bool = False) -> None: ...
 
     def saw(self, model: str, cost: float | None) -> None: ...
 
@@ -166,9 +167,12 @@ class SpendingLimit:
                                         largest=max(now.largest, largest)))
             return largest
 
-    def end(self, model: str, reserved: float, cost: float | None, *, paid: bool = True) -> None:
+    def end(self, model: str, reserved: float, cost: float | None, *, paid: bool = True,
+            given_up: bool = False) -> None:
         """Settle a started call of ``model``: ``cost`` its reply's price (None: the reply had none), ``paid``
-        False when no reply came (a failed attempt is counted as costing nothing)."""
+        False when no reply came (a failed attempt is counted as costing nothing). ``given_up``: no reply, but
+        the request was sent and not waited for (its timeout): a provider may bill it, so it counts among the
+        run's calls without a price -- not among its model's, whose next call still waits for a price."""
         with self._held():
             record = self._read()
             now = Spent(*_TOTALS.unpack_from(record))
@@ -176,10 +180,11 @@ class SpendingLimit:
             key, own, on_their_way, calls = _SLOT.unpack_from(record, at)
             priced = cost if cost is not None and paid else 0.0
             _SLOT.pack_into(record, at, key, max(own, priced), max(0, on_their_way - 1), calls + (1 if paid else 0))
+            unpriced = (paid and cost is None) or (given_up and not paid)
             self._write(record, replace(
                 now, in_flight=max(0, now.in_flight - 1), reserved=max(0.0, now.reserved - reserved),
-                spent=now.spent + priced, calls=now.calls + (1 if paid else 0),
-                unpriced=now.unpriced + (1 if paid and cost is None else 0), largest=max(now.largest, priced)))
+                spent=now.spent + priced, calls=now.calls + (1 if paid or given_up else 0),
+                unpriced=now.unpriced + (1 if unpriced else 0), largest=max(now.largest, priced)))
 
     # -- the file ----------------------------------------------------------------------------------------
     def _held(self) -> _Held:

@@ -113,7 +113,8 @@ redis.call('HINCRBYFLOAT', KEYS[3], ARGV[2], str(own))
 redis.call('HINCRBY', KEYS[7], ARGV[2] .. '\0' .. model, 1)
 return str(own)
 """
-#: ARGV[4] what the call reserved, ARGV[5] its cost ('' when its reply had none), ARGV[6] 1 if it was paid,
+#: ARGV[4] what the call reserved, ARGV[5] its cost ('' when its reply had none), ARGV[6] 1 if it was paid, 2 if
+#: it was given up after it was sent (a call without a price of the run's, not of its model's),
 #: ARGV[7] its number among the owner's settlements: one sent twice (a connection lost as Redis answered)
 #: counts once; ARGV[8] its model.
 _END = _COMMON + """
@@ -146,6 +147,9 @@ if ARGV[6] == '1' then
   else
     redis.call('HINCRBY', KEYS[1], 'unpriced', 1)
   end
+elseif ARGV[6] == '2' then
+  redis.call('HINCRBY', KEYS[1], 'calls', 1)
+  redis.call('HINCRBY', KEYS[1], 'unpriced', 1)
 end
 return 1
 """
@@ -254,12 +258,13 @@ class RedisLedger:
             self._on_their_way += 1
         return float(answer)
 
-    def end(self, model: str, reserved: float, cost: float | None, *, paid: bool = True) -> None:
+    def end(self, model: str, reserved: float, cost: float | None, *, paid: bool = True,
+            given_up: bool = False) -> None:
         """Queue a call's settlement for this ledger's thread (never waits, never raises)."""
         with self._lock:
             self._on_their_way = max(0, self._on_their_way - 1)
             self._settlements += 1
-            self._unsent.append((model, reserved, cost, paid, self._settlements))
+            self._unsent.append((model, reserved, cost, 1 if paid else 2 if given_up else 0, self._settlements))
         self._wake.set()
 
     def status(self) -> Spent:
@@ -345,7 +350,7 @@ class RedisLedger:
                 return sent
             pipe = self._client.pipeline(transaction=False)
             for model, reserved, cost, paid, number in batch:  # (queued on the pipeline: sent by its execute)
-                self._run("end", repr(reserved), "" if cost is None else repr(cost), 1 if paid else 0, number,
+                self._run("end", repr(reserved), "" if cost is None else repr(cost), paid, number,
                           model, client=pipe)
             try:
                 pipe.execute()

@@ -66,8 +66,9 @@ def test_the_shared_ledger_decides_every_call_as_the_run_s_own_file_does(redis_u
             model, *reserved = on_their_way.pop(chance.randrange(len(on_their_way)))
             cost = chance.choice([None, round(chance.uniform(0, prices[model]), 7)])
             paid = chance.random() < 0.85
-            shared.end(model, reserved[0], cost, paid=paid)
-            local.end(model, reserved[1], cost, paid=paid)
+            given_up = not paid and chance.random() < 0.5  # (sent, not waited for: a call without a price)
+            shared.end(model, reserved[0], cost, paid=paid, given_up=given_up)
+            local.end(model, reserved[1], cost, paid=paid, given_up=given_up)
             assert shared.flush()
         else:
             cost = round(chance.uniform(0, prices[model] * 0.75), 7)
