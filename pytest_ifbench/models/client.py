@@ -412,7 +412,7 @@ class ModelClient:
         while True:
             attempt += 1
             start = time.perf_counter()
-            response = None
+            response = cost = None
             try:
                 breaker.check()
                 if self.limiter is not None:
@@ -448,7 +448,7 @@ class ModelClient:
             except Exception as error:
                 exc = as_malformed(error)
                 came = isinstance(exc, MalformedReply)  # a reply came and was refused: billed all the same
-                billed = price(response, litellm) if came and response is not None else None
+                billed = cost if came else None  # (priced before it was judged; none when litellm refused it)
                 if came:
                     refused.append(_refused_reply(self.model, response, billed, attempt, time.perf_counter() - start))
                 if reserved is not None:  # (sent and given up at its timeout: a provider may bill it)
