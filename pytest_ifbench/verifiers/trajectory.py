@@ -30,7 +30,6 @@ from .._params import Param, ParamError
 from .._registry import Verifier
 from .._types import Verdict
 from ..agents.trajectory import loads_arguments, strings_in
-from ..sandbox.backend import MOUNT
 from ._patterns import MULTILINE, BoundedPattern, compile_pattern
 from ._unicode import LANGUAGES, LATIN_LANGUAGES, SCRIPT_LANGUAGES, find_emoji, language_shares
 
@@ -200,9 +199,13 @@ def _existed(ctx: Any, path: str) -> bool:
     ``/workspace/a.py`` is ``a.py`` -- the form Claude Code's ``Write`` always uses. Other absolute paths
     (``/tmp``, ``HOME``) lie outside the environment: nothing there existed in it."""
     environment = getattr(getattr(ctx, "instance", None), "environment", None)
+    if environment is None:
+        return False
+    from ..sandbox.backend import MOUNT  # (here: ``ifbench verify`` imports no sandbox for a trajectory check)
+
     if path.startswith(MOUNT + "/"):
         path = path[len(MOUNT) + 1:]
-    if environment is None or not path or path.startswith("/") or path.split("/")[0] == "..":
+    if not path or path.startswith("/") or path.split("/")[0] == "..":
         return False
     return (environment / path).exists()
 
