@@ -119,4 +119,5 @@ def test_a_missing_key_reported_by_litellm_is_not_retried():
         asyncio.run(client.complete([{"role": "user", "content": "hi"}], GenerationParams()))
     assert raised.value.attempts == 1 and waits == [], str(raised.value)
     assert "OPENAI_API_KEY" in str(raised.value)
+    assert raised.value.status is None and "HTTP" not in str(raised.value), "no endpoint answered: no status"
 

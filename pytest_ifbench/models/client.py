@@ -39,6 +39,7 @@ from .call_errors import (
     error_message,
     is_context_window_error,
     is_retryable,
+    is_setup_error,
     is_timeout,
     retry_after,
 )
@@ -465,7 +466,8 @@ class ModelClient:
                     breaker.answered()
                 if not is_retryable(exc) or attempt >= self.retry.max_attempts:
                     self.stats.failures += 1
-                    raise ModelCallError(self.model, message, attempts=attempt, status=status_of(exc),
+                    status = None if is_setup_error(exc) else status_of(exc)  # (litellm's made-up 500: not sent)
+                    raise ModelCallError(self.model, message, attempts=attempt, status=status,
                                          context_window=is_context_window_error(exc)) from None
                 delay = random.uniform(0, min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1)))
                 hinted = retry_after(exc)
