@@ -23,10 +23,11 @@ from typing import Any
 
 from .._redact import redact
 from ..sandbox._forward import PREAMBLE_REFUSED
+from .trajectory import too_deep
 
 __all__ = ["LIMIT_KIND", "MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_DEPTH", "MAX_RECORDED_REFUSALS", "NOT_CLI",
            "Bounded", "Rejected", "SandboxEnder", "TCPServer", "UnixServer", "bind_path", "not_the_relay", "read_body",
-           "relay_preamble", "redact_bytes", "sandbox_init", "too_deep"]
+           "relay_preamble", "redact_bytes", "sandbox_init"]
 
 #: Largest request body read (the Messages API's own limit is 32 MB).
 MAX_BODY_BYTES = 32 << 20
@@ -90,20 +91,6 @@ def redact_bytes(data: bytes) -> bytes:
         return data
     cleaned = redact(text)
     return data if cleaned == text else cleaned.encode("utf-8")
-
-
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether ``value`` nests arrays and objects deeper than ``limit`` (iteratively: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, dict | list):
-                if depth + 1 > limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
 
 
 def _nspids(pid: int | str) -> list[str]:
@@ -324,6 +311,6 @@ def read_body(rfile: Any, headers: Any, max_bytes: int = MAX_BODY_BYTES) -> dict
         raise Rejected(400, "not_json", "the request body is not a JSON object", len(raw)) from None
     if not isinstance(value, dict):
         raise Rejected(400, "not_json", "the request body is not a JSON object", len(raw))
-    if too_deep(value):
+    if too_deep(value, MAX_DEPTH):
         raise Rejected(400, "too_deep", f"the request body nests deeper than {MAX_DEPTH} levels", len(raw))
     return value

@@ -123,16 +123,19 @@ def openai_call(call: Mapping[str, Any], default_id: str | None = None) -> dict[
 MAX_ARGUMENT_DEPTH = 64
 
 
-def _depth(value: Any) -> int:
-    """How deep ``value`` nests (a scalar is 0), without recursion."""
-    deepest, stack = 0, [(value, 1)]
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects deeper than ``limit`` (iteratively: no recursion). Also the
+    proxy's bound on a request body (:mod:`.proxy_bounds`)."""
+    stack = [(value, 1)]
     while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is not None:
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in children)
-    return deepest
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 class ArgumentsError(ValueError):
@@ -160,7 +163,7 @@ def loads_arguments(raw: str) -> Any:
         value = json.loads(raw, parse_constant=_constant, parse_float=_float)
     except RecursionError:
         raise ArgumentsError(f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels") from None
-    if _depth(value) > MAX_ARGUMENT_DEPTH:
+    if too_deep(value, MAX_ARGUMENT_DEPTH):
         raise ArgumentsError(f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
     return value
 
