@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what the names below are; each is imported on first use (``
     from ._params import Param, ParamError, validate_params
     from ._protocols import PROTOCOLS, Episode, ProtocolRegistry, Runtime, TurnRecord
     from ._registry import Registry, RuffSetting, RuffSpec, Verifier, VerifyContext
-    from ._text import code_block, extract_code, first_json_object, printable, strip_reasoning
+    from ._text import code_block, extract_code, first_json_object, printable, strip_reasoning, utf8_safe
     from ._types import CheckSpec, GenerationParams, Instance, JudgeOmission, Verdict
     from ._user_cache import user_cache_dir
     from ._verify import CheckOutcome, evaluate
@@ -52,7 +52,7 @@ __all__ = [
     "first_json_object", "iter_jsonl", "make_client", "neutralise", "printable", "raise_failed", "reply_entries",
     "ruff_setting",
     "set_check_param", "stats",
-    "strip_reasoning", "suite_yaml_or_none", "user_cache_dir", "validate_params",
+    "strip_reasoning", "suite_yaml_or_none", "user_cache_dir", "utf8_safe", "validate_params",
 ]
 
 #: Where each public name lives (relative to this package). Nothing is imported until a name is
@@ -63,7 +63,8 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(("Param", "ParamError", "validate_params"), "._params"),
     **dict.fromkeys(("PROTOCOLS", "Episode", "ProtocolRegistry", "Runtime", "TurnRecord"), "._protocols"),
     **dict.fromkeys(("Registry", "RuffSetting", "RuffSpec", "Verifier", "VerifyContext"), "._registry"),
-    **dict.fromkeys(("code_block", "extract_code", "first_json_object", "printable", "strip_reasoning"), "._text"),
+    **dict.fromkeys(("code_block", "extract_code", "first_json_object", "printable", "strip_reasoning",
+                     "utf8_safe"), "._text"),
     **dict.fromkeys(("CheckSpec", "GenerationParams", "Instance", "JudgeOmission", "Verdict"), "._types"),
     "user_cache_dir": "._user_cache",
     **dict.fromkeys(("CheckOutcome", "evaluate"), "._verify"),

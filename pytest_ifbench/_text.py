@@ -29,8 +29,7 @@ def printable(text: str) -> str:
     name) escaped as Python writes it."""
     if text.isprintable():
         return text
-    return "".join(char if char.isprintable() else "\ufffd" if "\ud800" <= char <= "\udfff" else repr(char)[1:-1]
-                   for char in text)
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in utf8_safe(text))
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:

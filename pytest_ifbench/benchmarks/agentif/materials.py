@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ifbench import printable
+from pytest_ifbench import printable, utf8_safe
 
 from . import documents, screenshot
 
@@ -31,7 +30,6 @@ MAX_FILE_BYTES = 20 << 20
 _SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
 #: The deepest file shown, in directories (a kept workspace's own limit, ``agents.workspace_archive``).
 MAX_DEPTH = 256
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _SHOWN_DEEP = 5
 
 
@@ -64,13 +62,8 @@ def material(path: Path, *, name: str | None = None, limit: int = documents.DEFA
                 png.write_bytes(shot.png)
                 if url := documents.image_payload(png):
                     images.append(url)
-    return Material(name=name, text=_encodable(text), images=tuple(images),
-                    notes=tuple(_encodable(note) for note in notes))
-
-
-def _encodable(text: str) -> str:
-    """``text`` with what is not UTF-8 (a lone surrogate) as U+FFFD: a judge call must encode it."""
-    return _SURROGATE.sub("\ufffd", text)
+    return Material(name=name, text=utf8_safe(text), images=tuple(images),
+                    notes=tuple(utf8_safe(note) for note in notes))
 
 
 def from_paths(paths: Iterable[tuple[str, Path]], **kwargs: Any) -> list[Material]:
