@@ -89,7 +89,7 @@ class _Flag:
 
     def set_within(self, seconds: float) -> bool:
         """Set, last less than ``seconds`` ago."""
-        return time.monotonic() - self._when < seconds
+        return self.since() < seconds
 
     def since(self) -> float:
         """Seconds since it was last set."""
