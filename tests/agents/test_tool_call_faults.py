@@ -31,7 +31,7 @@ from pytest_ifbench.agents.trajectory import Trajectory, TrajectoryBuilder
 from pytest_ifbench.agents.workspace import Workspace, sandbox_problem
 from pytest_ifbench.models.client import ModelClient, RetryPolicy
 from pytest_ifbench.testing import Reply, StubServer
-from tests._support import FAKE_KEY, closing_sessions
+from tests._support import closing_sessions
 
 FAST = RetryPolicy(max_attempts=1, timeout=20)
 ASK = [{"role": "system", "content": "You are a careful agent."}, {"role": "user", "content": "Do the task."}]
@@ -50,26 +50,20 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
         yield workspace
 
 
-@pytest.fixture
-def stub(stub_server: StubServer, monkeypatch: pytest.MonkeyPatch) -> StubServer:
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    return stub_server
-
-
 def call(ident: str, name: str, raw: str) -> dict[str, Any]:
     return {"id": ident, "type": "function", "function": {"name": name, "arguments": raw}}
 
 
-def script(stub: StubServer, replies: list[Reply]) -> None:
+def script(stub_env: StubServer, replies: list[Reply]) -> None:
     def answer(body: dict[str, Any]) -> Reply:
         n = sum(1 for m in body["messages"] if m["role"] == "assistant")
         return replies[min(n, len(replies) - 1)]
-    stub.default = answer
+    stub_env.default = answer
 
 
-def loop(stub: StubServer, ws: Workspace, *, profile: str = "generic", trajectory_path: Path | None = None,
+def loop(stub_env: StubServer, ws: Workspace, *, profile: str = "generic", trajectory_path: Path | None = None,
          **options: Any) -> LoopResult:
-    client = ModelClient(model="openai/stub", api_base=stub.url, retry=FAST)
+    client = ModelClient(model="openai/stub", api_base=stub_env.url, retry=FAST)
     return asyncio.run(closing_sessions(run_loop(
         client=client, messages=list(ASK), profile=ToolRegistry().profile(profile), workspace=ws,
         options=AgentOptions(**options), params=GenerationParams(max_tokens=200), trajectory_path=trajectory_path)))
@@ -90,18 +84,18 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_a_call_the_sandbox_cannot_run_is_answered_as_invalid_arguments(fault, stub, ws, tmp_path):
+def test_a_call_the_sandbox_cannot_run_is_answered_as_invalid_arguments(fault, stub_env, ws, tmp_path):
     name, raw, said = FAULTS[fault]
     finish = call("c2", "finish", '{"answer": "done"}') if name == "bash" else None
-    script(stub, [Reply(tool_calls=[call("c1", name, raw)]),
+    script(stub_env, [Reply(tool_calls=[call("c1", name, raw)]),
                   Reply(tool_calls=[finish]) if finish else Reply(content="done")])
     path = tmp_path / "trajectory.json"
-    result = loop(stub, ws, profile="generic" if name == "bash" else "claude_code", trajectory_path=path)
+    result = loop(stub_env, ws, profile="generic" if name == "bash" else "claude_code", trajectory_path=path)
     assert result.stop_reason in ("finished", "no_tool_call") and result.final_text == "done"
     answer = result.trajectory.tool_calls()[0].result
     assert answer.is_error and answer.content.startswith("Error: invalid arguments"), answer.content
     assert said in answer.content
-    sent = stub.requests[1].body["messages"]
+    sent = stub_env.requests[1].body["messages"]
     assert sent[-1]["role"] == "tool" and sent[-1]["content"] == answer.content
     wired = sent[-2]["tool_calls"][0]["function"]["arguments"]
     assert "NaN" not in wired and "Infinity" not in wired  # what strict providers accept
@@ -132,11 +126,11 @@ def test_deeply_nested_arguments_in_a_recorded_trajectory_are_no_crash():
 
 # --- 2. max_seconds holds between the calls of one reply --------------------------------------------
 
-def test_max_seconds_holds_between_the_calls_of_one_reply(stub, ws):
+def test_max_seconds_holds_between_the_calls_of_one_reply(stub_env, ws):
     calls = [call(f"s{i}", "bash", json.dumps({"command": f"sleep 30 # {i}"})) for i in range(6)]
-    script(stub, [Reply(tool_calls=calls), Reply(tool_calls=[call("f", "finish", '{"answer": "late"}')])])
+    script(stub_env, [Reply(tool_calls=calls), Reply(tool_calls=[call("f", "finish", '{"answer": "late"}')])])
     began = time.monotonic()
-    result = loop(stub, ws, max_seconds=2, command_timeout=30)
+    result = loop(stub_env, ws, max_seconds=2, command_timeout=30)
     elapsed = time.monotonic() - began
     assert result.stop_reason == "max_seconds" and result.steps == 1
     assert elapsed < 2 + tools_module.DEADLINE_GRACE + 1.5, elapsed
