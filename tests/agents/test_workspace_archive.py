@@ -19,8 +19,8 @@ from pytest_ifbench.agents import workspace_archive
 from pytest_ifbench.agents.workspace_archive import archive_path, pack, rebuild
 
 
-def _tree(root: Path) -> dict[str, object]:
-    """Every entry below ``root``: a file's bytes and mode, a link's target, a directory."""
+def tree(root: Path) -> dict[str, object]:
+    """Every entry below ``root``: a file's bytes and mode, a link's target, a directory and its mode."""
     out: dict[str, object] = {}
     for directory, dirs, files in os.walk(root):
         for name in (*dirs, *files):
@@ -29,7 +29,7 @@ def _tree(root: Path) -> dict[str, object]:
             if path.is_symlink():
                 out[key] = ("link", os.readlink(path))
             elif path.is_dir():
-                out[key] = "dir"
+                out[key] = ("dir", os.stat(path).st_mode & 0o777)
             else:
                 out[key] = (path.read_bytes(), os.stat(path).st_mode & 0o777)
     return out
@@ -66,7 +66,7 @@ def test_only_the_changes_are_packed_and_the_rebuild_is_the_final_workspace(tmp_
         assert json.loads(tar.pax_headers["ifbench.removed"]) == ["docs"]
     rebuilt = tmp_path / "rebuilt"
     rebuild(target, rebuilt, environment=environment)
-    assert _tree(rebuilt) == _tree(workspace)
+    assert tree(rebuilt) == tree(workspace)
 
 
 @pytest.mark.parametrize("change", ["nothing", "a removal only"])
@@ -80,7 +80,7 @@ def test_a_run_that_added_nothing_is_rebuilt(tmp_path, environment, change):
     target = tmp_path / "t.workspace.tar.gz"
     assert pack(workspace, target, environment=environment) is None
     rebuild(target, tmp_path / "rebuilt", environment=environment)
-    assert _tree(tmp_path / "rebuilt") == _tree(workspace)
+    assert tree(tmp_path / "rebuilt") == tree(workspace)
 
 def test_without_an_environment_everything_is_packed(tmp_path):
     workspace = tmp_path / "ws"
@@ -89,7 +89,7 @@ def test_without_an_environment_everything_is_packed(tmp_path):
     target = tmp_path / "t.workspace.tar.gz"
     assert pack(workspace, target) is None
     rebuild(target, tmp_path / "out", environment=None)
-    assert _tree(tmp_path / "out") == _tree(workspace)
+    assert tree(tmp_path / "out") == tree(workspace)
 
 
 def test_changes_over_the_limit_are_not_packed(tmp_path, environment):
@@ -244,7 +244,7 @@ def test_links_are_rebuilt_as_they_were_wherever_they_point(tmp_path, environmen
     target = tmp_path / "t.workspace.tar.gz"
     assert pack(workspace, target, environment=environment) is None
     rebuild(target, tmp_path / "out", environment=environment)
-    assert _tree(tmp_path / "out") == _tree(workspace)
+    assert tree(tmp_path / "out") == tree(workspace)
     assert os.readlink(tmp_path / "out" / ".venv" / "bin" / "python") == "/usr/bin/python3"
 
 

@@ -19,24 +19,9 @@ from pytest_ifbench.agents.workspace_archive import pack, rebuild
 from pytest_ifbench.sandbox import sandbox_problem
 from tests._support import stub_args, write_agent_suite
 from tests.agents.test_agent_suite import call, scripted
+from tests.agents.test_workspace_archive import tree
 
 needs_sandbox = pytest.mark.skipif(sandbox_problem() is not None, reason=f"agent sandbox: {sandbox_problem()}")
-
-
-def _tree(root: Path) -> dict[str, object]:
-    """Every entry below ``root``: a file's bytes and mode, a link's target, a directory and its mode."""
-    out: dict[str, object] = {}
-    for directory, dirs, files in os.walk(root):
-        for name in (*dirs, *files):
-            path = Path(directory, name)
-            key = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                out[key] = ("link", os.readlink(path))
-            elif path.is_dir():
-                out[key] = ("dir", os.stat(path).st_mode & 0o777)
-            else:
-                out[key] = (path.read_bytes(), os.stat(path).st_mode & 0o777)
-    return out
 
 
 @pytest.fixture
@@ -102,7 +87,7 @@ def test_what_replaced_an_environment_entry_is_rebuilt(tmp_path, environment):
     rebuilt = tmp_path / "rebuilt"
     try:
         rebuild(target, rebuilt, environment=environment)
-        assert _tree(rebuilt) == _tree(workspace)
+        assert tree(rebuilt) == tree(workspace)
     finally:
         for root in (workspace, rebuilt):
             if (root / "README.md" / "sub").is_dir():
