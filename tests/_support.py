@@ -108,6 +108,16 @@ def small_disk(directory: Path, size: str = "256k") -> Iterator[Path]:
         subprocess.run(["umount", str(directory)])
 
 
+def deep_directory(root: Path, depth: int) -> Path:
+    """``root/d/d/...``, ``depth`` directories deep, made one level at a time (``os.makedirs`` recurses: it
+    cannot make one 1,100 deep)."""
+    path = root
+    for _ in range(depth):
+        path = path / "d"
+        path.mkdir()
+    return path
+
+
 def stub_args(server: StubServer, *extra: str) -> list[str]:
     """Command-line arguments that run suites against ``server`` quickly."""
     return ["--model=openai/stub", f"--api-base={server.url}", "-p", "no:cacheprovider",

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_ifbench.agents import workspace_archive
 from pytest_ifbench.agents.workspace_archive import archive_path, pack, rebuild
+from tests._support import deep_directory
 
 
 def tree(root: Path) -> dict[str, object]:
@@ -156,22 +157,13 @@ def test_unpacking_refuses_a_bomb_and_garbage(tmp_path):
         rebuild(tmp_path / "junk.tar.gz", tmp_path / "out2", environment=None)
 
 
-def _deep(root: Path, depth: int) -> Path:
-    """``root/d/d/...``, ``depth`` directories deep (``os.makedirs`` recurses: it cannot make one 1,100 deep)."""
-    path = root
-    for _ in range(depth):
-        path = path / "d"
-        path.mkdir()
-    return path
-
-
 def test_a_tree_too_deep_is_not_kept_and_packing_never_raises(tmp_path):
     """``for i in $(seq 1100); do mkdir d && cd d; done`` made ``pack`` raise ``RecursionError`` (``os.walk``
     recurses), which errored the instance: what the agent leaves is never the instance's error."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "hello.txt").write_text("hello\n")
-    (_deep(workspace, 200) / "leaf.txt").write_text("deep\n")
+    (deep_directory(workspace, 200) / "leaf.txt").write_text("deep\n")
     target = tmp_path / "t.workspace.tar.gz"
     assert pack(workspace, target) is None  # deep, but not too deep: kept, and rebuilt
     rebuild(target, tmp_path / "out", environment=None)
@@ -180,7 +172,7 @@ def test_a_tree_too_deep_is_not_kept_and_packing_never_raises(tmp_path):
     target.unlink()
     (workspace / "e").mkdir()
     try:
-        _deep(workspace / "e", 1100)
+        deep_directory(workspace / "e", 1100)
         reason = pack(workspace, target)
     finally:
         subprocess.run(["rm", "-rf", "--", str(workspace / "e")], check=True)

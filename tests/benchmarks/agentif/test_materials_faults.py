@@ -20,7 +20,7 @@ from pytest_ifbench.benchmarks.agentif.judge import JudgeInput, build_messages
 from pytest_ifbench.models.cache import cache_key
 from pytest_ifbench.sandbox import sandbox_problem
 from pytest_ifbench.testing import Reply
-from tests._support import stub_args, write_suite
+from tests._support import deep_directory, stub_args, write_suite
 
 MAX_DEPTH = materials.MAX_DEPTH
 
@@ -34,15 +34,6 @@ class _Workspace:
         self.path = path
 
 
-def _deep(root: Path, depth: int) -> Path:
-    """``root/d/d/...``, ``depth`` directories deep (``os.makedirs`` recurses: it cannot make one 1,200 deep)."""
-    path = root
-    for _ in range(depth):
-        path = path / "d"
-        path.mkdir()
-    return path
-
-
 @pytest.fixture
 def deep_workspace(tmp_path):
     workspace = tmp_path / "ws"
@@ -50,7 +41,7 @@ def deep_workspace(tmp_path):
     (workspace / "report.csv").write_text("plan,monthly\nB,20\n")
     for top, depth in (("e", 1200), ("f", 10)):
         (workspace / top).mkdir()
-        (_deep(workspace / top, depth) / "leaf.txt").write_text(f"{depth}\n")
+        (deep_directory(workspace / top, depth) / "leaf.txt").write_text(f"{depth}\n")
     yield workspace
     subprocess.run(["rm", "-rf", "--", str(workspace)], check=True)
 
